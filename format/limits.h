@@ -1,0 +1,31 @@
+// The explicit limits of format 1.0 (spec/container.md §8). A reader rejects
+// a file past any of them with kResourceExhausted naming the limit; a writer
+// refuses to produce such a file.
+#ifndef BOLTPACK_FORMAT_LIMITS_H_
+#define BOLTPACK_FORMAT_LIMITS_H_
+
+#include <cstdint>
+
+namespace boltpack::format {
+
+inline constexpr uint64_t kMaxManifestBytes = 256ull << 20;   // 256 MiB
+inline constexpr uint64_t kMaxTensors = 1'000'000;
+inline constexpr uint64_t kMaxMetadataEntries = 1'000'000;
+inline constexpr uint64_t kMaxNameBytes = 4096;               // tensor names, metadata keys
+inline constexpr uint64_t kMaxDims = 8;
+inline constexpr uint64_t kMaxElements = 1ull << 56;          // per tensor
+inline constexpr uint64_t kMaxStreamsPerTensor = 64;
+inline constexpr uint64_t kMaxChunksPerStream = 1ull << 24;
+inline constexpr uint64_t kMaxCodecParams = 64;
+inline constexpr uint64_t kMaxFeatures = 64;
+inline constexpr uint64_t kMaxFeatureBytes = 64;
+inline constexpr uint64_t kMaxShards = 65536;
+inline constexpr uint64_t kMaxArrayDepth = 8;                 // nested metadata arrays
+inline constexpr uint64_t kMaxRawStreamBytes = 1ull << 48;    // decompressed stream
+inline constexpr uint64_t kMinAlignment = 64;
+inline constexpr uint64_t kMaxAlignment = 1ull << 30;
+inline constexpr uint64_t kDefaultAlignment = 4096;
+
+}  // namespace boltpack::format
+
+#endif  // BOLTPACK_FORMAT_LIMITS_H_

@@ -1,0 +1,151 @@
+#include "format/manifest_convert.h"
+
+namespace boltpack::format {
+namespace {
+
+bool IsUnsigned(ValueType t) {
+  return t == ValueType::kUint8 || t == ValueType::kUint16 || t == ValueType::kUint32 ||
+         t == ValueType::kUint64;
+}
+bool IsSigned(ValueType t) {
+  return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 ||
+         t == ValueType::kInt64;
+}
+
+MetaValue ArrayFromProto(const v1::Array& array) {
+  MetaValue v;
+  v.type = ValueType::kArray;
+  v.element_type = static_cast<ValueType>(array.element_type());
+  ValueType et = v.element_type;
+  if (IsUnsigned(et)) {
+    for (uint64_t x : array.uints()) v.elements.push_back(MetaValue::Uint(et, x));
+  } else if (IsSigned(et)) {
+    for (int64_t x : array.ints()) v.elements.push_back(MetaValue::Int(et, x));
+  } else if (et == ValueType::kFloat32) {
+    for (float x : array.f32s()) v.elements.push_back(MetaValue::Float32(x));
+  } else if (et == ValueType::kFloat64) {
+    for (double x : array.f64s()) v.elements.push_back(MetaValue::Float64(x));
+  } else if (et == ValueType::kBool) {
+    for (bool x : array.bools()) v.elements.push_back(MetaValue::Bool(x));
+  } else if (et == ValueType::kString) {
+    for (const auto& x : array.strings()) v.elements.push_back(MetaValue::String(x));
+  } else if (et == ValueType::kArray) {
+    for (const auto& x : array.arrays()) v.elements.push_back(ArrayFromProto(x));
+  }
+  return v;
+}
+
+void ArrayToProto(const MetaValue& value, v1::Array* out) {
+  ValueType et = value.element_type;
+  out->set_element_type(static_cast<v1::ValueType>(et));
+  for (const auto& e : value.elements) {
+    if (IsUnsigned(et)) out->add_uints(e.u);
+    else if (IsSigned(et)) out->add_ints(e.i);
+    else if (et == ValueType::kFloat32) out->add_f32s(e.f32);
+    else if (et == ValueType::kFloat64) out->add_f64s(e.f64);
+    else if (et == ValueType::kBool) out->add_bools(e.b);
+    else if (et == ValueType::kString) out->add_strings(e.s);
+    else if (et == ValueType::kArray) ArrayToProto(e, out->add_arrays());
+  }
+}
+
+}  // namespace
+
+MetaValue FromProto(const v1::Value& value) {
+  auto type = static_cast<ValueType>(value.type());
+  if (type == ValueType::kArray) return ArrayFromProto(value.array());
+  MetaValue v;
+  v.type = type;
+  if (IsUnsigned(type)) v.u = value.u();
+  else if (IsSigned(type)) v.i = value.i();
+  else if (type == ValueType::kFloat32) v.f32 = value.f32();
+  else if (type == ValueType::kFloat64) v.f64 = value.f64();
+  else if (type == ValueType::kBool) v.b = value.b();
+  else if (type == ValueType::kString) v.s = value.s();
+  return v;
+}
+
+void ToProto(const MetaValue& value, v1::Value* out) {
+  ValueType type = value.type;
+  out->set_type(static_cast<v1::ValueType>(type));
+  if (IsUnsigned(type)) out->set_u(value.u);
+  else if (IsSigned(type)) out->set_i(value.i);
+  else if (type == ValueType::kFloat32) out->set_f32(value.f32);
+  else if (type == ValueType::kFloat64) out->set_f64(value.f64);
+  else if (type == ValueType::kBool) out->set_b(value.b);
+  else if (type == ValueType::kString) out->set_s(value.s);
+  else if (type == ValueType::kArray) ArrayToProto(value, out->mutable_array());
+}
+
+TensorInfo FromProto(const v1::Tensor& tensor) {
+  TensorInfo info;
+  info.name = tensor.name();
+  info.shape.assign(tensor.shape().begin(), tensor.shape().end());
+  info.dtype = static_cast<DType>(tensor.dtype());
+  info.codec_id = tensor.codec().id();
+  for (const auto& p : tensor.codec().params()) {
+    info.codec_params.emplace_back(p.key(), FromProto(p.value()));
+  }
+  for (const auto& s : tensor.streams()) {
+    StreamInfo si;
+    si.role = s.role();
+    si.shard = s.shard();
+    si.offset = s.offset();
+    si.length = s.length();
+    si.alignment = s.alignment();
+    si.xxh3 = s.xxh3();
+    si.compression = static_cast<Compression>(s.compression());
+    si.raw_length = s.raw_length();
+    for (const auto& c : s.chunks()) {
+      si.chunks.push_back(ChunkInfo{c.stored_offset(), c.stored_length(), c.raw_offset(),
+                                    c.raw_length(), c.first_row(), c.row_count(), c.xxh3()});
+    }
+    info.streams.push_back(std::move(si));
+  }
+  info.required_features.assign(tensor.required_features().begin(),
+                                tensor.required_features().end());
+  return info;
+}
+
+void ToProto(const TensorInfo& info, v1::Tensor* out) {
+  out->set_name(info.name);
+  for (uint64_t d : info.shape) out->add_shape(d);
+  out->set_dtype(static_cast<v1::DType>(info.dtype));
+  out->mutable_codec()->set_id(info.codec_id);
+  for (const auto& [key, value] : info.codec_params) {
+    auto* p = out->mutable_codec()->add_params();
+    p->set_key(key);
+    ToProto(value, p->mutable_value());
+  }
+  for (const auto& s : info.streams) {
+    auto* ps = out->add_streams();
+    ps->set_role(s.role);
+    ps->set_shard(s.shard);
+    ps->set_offset(s.offset);
+    ps->set_length(s.length);
+    ps->set_alignment(s.alignment);
+    ps->set_xxh3(s.xxh3);
+    ps->set_compression(static_cast<v1::Compression>(s.compression));
+    ps->set_raw_length(s.raw_length);
+    for (const auto& c : s.chunks) {
+      auto* pc = ps->add_chunks();
+      pc->set_stored_offset(c.stored_offset);
+      pc->set_stored_length(c.stored_length);
+      pc->set_raw_offset(c.raw_offset);
+      pc->set_raw_length(c.raw_length);
+      pc->set_first_row(c.first_row);
+      pc->set_row_count(c.row_count);
+      pc->set_xxh3(c.xxh3);
+    }
+  }
+  for (const auto& f : info.required_features) out->add_required_features(f);
+}
+
+Metadata MetadataFromProto(const v1::Manifest& manifest) {
+  Metadata m;
+  m.reserve(manifest.metadata_size());
+  for (const auto& e : manifest.metadata()) m.emplace_back(e.key(), FromProto(e.value()));
+  return m;
+}
+
+}  // namespace boltpack::format

@@ -1,0 +1,384 @@
+#include "boltpack/reader.h"
+
+#include <algorithm>
+#include <new>
+#include <unordered_map>
+
+#include <zstd.h>
+
+#include "common/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "boltpack/codec_registry.h"
+#include "boltpack_proto/boltpack.pb.h"
+#include "common/checked_math.h"
+#include "common/parallel_for.h"
+#include "common/status_macros.h"
+#include "format/layout.h"
+#include "format/limits.h"
+#include "format/manifest_convert.h"
+#include "format/manifest_validate.h"
+#include "io/mapped_file.h"
+
+namespace boltpack {
+
+struct Reader::Impl {
+  std::string path;
+  ReaderOptions options;
+  std::unique_ptr<io::MappedFile> file;
+  std::vector<std::unique_ptr<io::MappedFile>> sibling_files;
+  std::vector<absl::Span<const uint8_t>> shard_bytes;  // [0] is this file
+  std::vector<uint64_t> shard_data_end;
+  format::Header header;
+  format::Footer footer;
+  v1::Manifest manifest;
+  std::vector<TensorInfo> tensors;
+  Metadata metadata;
+  std::vector<std::string> required_features;
+  std::vector<std::string> missing_features;
+  std::unordered_map<std::string_view, size_t> by_name;
+
+  absl::Status Load(absl::Span<const uint8_t> bytes, bool allow_siblings);
+  std::string Where(size_t t) const { return StrCat(path, ": tensor \"", tensors[t].name, "\""); }
+  absl::Span<const uint8_t> Stored(const StreamInfo& s) const {
+    return shard_bytes[s.shard].subspan(s.offset, s.length);
+  }
+};
+
+namespace {
+
+// A stream's raw bytes: a view into the mapping, or a buffer we own.
+struct RawBytes {
+  absl::Span<const uint8_t> view;
+  std::unique_ptr<uint8_t[]> owned;
+  uint64_t base = 0;
+};
+
+absl::StatusOr<std::unique_ptr<uint8_t[]>> Allocate(uint64_t n, const std::string& where) {
+  std::unique_ptr<uint8_t[]> p(new (std::nothrow) uint8_t[n == 0 ? 1 : n]);
+  if (!p) return absl::ResourceExhaustedError(StrCat(where, ": cannot allocate ", n, " bytes"));
+  return p;
+}
+
+absl::Status ZstdInto(absl::Span<const uint8_t> src, uint8_t* dst, uint64_t raw_length,
+                      const std::string& where) {
+  size_t got = ZSTD_decompress(dst, raw_length, src.data(), src.size());
+  if (ZSTD_isError(got)) {
+    return absl::DataLossError(StrCat(where, ": zstd: ", ZSTD_getErrorName(got)));
+  }
+  if (got != raw_length) {
+    return absl::DataLossError(StrCat(where, ": zstd data holds ", got, " bytes, the manifest says ", raw_length));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_siblings) {
+  constexpr uint64_t kMinFile = format::kHeaderSize + format::kFooterSize;
+  BP_ASSIGN_OR_RETURN(header, format::ParseHeader(bytes, path));
+  if (bytes.size() < kMinFile) {
+    return absl::DataLossError(StrCat(path, ": truncated (", bytes.size(), " bytes, no room for a footer)"));
+  }
+  BP_ASSIGN_OR_RETURN(footer, format::ParseFooter(bytes.subspan(bytes.size() - format::kFooterSize), path));
+  if (footer.file_size != bytes.size()) {
+    return absl::DataLossError(StrCat(path, ": the file has ", bytes.size(), " bytes but its footer says ",
+                                            footer.file_size, " (truncated or appended to)"));
+  }
+  if (footer.file_id != header.file_id) {
+    return absl::DataLossError(StrCat(path, ": header and footer belong to different writes (file_id differs)"));
+  }
+  if (footer.format_major != header.format_major || footer.format_minor != header.format_minor) {
+    return absl::DataLossError(StrCat(path, ": header and footer disagree on the format version"));
+  }
+  uint64_t max_manifest = std::min(options.max_manifest_bytes, format::kMaxManifestBytes);
+  if (footer.manifest_length > max_manifest) {
+    return absl::ResourceExhaustedError(StrCat(path, ": manifest of ", footer.manifest_length,
+                                                     " bytes exceeds the limit of ", max_manifest));
+  }
+  auto manifest_end = CheckedAdd(footer.manifest_offset, footer.manifest_length);
+  if (footer.manifest_offset < format::kHeaderSize || !manifest_end ||
+      *manifest_end != bytes.size() - format::kFooterSize) {
+    return absl::DataLossError(StrCat(path, ": manifest [", footer.manifest_offset, ", +",
+                                            footer.manifest_length, ") does not end where the footer starts"));
+  }
+  auto manifest_bytes = bytes.subspan(footer.manifest_offset, footer.manifest_length);
+  if (format::Xxh3(manifest_bytes) != footer.manifest_xxh3) {
+    return absl::DataLossError(StrCat(path, ": manifest checksum mismatch"));
+  }
+  if (!manifest.ParseFromArray(manifest_bytes.data(), static_cast<int>(manifest_bytes.size()))) {
+    return absl::DataLossError(StrCat(path, ": manifest is not a valid boltpack.v1.Manifest"));
+  }
+  if (manifest.format_minor() != header.format_minor) {
+    return absl::DataLossError(StrCat(path, ": manifest format_minor disagrees with the header"));
+  }
+  if (manifest.alignment() != header.alignment) {
+    return absl::DataLossError(StrCat(path, ": manifest alignment disagrees with the header"));
+  }
+  BP_RETURN_IF_ERROR(format::ValidateShards(manifest, path, header.file_id));
+  shard_bytes = {bytes};
+  shard_data_end = {footer.manifest_offset};
+  if (manifest.shards_size() > 1) {
+    if (!allow_siblings) {
+      return absl::FailedPreconditionError(StrCat(path, ": a multi-file model cannot be opened from a buffer"));
+    }
+    std::string dir = path.substr(0, path.find_last_of('/') + 1);
+    for (int k = 1; k < manifest.shards_size(); ++k) {
+      const auto& shard = manifest.shards(k);
+      std::string shard_path = dir + shard.file_name();
+      BP_ASSIGN_OR_RETURN(auto f, io::MappedFile::Open(shard_path));
+      BP_ASSIGN_OR_RETURN(auto h, format::ParseHeader(f->bytes(), shard_path));
+      if (h.file_id != shard.file_id() || f->size() != shard.size()) {
+        return absl::DataLossError(StrCat(shard_path, ": is not the shard ", path, " names (file_id or size differ)"));
+      }
+      shard_bytes.push_back(f->bytes());
+      shard_data_end.push_back(f->size());
+      sibling_files.push_back(std::move(f));
+    }
+  }
+  BP_RETURN_IF_ERROR(format::ValidateManifest(manifest, path, shard_data_end));
+
+  required_features.assign(manifest.required_features().begin(), manifest.required_features().end());
+  for (const auto& f : required_features) {
+    if (!format::IsKnownFeature(f)) missing_features.push_back(f);
+  }
+  tensors.reserve(manifest.tensors_size());
+  for (const auto& t : manifest.tensors()) tensors.push_back(format::FromProto(t));
+  metadata = format::MetadataFromProto(manifest);
+  by_name.reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) by_name.emplace(tensors[i].name, i);
+  // The tensor records now live in `tensors`; the proto copy is kept only for
+  // the reserved (opaque) sections.
+  manifest.clear_tensors();
+  manifest.clear_metadata();
+  return absl::OkStatus();
+}
+
+Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Reader::~Reader() = default;
+
+absl::StatusOr<std::unique_ptr<Reader>> Reader::Open(const std::string& path, const ReaderOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->options = options;
+  BP_ASSIGN_OR_RETURN(impl->file, io::MappedFile::Open(path));
+  BP_RETURN_IF_ERROR(impl->Load(impl->file->bytes(), /*allow_siblings=*/true));
+  return std::unique_ptr<Reader>(new Reader(std::move(impl)));
+}
+
+absl::StatusOr<std::unique_ptr<Reader>> Reader::OpenBuffer(absl::Span<const uint8_t> bytes,
+                                                           std::string display_name,
+                                                           const ReaderOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = std::move(display_name);
+  impl->options = options;
+  BP_RETURN_IF_ERROR(impl->Load(bytes, /*allow_siblings=*/false));
+  return std::unique_ptr<Reader>(new Reader(std::move(impl)));
+}
+
+const std::string& Reader::path() const { return impl_->path; }
+FormatVersion Reader::version() const { return {impl_->header.format_major, impl_->header.format_minor}; }
+uint64_t Reader::file_size() const { return impl_->shard_bytes[0].size(); }
+uint64_t Reader::alignment() const { return impl_->header.alignment; }
+const std::string& Reader::writer() const { return impl_->manifest.writer(); }
+const std::vector<std::string>& Reader::required_features() const { return impl_->required_features; }
+const std::vector<std::string>& Reader::missing_features() const { return impl_->missing_features; }
+const Metadata& Reader::metadata() const { return impl_->metadata; }
+const std::vector<TensorInfo>& Reader::tensors() const { return impl_->tensors; }
+
+std::optional<size_t> Reader::FindTensor(std::string_view name) const {
+  auto it = impl_->by_name.find(name);
+  if (it == impl_->by_name.end()) return std::nullopt;
+  return it->second;
+}
+
+absl::StatusOr<absl::Span<const uint8_t>> Reader::StoredStream(size_t tensor, size_t stream) const {
+  if (tensor >= impl_->tensors.size()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
+  const auto& info = impl_->tensors[tensor];
+  if (stream >= info.streams.size()) {
+    return absl::OutOfRangeError(StrCat(impl_->Where(tensor), ": no stream #", stream));
+  }
+  return impl_->Stored(info.streams[stream]);
+}
+
+absl::Status Reader::VerifyStream(size_t tensor, size_t stream) const {
+  BP_ASSIGN_OR_RETURN(auto bytes, StoredStream(tensor, stream));
+  const StreamInfo& s = impl_->tensors[tensor].streams[stream];
+  std::string where = StrCat(impl_->Where(tensor), " stream \"", s.role, "\"");
+  uint64_t computed = format::Xxh3(bytes);
+  if (computed != s.xxh3) {
+    return absl::DataLossError(absl::StrFormat("%s: checksum mismatch (manifest %016x, data %016x)", where, s.xxh3, computed));
+  }
+  for (size_t k = 0; k < s.chunks.size(); ++k) {
+    const auto& c = s.chunks[k];
+    if (format::Xxh3(bytes.subspan(c.stored_offset, c.stored_length)) != c.xxh3) {
+      return absl::DataLossError(StrCat(where, ": chunk ", k, " checksum mismatch"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Reader::VerifyContainer() const {
+  // Padding: every byte of each shard's data section that no stream covers
+  // must be zero, so that no byte of the file goes unchecked.
+  for (size_t shard = 0; shard < impl_->shard_bytes.size(); ++shard) {
+    std::vector<std::pair<uint64_t, uint64_t>> ex;
+    for (const auto& t : impl_->tensors) {
+      for (const auto& s : t.streams) {
+        if (s.shard == shard && s.length > 0) ex.emplace_back(s.offset, s.offset + s.length);
+      }
+    }
+    std::sort(ex.begin(), ex.end());
+    ex.emplace_back(impl_->shard_data_end[shard], impl_->shard_data_end[shard]);
+    uint64_t pos = format::kHeaderSize;
+    auto bytes = impl_->shard_bytes[shard];
+    for (const auto& [begin, end] : ex) {
+      for (uint64_t i = pos; i < begin; ++i) {
+        if (bytes[i] != 0) {
+          return absl::DataLossError(StrCat(shard == 0 ? impl_->path : impl_->sibling_files[shard - 1]->path(),
+                                                  ": padding byte at offset ", i, " is not zero"));
+        }
+      }
+      pos = std::max(pos, end);
+    }
+  }
+  for (size_t t = 0; t < impl_->tensors.size(); ++t) {
+    for (size_t s = 0; s < impl_->tensors[t].streams.size(); ++s) BP_RETURN_IF_ERROR(VerifyStream(t, s));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Reader::CanDecode(size_t tensor, OutputType out) const {
+  if (tensor >= impl_->tensors.size()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
+  const auto& info = impl_->tensors[tensor];
+  if (!impl_->missing_features.empty()) {
+    return absl::FailedPreconditionError(StrCat(
+        impl_->path, ": needs feature \"", impl_->missing_features[0],
+        "\" which this reader does not implement; the file can be listed and copied, not decoded"));
+  }
+  for (const auto& f : info.required_features) {
+    if (!format::IsKnownFeature(f)) {
+      return absl::FailedPreconditionError(StrCat(impl_->Where(tensor), ": needs feature \"", f,
+                                                        "\" which this reader does not implement"));
+    }
+  }
+  const Codec* codec = FindCodec(info.codec_id);
+  if (codec == nullptr) {
+    return absl::UnimplementedError(StrCat(impl_->Where(tensor), ": codec \"", info.codec_id,
+                                                 "\" is unknown to this reader; its bytes can be copied, not decoded"));
+  }
+  absl::Status valid = codec->ValidateRecord(info);
+  if (!valid.ok()) {
+    return absl::Status(valid.code(), StrCat(impl_->path, ": ", valid.message()));
+  }
+  if (!codec->CanDecodeTo(info, out)) {
+    return absl::InvalidArgumentError(StrCat(impl_->Where(tensor), ": codec \"", info.codec_id,
+                                                   "\" cannot decode a ", DTypeName(info.dtype),
+                                                   " tensor to this output type"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Reader::DecodedBytes(size_t tensor, OutputType out) const {
+  BP_RETURN_IF_ERROR(CanDecode(tensor, out));
+  const auto& info = impl_->tensors[tensor];
+  return FindCodec(info.codec_id)->DecodedBytes(info, out);
+}
+
+namespace {
+
+absl::StatusOr<RawBytes> RawRange(const Reader::Impl& impl, size_t tensor, size_t stream, uint64_t begin,
+                                  uint64_t end, int threads) {
+  const StreamInfo& s = impl.tensors[tensor].streams[stream];
+  std::string where = StrCat(impl.Where(tensor), " stream \"", s.role, "\"");
+  auto stored = impl.Stored(s);
+  RawBytes raw;
+  if (begin > end || end > s.raw_length) {
+    return absl::OutOfRangeError(StrCat(where, ": raw range [", begin, ", ", end, ") outside the stream"));
+  }
+  if (s.compression == Compression::kNone) {
+    raw.view = stored.subspan(begin, end - begin);
+    raw.base = begin;
+    return raw;
+  }
+  if (s.raw_length > impl.options.max_decompressed_stream_bytes) {
+    return absl::ResourceExhaustedError(StrCat(where, ": ", s.raw_length,
+                                                     " decompressed bytes exceed the reader's limit"));
+  }
+  if (s.chunks.empty()) {
+    BP_ASSIGN_OR_RETURN(raw.owned, Allocate(s.raw_length, where));
+    BP_RETURN_IF_ERROR(ZstdInto(stored, raw.owned.get(), s.raw_length, where));
+    raw.view = absl::MakeConstSpan(raw.owned.get() + begin, end - begin);
+    raw.base = begin;
+    return raw;
+  }
+  // Decompress only the chunks that overlap [begin, end), in parallel.
+  size_t first = 0;
+  while (first + 1 < s.chunks.size() && s.chunks[first].raw_offset + s.chunks[first].raw_length <= begin) ++first;
+  size_t last = first;
+  while (last + 1 < s.chunks.size() && s.chunks[last + 1].raw_offset < end) ++last;
+  uint64_t lo = s.chunks[first].raw_offset;
+  uint64_t hi = s.chunks[last].raw_offset + s.chunks[last].raw_length;
+  BP_ASSIGN_OR_RETURN(raw.owned, Allocate(hi - lo, where));
+  uint8_t* dst = raw.owned.get();
+  BP_RETURN_IF_ERROR(ParallelFor(last - first + 1, threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
+    for (uint64_t k = first + a; k < first + b; ++k) {
+      const auto& c = s.chunks[k];
+      BP_RETURN_IF_ERROR(ZstdInto(stored.subspan(c.stored_offset, c.stored_length), dst + (c.raw_offset - lo),
+                                  c.raw_length, StrCat(where, " chunk ", k)));
+    }
+    return absl::OkStatus();
+  }));
+  raw.view = absl::MakeConstSpan(dst + (begin - lo), end - begin);
+  raw.base = begin;
+  return raw;
+}
+
+}  // namespace
+
+absl::Status Reader::Decode(size_t tensor, OutputType out, absl::Span<uint8_t> dst, const ExecOptions& exec) const {
+  BP_ASSIGN_OR_RETURN(uint64_t need, DecodedBytes(tensor, out));
+  const auto& info = impl_->tensors[tensor];
+  if (dst.size() < need) {
+    return absl::InvalidArgumentError(StrCat(impl_->Where(tensor), ": output buffer of ", dst.size(),
+                                                   " bytes is smaller than the ", need, " the decode writes"));
+  }
+  std::vector<RawBytes> raws;
+  DecodeInput input;
+  input.info = &info;
+  for (size_t s = 0; s < info.streams.size(); ++s) {
+    if (impl_->options.verify_checksums) BP_RETURN_IF_ERROR(VerifyStream(tensor, s));
+    BP_ASSIGN_OR_RETURN(auto raw, RawRange(*impl_, tensor, s, 0, info.streams[s].raw_length, exec.threads));
+    input.streams.push_back(raw.view);
+    input.raw_base.push_back(0);
+    raws.push_back(std::move(raw));
+  }
+  absl::Status st = FindCodec(info.codec_id)->Decode(input, out, dst.subspan(0, need), exec);
+  if (!st.ok()) return absl::Status(st.code(), StrCat(impl_->path, ": ", st.message()));
+  return st;
+}
+
+absl::Status Reader::DecodeRows(size_t tensor, uint64_t row_begin, uint64_t row_end, OutputType out,
+                                absl::Span<uint8_t> dst) const {
+  BP_RETURN_IF_ERROR(CanDecode(tensor, out));
+  const auto& info = impl_->tensors[tensor];
+  if (row_begin > row_end || row_end > info.row_count()) {
+    return absl::OutOfRangeError(StrCat(impl_->Where(tensor), ": rows [", row_begin, ", ", row_end,
+                                              ") outside [0, ", info.row_count(), ")"));
+  }
+  const Codec* codec = FindCodec(info.codec_id);
+  std::vector<RawBytes> raws;
+  DecodeInput input;
+  input.info = &info;
+  for (size_t s = 0; s < info.streams.size(); ++s) {
+    BP_ASSIGN_OR_RETURN(auto range, codec->RowRangeBytes(info, s, row_begin, row_end));
+    BP_ASSIGN_OR_RETURN(auto raw, RawRange(*impl_, tensor, s, range.first, range.second, 1));
+    input.streams.push_back(raw.view);
+    input.raw_base.push_back(raw.base);
+    raws.push_back(std::move(raw));
+  }
+  absl::Status st = codec->DecodeRows(input, row_begin, row_end, out, dst);
+  if (!st.ok()) return absl::Status(st.code(), StrCat(impl_->path, ": ", st.message()));
+  return st;
+}
+
+}  // namespace boltpack

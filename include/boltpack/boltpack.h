@@ -1,0 +1,273 @@
+/*
+ * bolt-pack C API: a stable C99 interface over the C++ boltpack::Reader.
+ *
+ * Conventions
+ * -----------
+ * - Every function that can fail returns a bp_status. BP_OK is 0; the other
+ *   numbers are pinned and will never change meaning.
+ * - A NULL pointer where an object or output pointer is required gives
+ *   BP_ERR_INVALID_ARGUMENT. Indices past the end give BP_ERR_OUT_OF_RANGE.
+ * - On failure, output arguments are left unchanged unless stated otherwise.
+ * - No C++ exception, abort or assertion crosses this interface: anything
+ *   unexpected inside the library becomes BP_ERR_INTERNAL (or
+ *   BP_ERR_RESOURCE for an allocation failure).
+ * - Error messages: every failing call stores a message on the calling thread
+ *   (bp_last_error_message) and, when it was given a reader, on that reader
+ *   too (bp_last_error). Messages name the file and, where one is involved,
+ *   the tensor, stream or metadata key, exactly as the C++ status does.
+ *   Successful calls do not clear them: read them only right after a call
+ *   returned an error.
+ *
+ * Ownership and lifetime
+ * ----------------------
+ * - bp_open creates a reader; bp_close destroys it. Every pointer the API
+ *   hands out for a reader (tensor names, codec ids, stream roles, metadata
+ *   keys and strings, zero-copy stream data) stays valid, unchanged, until
+ *   bp_close on that reader, and must not be freed by the caller.
+ * - Strings returned by bp_last_error / bp_last_error_message belong to the
+ *   library and stay valid until the calling thread's next call into the
+ *   library.
+ * - bp_version_string returns a static string.
+ *
+ * Thread safety
+ * -------------
+ * A reader is immutable once open: any number of threads may call any
+ * function on the same reader at the same time (listing, metadata, stream
+ * data, bp_decode, bp_verify), except bp_close, which must not race with any
+ * other use of that reader. Different readers are independent.
+ */
+#ifndef BOLTPACK_BOLTPACK_H_
+#define BOLTPACK_BOLTPACK_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "boltpack/version.h" /* BOLTPACK_VERSION_* of the headers in use */
+
+#if defined(__GNUC__)
+#define BP_API __attribute__((visibility("default")))
+#else
+#define BP_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status codes (numbers are part of the ABI) ------------------------ */
+
+typedef enum bp_status {
+  BP_OK = 0,
+  BP_ERR_INVALID_ARGUMENT = 1, /* bad argument, NULL pointer, type mismatch */
+  BP_ERR_NOT_FOUND = 2,        /* no such file, tensor or key */
+  BP_ERR_CORRUPT = 3,          /* the file is damaged (checksum, bounds, ...) */
+  BP_ERR_UNSUPPORTED = 4,      /* unknown codec / feature; copyable, not decodable */
+  BP_ERR_RESOURCE = 5,         /* a limit was exceeded or memory ran out */
+  BP_ERR_IO = 6,               /* the operating system refused (permissions, ...) */
+  BP_ERR_INTERNAL = 7,         /* a bug in bolt-pack */
+  BP_ERR_OUT_OF_RANGE = 8      /* an index past the end */
+} bp_status;
+
+/* Decode targets (numbers are part of the ABI). */
+typedef enum bp_output {
+  BP_OUT_F32 = 0,
+  BP_OUT_BF16 = 1,
+  BP_OUT_F16 = 2,
+  BP_OUT_NATIVE = 3 /* the codec's stored element form (raw codecs: the dtype) */
+} bp_output;
+
+/* Tensor dtypes: the numbers of the DType enum in spec/boltpack.proto. */
+enum {
+  BP_DTYPE_UNSPECIFIED = 0,
+  BP_DTYPE_F32 = 1,
+  BP_DTYPE_F16 = 2,
+  BP_DTYPE_BF16 = 3,
+  BP_DTYPE_F64 = 4,
+  BP_DTYPE_I8 = 5,
+  BP_DTYPE_I16 = 6,
+  BP_DTYPE_I32 = 7,
+  BP_DTYPE_I64 = 8,
+  BP_DTYPE_U8 = 9,
+  BP_DTYPE_U16 = 10,
+  BP_DTYPE_U32 = 11,
+  BP_DTYPE_U64 = 12,
+  BP_DTYPE_BOOL = 13,
+  BP_DTYPE_F8_E4M3 = 14,
+  BP_DTYPE_F8_E5M2 = 15,
+  BP_DTYPE_F8_E8M0 = 16,
+  BP_DTYPE_C64 = 17
+};
+
+/* Metadata value types: GGUF's numbering, as boltpack::ValueType. */
+enum {
+  BP_VALUE_UNSPECIFIED = 0,
+  BP_VALUE_UINT8 = 1,
+  BP_VALUE_INT8 = 2,
+  BP_VALUE_UINT16 = 3,
+  BP_VALUE_INT16 = 4,
+  BP_VALUE_UINT32 = 5,
+  BP_VALUE_INT32 = 6,
+  BP_VALUE_UINT64 = 7,
+  BP_VALUE_INT64 = 8,
+  BP_VALUE_FLOAT32 = 9,
+  BP_VALUE_FLOAT64 = 10,
+  BP_VALUE_BOOL = 11,
+  BP_VALUE_STRING = 12,
+  BP_VALUE_ARRAY = 13
+};
+
+/* Stream compression (numbers are part of the ABI). */
+enum { BP_COMPRESSION_NONE = 0, BP_COMPRESSION_ZSTD = 1 };
+
+/* The format's limit on tensor rank. */
+#define BP_MAX_DIMS 8
+
+/* An open .bolt file. Opaque. */
+typedef struct bp_reader bp_reader;
+
+/* The two description structs share their names with the functions that fill
+ * them (like POSIX `struct stat` and stat()), so they have no typedef: write
+ * `struct bp_tensor_info info; bp_tensor_info(r, i, &info);`. */
+struct bp_tensor_info {
+  const char* name;        /* NUL-terminated; valid until bp_close */
+  uint32_t ndim;           /* 0..BP_MAX_DIMS */
+  uint64_t shape[BP_MAX_DIMS]; /* outermost first; entries >= ndim are 0 */
+  int dtype;               /* BP_DTYPE_* */
+  const char* codec;       /* codec id, e.g. "f32"; valid until bp_close */
+  uint64_t stored_bytes;   /* sum of the streams' stored (on-disk) lengths */
+  uint32_t stream_count;
+};
+
+struct bp_stream_info {
+  const char* role;        /* the codec's name for the stream; valid until bp_close */
+  int compression;         /* BP_COMPRESSION_* */
+  uint64_t stored_length;  /* bytes in the file */
+  uint64_t raw_length;     /* bytes after decompression */
+};
+
+/* ---- errors and versions --------------------------------------------- */
+
+/* Message of the most recent failed call on the calling thread, "" if none.
+ * This is how to learn why bp_open failed. Never NULL. */
+BP_API const char* bp_last_error_message(void);
+
+/* Message of the most recent failed call made with `r` (from any thread),
+ * "" if none; "invalid reader (NULL)" for r == NULL. The returned string is
+ * a copy owned by the calling thread, valid until its next call into the
+ * library. Never NULL. */
+BP_API const char* bp_last_error(const bp_reader* r);
+
+/* Short name of a status code ("OK", "INVALID_ARGUMENT", ...); static. */
+BP_API const char* bp_status_name(bp_status status);
+
+/* Version of the library actually linked, "MAJOR.MINOR.PATCH"; static.
+ * (BOLTPACK_VERSION_STRING is the version of the headers compiled against.) */
+BP_API const char* bp_version_string(void);
+
+/* ---- open / close ----------------------------------------------------- */
+
+/* Opens and validates `path` (header, footer, manifest, every stream's
+ * bounds). On success *out is a new reader to release with bp_close; on
+ * failure *out is set to NULL and bp_last_error_message() says why (naming
+ * the file). A missing file gives BP_ERR_NOT_FOUND. */
+BP_API bp_status bp_open(const char* path, bp_reader** out);
+
+/* Closes a reader and unmaps its file; every pointer obtained from it becomes
+ * invalid. NULL is a no-op. Must not race with other calls on `r`. */
+BP_API void bp_close(bp_reader* r);
+
+/* The container format version of the open file. */
+BP_API bp_status bp_format_version(const bp_reader* r, uint32_t* major, uint32_t* minor);
+
+/* Checks everything bp_open does not: every stream's and chunk's XXH3-64
+ * checksum, zero padding, sibling shards. BP_ERR_CORRUPT names the first
+ * damaged place. Reads the whole file. */
+BP_API bp_status bp_verify(const bp_reader* r);
+
+/* ---- tensors ---------------------------------------------------------- */
+
+/* Number of tensors; 0 for NULL. */
+BP_API size_t bp_tensor_count(const bp_reader* r);
+
+/* Index of the tensor named `name` (exact bytes) in *index;
+ * BP_ERR_NOT_FOUND if there is none. */
+BP_API bp_status bp_find_tensor(const bp_reader* r, const char* name, size_t* index);
+
+/* Describes tensor `index`. The strings stay valid until bp_close. */
+BP_API bp_status bp_tensor_info(const bp_reader* r, size_t index, struct bp_tensor_info* out);
+
+/* Describes stream `stream` of tensor `tensor`. */
+BP_API bp_status bp_stream_info(const bp_reader* r, size_t tensor, size_t stream,
+                                struct bp_stream_info* out);
+
+/* Zero-copy: *data points at the stream's stored bytes inside the file's
+ * mapping (*size bytes; *data may be NULL when *size is 0). For a compressed
+ * stream these are the compressed bytes, so this is meaningful as tensor data
+ * only when the compression is BP_COMPRESSION_NONE. Read-only; valid until
+ * bp_close. Checksums are not checked here (see bp_verify). */
+BP_API bp_status bp_stream_data(const bp_reader* r, size_t tensor, size_t stream,
+                                const void** data, uint64_t* size);
+
+/* Bytes a full decode of tensor `tensor` to `out` writes. Fails, with the
+ * same error as bp_decode would, when the tensor cannot be decoded to `out`
+ * (BP_ERR_UNSUPPORTED: codec or feature unknown to this library;
+ * BP_ERR_INVALID_ARGUMENT: the codec cannot produce this output type). */
+BP_API bp_status bp_decoded_size(const bp_reader* r, size_t tensor, bp_output out,
+                                 uint64_t* bytes);
+
+/* Decodes tensor `tensor` into `dst` (dst_size bytes, at least
+ * bp_decoded_size; row-major, outermost first). `threads` <= 0 uses all
+ * hardware threads. `dst` may be NULL only when dst_size is 0. On failure
+ * the contents of dst are unspecified. */
+BP_API bp_status bp_decode(const bp_reader* r, size_t tensor, bp_output out, void* dst,
+                           uint64_t dst_size, int threads);
+
+/* ---- metadata ------------------------------------------------------------
+ * Metadata is an ordered list of typed key/value entries, addressed by index
+ * 0..bp_metadata_count-1. The typed getters check the type and return
+ * BP_ERR_INVALID_ARGUMENT on a mismatch (the message names the key and both
+ * types); they never convert between integer and float:
+ *   bp_metadata_get_u64: BP_VALUE_UINT8/16/32/64
+ *   bp_metadata_get_i64: BP_VALUE_INT8/16/32/64
+ *   bp_metadata_get_f64: BP_VALUE_FLOAT32/64
+ *   bp_metadata_get_bool: BP_VALUE_BOOL
+ *   bp_metadata_get_string: BP_VALUE_STRING; *data is NUL-terminated but
+ *     strings are bytes and may contain NULs, so use *len. Valid until
+ *     bp_close.
+ * bp_metadata_array_get_* read element `j` of an array with the same rules. */
+
+BP_API size_t bp_metadata_count(const bp_reader* r);
+/* Index of the entry with key `key` (the first, if repeated). */
+BP_API bp_status bp_metadata_find(const bp_reader* r, const char* key, size_t* index);
+/* The key of entry i (NUL-terminated, valid until bp_close); NULL if r is
+ * NULL or i is out of range. */
+BP_API const char* bp_metadata_key(const bp_reader* r, size_t i);
+/* BP_VALUE_* of entry i; BP_VALUE_UNSPECIFIED (0) if r is NULL or i is out
+ * of range. */
+BP_API int bp_metadata_type(const bp_reader* r, size_t i);
+
+BP_API bp_status bp_metadata_get_u64(const bp_reader* r, size_t i, uint64_t* out);
+BP_API bp_status bp_metadata_get_i64(const bp_reader* r, size_t i, int64_t* out);
+BP_API bp_status bp_metadata_get_f64(const bp_reader* r, size_t i, double* out);
+BP_API bp_status bp_metadata_get_bool(const bp_reader* r, size_t i, int* out);
+BP_API bp_status bp_metadata_get_string(const bp_reader* r, size_t i, const char** data,
+                                        size_t* len);
+
+/* Arrays: BP_ERR_INVALID_ARGUMENT when entry i is not BP_VALUE_ARRAY. */
+BP_API bp_status bp_metadata_array_len(const bp_reader* r, size_t i, size_t* len);
+BP_API bp_status bp_metadata_array_type(const bp_reader* r, size_t i, int* element_type);
+BP_API bp_status bp_metadata_array_get_u64(const bp_reader* r, size_t i, size_t j,
+                                           uint64_t* out);
+BP_API bp_status bp_metadata_array_get_i64(const bp_reader* r, size_t i, size_t j,
+                                           int64_t* out);
+BP_API bp_status bp_metadata_array_get_f64(const bp_reader* r, size_t i, size_t j,
+                                           double* out);
+BP_API bp_status bp_metadata_array_get_bool(const bp_reader* r, size_t i, size_t j, int* out);
+BP_API bp_status bp_metadata_array_get_string(const bp_reader* r, size_t i, size_t j,
+                                              const char** data, size_t* len);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* BOLTPACK_BOLTPACK_H_ */

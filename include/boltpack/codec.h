@@ -1,0 +1,116 @@
+// The codec plugin interface. A codec turns a tensor's elements into one or
+// more named streams and back. Codecs are registered by id (the string stored
+// in the manifest); see codec_registry.h.
+//
+// Contract for decoders: stream bytes are hostile. ValidateRecord is called
+// before Decode and must check every size the decoder relies on, so that
+// Decode cannot read or write out of bounds whatever the file says.
+#ifndef BOLTPACK_CODEC_H_
+#define BOLTPACK_CODEC_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "boltpack/tensor_info.h"
+#include "boltpack/types.h"
+
+namespace boltpack {
+
+// A tensor handed to an encoder: contiguous row-major elements of `dtype`.
+struct TensorSource {
+  std::string_view name;
+  DType dtype = DType::kUnspecified;
+  absl::Span<const uint64_t> shape;
+  absl::Span<const uint8_t> bytes;
+};
+
+// A piece of an encoded stream that decodes alone (a run of whole rows).
+struct EncodedChunk {
+  uint64_t raw_offset = 0;
+  uint64_t raw_length = 0;
+  uint64_t first_row = 0;
+  uint64_t row_count = 0;
+};
+
+struct EncodedStream {
+  std::string role;
+  std::vector<uint8_t> bytes;
+  // Optional split of `bytes` into independently decodable pieces, in order,
+  // tiling `bytes` exactly. The writer compresses each piece on its own.
+  std::vector<EncodedChunk> chunks;
+  // False for streams that are already entropy coded (zstd would not pay).
+  bool compressible = true;
+};
+
+struct EncodedTensor {
+  CodecParams params;  // the effective parameters, stored in the manifest
+  std::vector<EncodedStream> streams;
+};
+
+// What a decoder reads: the validated record and, per stream (same order as
+// info.streams), its raw (decompressed) bytes. For a row-range read,
+// `raw_base[k]` is the raw offset at which `streams[k]` starts (0 otherwise).
+struct DecodeInput {
+  const TensorInfo* info = nullptr;
+  std::vector<absl::Span<const uint8_t>> streams;
+  std::vector<uint64_t> raw_base;
+};
+
+struct ExecOptions {
+  int threads = 1;
+};
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+
+  virtual std::string_view id() const = 0;
+  virtual std::string_view description() const = 0;
+
+  // OK when this codec can encode a tensor of this dtype and shape with these
+  // parameters; otherwise says why (e.g. row length not a multiple of 32).
+  virtual absl::Status CanEncode(DType dtype, absl::Span<const uint64_t> shape,
+                                 const CodecParams& params) const = 0;
+  virtual absl::StatusOr<EncodedTensor> Encode(const TensorSource& source,
+                                               const CodecParams& params,
+                                               const ExecOptions& exec) const = 0;
+
+  // Checks the record (dtype, shape, params, stream roles and raw lengths)
+  // before any decode. Decode may assume it passed.
+  virtual absl::Status ValidateRecord(const TensorInfo& info) const = 0;
+  virtual bool CanDecodeTo(const TensorInfo& info, OutputType out) const = 0;
+  // Bytes a full decode to `out` writes.
+  virtual absl::StatusOr<uint64_t> DecodedBytes(const TensorInfo& info,
+                                                OutputType out) const = 0;
+  virtual absl::Status Decode(const DecodeInput& input, OutputType out,
+                              absl::Span<uint8_t> dst,
+                              const ExecOptions& exec) const = 0;
+  // Decodes outer rows [row_begin, row_end). The default says it is not
+  // supported.
+  virtual absl::Status DecodeRows(const DecodeInput& input, uint64_t row_begin,
+                                  uint64_t row_end, OutputType out,
+                                  absl::Span<uint8_t> dst) const;
+  // For a row-range read: the raw byte range of stream `stream_index` that
+  // rows [row_begin, row_end) need.
+  virtual absl::StatusOr<std::pair<uint64_t, uint64_t>> RowRangeBytes(
+      const TensorInfo& info, size_t stream_index, uint64_t row_begin,
+      uint64_t row_end) const;
+
+  // Stored bytes (before compression) this codec produces for such a tensor.
+  virtual absl::StatusOr<uint64_t> EncodedSize(DType dtype,
+                                               absl::Span<const uint64_t> shape,
+                                               const CodecParams& params) const = 0;
+  // Axes (0 = outermost) along which a whole-unit prefix or subset can be cut
+  // from the stored bytes without re-encoding.
+  virtual std::vector<int> SliceableAxes(absl::Span<const uint64_t> shape,
+                                         const CodecParams& params) const = 0;
+};
+
+}  // namespace boltpack
+
+#endif  // BOLTPACK_CODEC_H_

@@ -1,0 +1,26 @@
+// Codecs by id. The built-in codecs are registered on first use; a plugin
+// registers its own with Register().
+#ifndef BOLTPACK_CODEC_REGISTRY_H_
+#define BOLTPACK_CODEC_REGISTRY_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "boltpack/codec.h"
+
+namespace boltpack {
+
+// nullptr when no codec has this id.
+const Codec* FindCodec(std::string_view id);
+// Fails if the id is taken or not a valid codec id.
+absl::Status RegisterCodec(std::unique_ptr<Codec> codec);
+std::vector<std::string> RegisteredCodecIds();
+// Codec ids: 1..64 bytes of [a-z0-9_-], starting with a letter or digit.
+bool IsValidCodecId(std::string_view id);
+
+}  // namespace boltpack
+
+#endif  // BOLTPACK_CODEC_REGISTRY_H_

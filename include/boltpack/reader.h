@@ -1,0 +1,91 @@
+// Reading a .bolt file: mmap, validate everything before use, list tensors,
+// hand out zero-copy spans of stored streams, decode into caller buffers.
+#ifndef BOLTPACK_READER_H_
+#define BOLTPACK_READER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "boltpack/codec.h"
+#include "boltpack/tensor_info.h"
+#include "boltpack/types.h"
+
+namespace boltpack {
+
+struct ReaderOptions {
+  // Refuse manifests larger than this (the spec's limit is the maximum).
+  uint64_t max_manifest_bytes = 256ull << 20;
+  // Check a stream's XXH3-64 each time it is decoded.
+  bool verify_checksums = false;
+  // A zstd stream may not claim more decompressed bytes than this (a tiny
+  // hostile file must not make the reader allocate terabytes).
+  uint64_t max_decompressed_stream_bytes = 1ull << 40;
+};
+
+struct FormatVersion {
+  uint32_t major = 0;
+  uint32_t minor = 0;
+};
+
+class Reader {
+ public:
+  // Opens and validates the fixed header, the footer, the manifest and the
+  // bounds of every stream. Nothing the file says is used unchecked.
+  static absl::StatusOr<std::unique_ptr<Reader>> Open(const std::string& path,
+                                                      const ReaderOptions& options = {});
+  // Same, over bytes the caller keeps alive (single-file models only).
+  static absl::StatusOr<std::unique_ptr<Reader>> OpenBuffer(
+      absl::Span<const uint8_t> bytes, std::string display_name,
+      const ReaderOptions& options = {});
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  const std::string& path() const;
+  FormatVersion version() const;
+  uint64_t file_size() const;
+  uint64_t alignment() const;
+  const std::string& writer() const;
+  const std::vector<std::string>& required_features() const;
+  // Required features this reader does not implement; non-empty means the
+  // file can be listed and copied but not decoded.
+  const std::vector<std::string>& missing_features() const;
+  const Metadata& metadata() const;
+  const std::vector<TensorInfo>& tensors() const;
+  std::optional<size_t> FindTensor(std::string_view name) const;
+
+  // Zero-copy view of a stream's stored bytes (compressed if it is).
+  absl::StatusOr<absl::Span<const uint8_t>> StoredStream(size_t tensor, size_t stream) const;
+  // Checks one stream's XXH3-64 (and its chunks').
+  absl::Status VerifyStream(size_t tensor, size_t stream) const;
+  // Everything a byte of the file can break that open does not check:
+  // checksums of all streams and chunks, zero padding, sibling shards.
+  absl::Status VerifyContainer() const;
+
+  // OK when tensor `t` can be decoded (features known, codec registered,
+  // record valid); otherwise the reason.
+  absl::Status CanDecode(size_t tensor, OutputType out) const;
+  absl::StatusOr<uint64_t> DecodedBytes(size_t tensor, OutputType out) const;
+  absl::Status Decode(size_t tensor, OutputType out, absl::Span<uint8_t> dst,
+                      const ExecOptions& exec = {}) const;
+  // Decodes outer rows [row_begin, row_end), reading only the chunks needed.
+  absl::Status DecodeRows(size_t tensor, uint64_t row_begin, uint64_t row_end,
+                          OutputType out, absl::Span<uint8_t> dst) const;
+
+  struct Impl;
+
+ private:
+  explicit Reader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace boltpack
+
+#endif  // BOLTPACK_READER_H_

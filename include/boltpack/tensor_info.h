@@ -1,0 +1,58 @@
+// The tensor record as the library exposes it: what the manifest says about
+// one tensor, after validation.
+#ifndef BOLTPACK_TENSOR_INFO_H_
+#define BOLTPACK_TENSOR_INFO_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "boltpack/types.h"
+
+namespace boltpack {
+
+enum class Compression : uint8_t { kNone = 0, kZstd = 1 };
+
+// One independently decodable piece of a stream (offsets relative to the
+// stream's stored and raw bytes).
+struct ChunkInfo {
+  uint64_t stored_offset = 0;
+  uint64_t stored_length = 0;
+  uint64_t raw_offset = 0;
+  uint64_t raw_length = 0;
+  uint64_t first_row = 0;
+  uint64_t row_count = 0;
+  uint64_t xxh3 = 0;
+};
+
+struct StreamInfo {
+  std::string role;
+  uint32_t shard = 0;
+  uint64_t offset = 0;     // absolute, in the shard file
+  uint64_t length = 0;     // stored bytes
+  uint64_t alignment = 0;
+  uint64_t xxh3 = 0;       // of the stored bytes
+  Compression compression = Compression::kNone;
+  uint64_t raw_length = 0; // after decompression
+  std::vector<ChunkInfo> chunks;
+};
+
+struct TensorInfo {
+  std::string name;
+  std::vector<uint64_t> shape;  // outermost first
+  DType dtype = DType::kUnspecified;
+  std::string codec_id;
+  CodecParams codec_params;
+  std::vector<StreamInfo> streams;
+  std::vector<std::string> required_features;
+
+  uint64_t element_count() const;   // product of shape (1 for a 0-d tensor)
+  uint64_t row_count() const;       // shape[0], or 1 for 0-d
+  uint64_t row_elements() const;    // product of shape[1:]
+  uint64_t stored_bytes() const;    // sum of streams' stored lengths
+  const StreamInfo* FindStream(std::string_view role) const;
+};
+
+}  // namespace boltpack
+
+#endif  // BOLTPACK_TENSOR_INFO_H_

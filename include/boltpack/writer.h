@@ -1,0 +1,67 @@
+// Writing a .bolt file. Tensors are appended as they are produced (memory
+// does not grow with the model); the manifest and footer are written last.
+// Output goes to a temporary file in the destination folder, which Finish()
+// fsyncs and renames into place; a Writer destroyed before Finish() leaves
+// nothing behind.
+#ifndef BOLTPACK_WRITER_H_
+#define BOLTPACK_WRITER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "boltpack/codec.h"
+#include "boltpack/types.h"
+
+namespace boltpack {
+
+class Reader;
+
+struct WriterOptions {
+  // Stream alignment: a power of two, >= 64. 4096 lets engines mmap streams
+  // page-aligned.
+  uint64_t alignment = 4096;
+  // 0 stores streams raw; 1..22 tries zstd at that level on compressible
+  // streams and keeps it where it saves at least 1/32 of the bytes.
+  int zstd_level = 0;
+  // Paths the output must not overwrite (the conversion's inputs).
+  std::vector<std::string> inputs;
+  std::string writer_name;
+  std::vector<std::string> optional_features;
+  int threads = 1;
+};
+
+class Writer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Writer>> Create(const std::string& path,
+                                                        const WriterOptions& options = {});
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  absl::Status AddMetadata(std::string key, MetaValue value);
+  absl::Status AddTensor(std::string name, std::vector<uint64_t> shape, DType dtype,
+                         std::string codec_id, EncodedTensor encoded);
+  // Copies a tensor's stored streams (compressed or not, any codec, known or
+  // not) from `reader` without decoding them.
+  absl::Status CopyTensor(const Reader& reader, size_t tensor, std::string new_name = {});
+  // Writes the manifest and footer, fsyncs and renames into place.
+  absl::Status Finish();
+
+  struct Impl;
+
+ private:
+  explicit Writer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Encodes `source` with the registered codec `codec_id`.
+absl::StatusOr<EncodedTensor> EncodeTensor(std::string_view codec_id, const TensorSource& source,
+                                           const CodecParams& params, const ExecOptions& exec);
+
+}  // namespace boltpack
+
+#endif  // BOLTPACK_WRITER_H_

@@ -1,0 +1,157 @@
+#include "io/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "common/str_cat.h"
+
+namespace boltpack::io {
+namespace {
+
+constexpr size_t kBufferBytes = 1 << 20;
+
+absl::Status ErrnoError(const std::string& path, const char* what, int err) {
+  return absl::InternalError(StrCat(path, ": ", what, ": ", std::strerror(err)));
+}
+
+std::string ParentDir(const std::string& path) {
+  std::filesystem::path p(path);
+  auto parent = p.parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+}  // namespace
+
+absl::Status CheckNotAnInput(const std::string& output, const std::vector<std::string>& inputs) {
+  struct stat out_st;
+  bool out_exists = ::stat(output.c_str(), &out_st) == 0;
+  std::error_code ec;
+  auto out_abs = std::filesystem::weakly_canonical(output, ec);
+  for (const auto& in : inputs) {
+    struct stat in_st;
+    bool same = false;
+    if (out_exists && ::stat(in.c_str(), &in_st) == 0) {
+      same = in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino;
+    }
+    if (!same && !ec) {
+      std::error_code ec2;
+      auto in_abs = std::filesystem::weakly_canonical(in, ec2);
+      same = !ec2 && in_abs == out_abs;
+    }
+    if (same) {
+      return absl::InvalidArgumentError(
+          StrCat(output, ": refusing to overwrite an input file (", in, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(
+    const std::string& path, const std::vector<std::string>& inputs) {
+  if (path.empty()) return absl::InvalidArgumentError("empty output path");
+  absl::Status not_input = CheckNotAnInput(path, inputs);
+  if (!not_input.ok()) return not_input;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(StrCat(path, ": is a directory"));
+  }
+  std::string dir = ParentDir(path);
+  std::string name = std::filesystem::path(path).filename().string();
+  std::string templ = StrCat(dir, "/.", name, ".tmp-XXXXXX");
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  int fd = ::mkstemp(buf.data());
+  if (fd < 0) return ErrnoError(path, "cannot create a temporary file beside it", errno);
+  ::fchmod(fd, 0644);
+  auto file = std::unique_ptr<AtomicFile>(new AtomicFile(path, std::string(buf.data()), fd));
+  file->buffer_.reserve(kBufferBytes);
+  return file;
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_path_.c_str());
+}
+
+absl::Status AtomicFile::Flush() {
+  size_t done = 0;
+  while (done < buffer_.size()) {
+    ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(path_, "write failed", errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  buffer_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFile::Write(absl::Span<const uint8_t> bytes) {
+  if (committed_) return absl::FailedPreconditionError(StrCat(path_, ": already committed"));
+  position_ += bytes.size();
+  if (buffer_.size() + bytes.size() > kBufferBytes) {
+    absl::Status s = Flush();
+    if (!s.ok()) return s;
+  }
+  if (bytes.size() >= kBufferBytes) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoError(path_, "write failed", errno);
+      }
+      done += static_cast<size_t>(n);
+    }
+    return absl::OkStatus();
+  }
+  buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFile::WriteZeros(uint64_t count) {
+  static const uint8_t kZeros[4096] = {};
+  while (count > 0) {
+    uint64_t n = count < sizeof(kZeros) ? count : sizeof(kZeros);
+    absl::Status s = Write({kZeros, static_cast<size_t>(n)});
+    if (!s.ok()) return s;
+    count -= n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFile::PadTo(uint64_t alignment) {
+  uint64_t rem = position_ % alignment;
+  return rem == 0 ? absl::OkStatus() : WriteZeros(alignment - rem);
+}
+
+absl::Status AtomicFile::Commit() {
+  absl::Status s = Flush();
+  if (!s.ok()) return s;
+  if (::fsync(fd_) != 0) return ErrnoError(path_, "fsync failed", errno);
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    return ErrnoError(path_, "close failed", errno);
+  }
+  fd_ = -1;
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    return ErrnoError(path_, "cannot rename the temporary file into place", errno);
+  }
+  committed_ = true;
+  int dir_fd = ::open(ParentDir(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace boltpack::io

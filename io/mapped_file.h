@@ -1,0 +1,35 @@
+// A read-only memory mapping of a whole file.
+#ifndef BOLTPACK_IO_MAPPED_FILE_H_
+#define BOLTPACK_IO_MAPPED_FILE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace boltpack::io {
+
+class MappedFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  absl::Span<const uint8_t> bytes() const { return {data_, size_}; }
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile(std::string path, const uint8_t* data, uint64_t size)
+      : path_(std::move(path)), data_(data), size_(size) {}
+  std::string path_;
+  const uint8_t* data_;
+  uint64_t size_;
+};
+
+}  // namespace boltpack::io
+
+#endif  // BOLTPACK_IO_MAPPED_FILE_H_

@@ -1,0 +1,532 @@
+#include "io/safetensors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+#include <unordered_map>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
+#include "common/status_macros.h"
+#include "format/limits.h"
+#include "io/atomic_file.h"
+#include "io/json.h"
+#include "io/mapped_file.h"
+
+namespace boltpack::io {
+namespace {
+
+// Debian's Abseil has its own string_view type, which StrCat needs.
+absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+constexpr size_t kMaxSafetensorsDims = format::kMaxDims;
+
+// Names safetensors defines but bolt-pack cannot hold (sub-byte floats):
+// they get "unsupported" rather than "unknown", so the user knows the file
+// is fine and the tool is what falls short.
+constexpr std::string_view kUnsupportedDTypes[] = {"F4", "F6_E2M3", "F6_E3M2"};
+
+// Names in error messages are quoted (they may hold control characters) and
+// cut short (they may be megabytes long).
+std::string Quoted(std::string_view s) {
+  constexpr size_t kMax = 200;
+  if (s.size() <= kMax) return JsonQuote(s);
+  size_t cut = kMax;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return absl::StrCat(JsonQuote(s.substr(0, cut)), "...");
+}
+
+std::string ShapeText(const std::vector<uint64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) absl::StrAppend(&out, i ? "," : "", shape[i]);
+  return out + "]";
+}
+
+uint64_t ReadLE64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+absl::Status Invalid(std::string_view file, std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(AV(file), ": ", AV(what)));
+}
+
+absl::Status TensorError(std::string_view file, std::string_view tensor, std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(AV(file), ": tensor ", Quoted(tensor), ": ", AV(what)));
+}
+
+// A JSON number that is a non-negative integer written without fraction or
+// exponent: how serde reads a Rust usize, so what HF accepts, we accept.
+std::optional<uint64_t> PlainUint(const JsonValue& v) {
+  if (!v.is_number() || !v.is_integer()) return std::nullopt;
+  return v.uint64_value();
+}
+
+// One parsed .safetensors file.
+struct ParsedFile {
+  std::vector<SafetensorsTensor> tensors;  // header order
+  std::vector<std::pair<std::string, std::string>> metadata;
+  absl::Span<const uint8_t> buffer;  // the byte buffer after the header
+};
+
+absl::Status ParseTensorEntry(std::string_view file, const std::string& name,
+                              const JsonValue& entry, SafetensorsTensor* t) {
+  if (!entry.is_object()) {
+    return TensorError(file, name,
+                       absl::StrCat("entry is ", AV(JsonTypeName(entry.type())), ", not an object"));
+  }
+  const JsonValue* dtype = nullptr;
+  const JsonValue* shape = nullptr;
+  const JsonValue* offsets = nullptr;
+  for (const auto& [key, value] : entry.object()) {
+    if (key == "dtype") dtype = &value;
+    else if (key == "shape") shape = &value;
+    else if (key == "data_offsets") offsets = &value;
+    else return TensorError(file, name, absl::StrCat("unknown key ", Quoted(key), " in tensor entry"));
+  }
+  if (dtype == nullptr) return TensorError(file, name, "missing \"dtype\"");
+  if (shape == nullptr) return TensorError(file, name, "missing \"shape\"");
+  if (offsets == nullptr) return TensorError(file, name, "missing \"data_offsets\"");
+
+  t->name = name;
+  if (!dtype->is_string()) return TensorError(file, name, "\"dtype\" is not a string");
+  const std::string& dname = dtype->string_value();
+  std::optional<DType> dt = DTypeFromName(dname);
+  if (!dt || DTypeSize(*dt) <= 0) {
+    bool known = std::find(std::begin(kUnsupportedDTypes), std::end(kUnsupportedDTypes),
+                           std::string_view(dname)) != std::end(kUnsupportedDTypes);
+    return TensorError(file, name,
+                       absl::StrCat(known ? "unsupported dtype " : "unknown dtype ", Quoted(dname)));
+  }
+  t->dtype = *dt;
+
+  if (!shape->is_array()) return TensorError(file, name, "\"shape\" is not an array");
+  if (shape->array().size() > kMaxSafetensorsDims) {
+    return TensorError(file, name, absl::StrCat("shape has ", shape->array().size(),
+                                                " dims, more than the limit of ", kMaxSafetensorsDims));
+  }
+  t->shape.clear();
+  for (const JsonValue& d : shape->array()) {
+    std::optional<uint64_t> dim = PlainUint(d);
+    if (!dim) {
+      return TensorError(file, name,
+                         absl::StrCat("shape dim ",
+                                      d.is_number() ? d.number_text() : std::string(AV(JsonTypeName(d.type()))),
+                                      " is not a non-negative integer"));
+    }
+    t->shape.push_back(*dim);
+  }
+
+  if (!offsets->is_array() || offsets->array().size() != 2) {
+    return TensorError(file, name, "\"data_offsets\" is not an array of two integers");
+  }
+  std::optional<uint64_t> begin = PlainUint(offsets->array()[0]);
+  std::optional<uint64_t> end = PlainUint(offsets->array()[1]);
+  if (!begin || !end) {
+    return TensorError(file, name, "\"data_offsets\" must be two non-negative integers");
+  }
+  if (*end < *begin) {
+    return TensorError(file, name,
+                       absl::StrCat("data_offsets [", *begin, ", ", *end, "] end before they begin"));
+  }
+  t->data_begin = *begin;
+  t->data_end = *end;
+
+  std::optional<uint64_t> elements = CheckedProduct(t->shape);
+  if (!elements) {
+    return TensorError(file, name, absl::StrCat("element count of shape ", ShapeText(t->shape),
+                                                " overflows 64 bits"));
+  }
+  std::optional<uint64_t> bytes = CheckedMul(*elements, static_cast<uint64_t>(DTypeSize(t->dtype)));
+  if (!bytes) {
+    return TensorError(file, name, absl::StrCat("byte size of ", AV(DTypeName(t->dtype)), " ",
+                                                ShapeText(t->shape), " overflows 64 bits"));
+  }
+  if (*end - *begin != *bytes) {
+    return TensorError(file, name,
+                       absl::StrCat("data_offsets [", *begin, ", ", *end, "] hold ", *end - *begin,
+                                    " bytes but ", AV(DTypeName(t->dtype)), " ", ShapeText(t->shape),
+                                    " needs ", *bytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ParsedFile> ParseSafetensors(absl::Span<const uint8_t> bytes, std::string_view file,
+                                            size_t file_index) {
+  if (bytes.size() < 8) {
+    return Invalid(file, absl::StrCat("file is ", bytes.size(),
+                                      " bytes, too small for the 8-byte header length"));
+  }
+  uint64_t n = ReadLE64(bytes.data());
+  if (n > kSafetensorsMaxHeaderBytes) {
+    return Invalid(file, absl::StrCat("header length ", n, " is over the limit of ",
+                                      kSafetensorsMaxHeaderBytes, " bytes"));
+  }
+  if (n + 8 > bytes.size()) {
+    return Invalid(file, absl::StrCat("header length ", n, " runs past the end of the file (",
+                                      bytes.size(), " bytes)"));
+  }
+  std::string_view header(reinterpret_cast<const char*>(bytes.data() + 8), n);
+  if (std::optional<size_t> bad = FirstInvalidUtf8(header)) {
+    return Invalid(file, absl::StrCat("header is not valid UTF-8 (header byte ", *bad, ")"));
+  }
+  if (header.empty() || header[0] != '{') {
+    return Invalid(file, "header does not start with '{'");
+  }
+  JsonLimits limits;
+  limits.max_bytes = kSafetensorsMaxHeaderBytes;
+  absl::StatusOr<JsonValue> json = ParseJson(header, limits);
+  if (!json.ok()) {
+    // Offsets in JSON errors count from the start of the header.
+    return absl::Status(json.status().code(),
+                        absl::StrCat(AV(file), ": header JSON: ", json.status().message()));
+  }
+
+  ParsedFile out;
+  for (const auto& [key, value] : json->object()) {
+    if (key == "__metadata__") {
+      if (!value.is_object()) {
+        return Invalid(file, absl::StrCat("__metadata__ is ", AV(JsonTypeName(value.type())),
+                                          ", not an object of strings"));
+      }
+      for (const auto& [mk, mv] : value.object()) {
+        if (!mv.is_string()) {
+          return Invalid(file, absl::StrCat("__metadata__ value of ", Quoted(mk), " is ",
+                                            AV(JsonTypeName(mv.type())), ", not a string"));
+        }
+        out.metadata.emplace_back(mk, mv.string_value());
+      }
+      continue;
+    }
+    SafetensorsTensor t;
+    t.file_index = file_index;
+    BP_RETURN_IF_ERROR(ParseTensorEntry(file, key, value, &t));
+    out.tensors.push_back(std::move(t));
+  }
+
+  // The tensors, sorted by offsets, must tile the buffer exactly: a hole
+  // would be unaccounted bytes (a place to smuggle data), an overlap would
+  // let two tensors alias.
+  std::vector<size_t> order(out.tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto& ta = out.tensors[a];
+    const auto& tb = out.tensors[b];
+    return std::pair(ta.data_begin, ta.data_end) < std::pair(tb.data_begin, tb.data_end);
+  });
+  uint64_t covered = 0;
+  const SafetensorsTensor* prev = nullptr;
+  for (size_t idx : order) {
+    const SafetensorsTensor& t = out.tensors[idx];
+    if (t.data_begin > covered) {
+      return TensorError(file, t.name,
+                         absl::StrCat("data_offsets [", t.data_begin, ", ", t.data_end,
+                                      "] leave a hole: the bytes before them end at ", covered));
+    }
+    if (t.data_begin < covered) {
+      return TensorError(file, t.name,
+                         absl::StrCat("data_offsets [", t.data_begin, ", ", t.data_end,
+                                      "] overlap tensor ", Quoted(prev->name), " [", prev->data_begin,
+                                      ", ", prev->data_end, "]"));
+    }
+    covered = t.data_end;
+    prev = &t;
+  }
+  uint64_t buffer_len = bytes.size() - 8 - n;
+  if (covered != buffer_len) {
+    if (covered > buffer_len) {
+      return Invalid(file, absl::StrCat("tensors need a ", covered, "-byte data buffer but the file has ",
+                                        buffer_len, " bytes after the header (truncated?)"));
+    }
+    return Invalid(file, absl::StrCat("tensors cover ", covered, " bytes but the file has ", buffer_len,
+                                      " bytes after the header (", buffer_len - covered,
+                                      " unaccounted trailing bytes)"));
+  }
+  out.buffer = bytes.subspan(8 + n);
+  return out;
+}
+
+// A shard name from an index must stay inside the index's folder.
+bool IsPlainFileName(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  // ':' too, so a Windows drive-relative name ("C:x") cannot slip through.
+  return name.find_first_of(std::string_view("/\\:\0", 4)) == std::string_view::npos;
+}
+
+}  // namespace
+
+struct SafetensorsModel::Impl {
+  std::vector<std::unique_ptr<MappedFile>> maps;
+  std::vector<absl::Span<const uint8_t>> buffers;  // per file
+  std::vector<SafetensorsTensor> tensors;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  std::vector<std::string> files;
+};
+
+SafetensorsModel::SafetensorsModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SafetensorsModel::~SafetensorsModel() = default;
+
+const std::vector<SafetensorsTensor>& SafetensorsModel::tensors() const { return impl_->tensors; }
+const std::vector<std::pair<std::string, std::string>>& SafetensorsModel::metadata() const {
+  return impl_->metadata;
+}
+const std::vector<std::string>& SafetensorsModel::files() const { return impl_->files; }
+
+absl::Span<const uint8_t> SafetensorsModel::TensorBytes(size_t i) const {
+  if (i >= impl_->tensors.size()) return {};
+  const SafetensorsTensor& t = impl_->tensors[i];
+  return impl_->buffers[t.file_index].subspan(t.data_begin, t.data_end - t.data_begin);
+}
+
+absl::StatusOr<std::unique_ptr<SafetensorsModel>> SafetensorsModel::OpenBuffer(
+    absl::Span<const uint8_t> bytes, std::string display_name) {
+  BP_ASSIGN_OR_RETURN(ParsedFile parsed, ParseSafetensors(bytes, display_name, 0));
+  auto impl = std::make_unique<Impl>();
+  impl->buffers.push_back(parsed.buffer);
+  impl->tensors = std::move(parsed.tensors);
+  impl->metadata = std::move(parsed.metadata);
+  impl->files.push_back(std::move(display_name));
+  return std::unique_ptr<SafetensorsModel>(new SafetensorsModel(std::move(impl)));
+}
+
+absl::StatusOr<std::unique_ptr<SafetensorsModel>> SafetensorsModel::Open(const std::string& path) {
+  bool is_index = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  if (!is_index) {
+    BP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> map, MappedFile::Open(path));
+    BP_ASSIGN_OR_RETURN(ParsedFile parsed, ParseSafetensors(map->bytes(), path, 0));
+    auto impl = std::make_unique<Impl>();
+    impl->buffers.push_back(parsed.buffer);
+    impl->tensors = std::move(parsed.tensors);
+    impl->metadata = std::move(parsed.metadata);
+    impl->files.push_back(path);
+    impl->maps.push_back(std::move(map));
+    return std::unique_ptr<SafetensorsModel>(new SafetensorsModel(std::move(impl)));
+  }
+
+  // Sharded model: `{"metadata": {...}, "weight_map": {tensor: file}}`.
+  BP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> index_map, MappedFile::Open(path));
+  std::string_view text(reinterpret_cast<const char*>(index_map->bytes().data()),
+                        index_map->bytes().size());
+  absl::StatusOr<JsonValue> index = ParseJson(text);
+  if (!index.ok()) {
+    return absl::Status(index.status().code(),
+                        absl::StrCat(path, ": index JSON: ", index.status().message()));
+  }
+  if (!index->is_object()) return Invalid(path, "index is not a JSON object");
+  if (const JsonValue* meta = index->Find("metadata"); meta != nullptr && !meta->is_object()) {
+    return Invalid(path, "\"metadata\" is not an object");
+  }
+  const JsonValue* weight_map = index->Find("weight_map");
+  if (weight_map == nullptr) return Invalid(path, "missing \"weight_map\"");
+  if (!weight_map->is_object()) return Invalid(path, "\"weight_map\" is not an object");
+
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  auto impl = std::make_unique<Impl>();
+  std::vector<std::string> shard_names;
+  std::unordered_map<std::string, size_t> shard_of_name;
+  struct Listing {
+    size_t shard;
+    bool found;
+  };
+  std::unordered_map<std::string, Listing> listed;  // tensor -> where the index puts it
+  for (const auto& [tensor, file] : weight_map->object()) {
+    if (!file.is_string()) {
+      return Invalid(path, absl::StrCat("weight_map entry for ", Quoted(tensor), " is ",
+                                        AV(JsonTypeName(file.type())), ", not a file name"));
+    }
+    const std::string& fname = file.string_value();
+    if (!IsPlainFileName(fname)) {
+      return Invalid(path, absl::StrCat("weight_map puts ", Quoted(tensor), " in ", Quoted(fname),
+                                        ", which is not a plain file name in the index's folder"));
+    }
+    auto [it, inserted] = shard_of_name.emplace(fname, shard_names.size());
+    if (inserted) {
+      if (shard_names.size() >= format::kMaxShards) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(path, ": more than ", format::kMaxShards, " shard files"));
+      }
+      shard_names.push_back(fname);
+    }
+    listed.emplace(tensor, Listing{it->second, false});
+  }
+
+  size_t found = 0;
+  for (size_t s = 0; s < shard_names.size(); ++s) {
+    std::string shard_path = dir.empty() ? shard_names[s] : absl::StrCat(dir, "/", shard_names[s]);
+    BP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> map, MappedFile::Open(shard_path));
+    BP_ASSIGN_OR_RETURN(ParsedFile parsed, ParseSafetensors(map->bytes(), shard_path, s));
+    for (SafetensorsTensor& t : parsed.tensors) {
+      auto it = listed.find(t.name);
+      if (it == listed.end()) {
+        return TensorError(shard_path, t.name, absl::StrCat("is not listed in the weight_map of ", path));
+      }
+      if (it->second.shard != s) {
+        return TensorError(shard_path, t.name,
+                           absl::StrCat("is in this shard, but the weight_map of ", path,
+                                        " puts it in ", Quoted(shard_names[it->second.shard])));
+      }
+      it->second.found = true;
+      ++found;
+      impl->tensors.push_back(std::move(t));
+    }
+    if (s == 0) impl->metadata = std::move(parsed.metadata);
+    impl->buffers.push_back(parsed.buffer);
+    impl->files.push_back(std::move(shard_path));
+    impl->maps.push_back(std::move(map));
+  }
+  if (found != listed.size()) {
+    // Report the first missing tensor in index order, so the message is stable.
+    for (const auto& [tensor, file] : weight_map->object()) {
+      if (!listed.at(tensor).found) {
+        return Invalid(path, absl::StrCat("weight_map puts tensor ", Quoted(tensor), " in ",
+                                          Quoted(file.string_value()), " but that file has no such tensor"));
+      }
+    }
+  }
+  return std::unique_ptr<SafetensorsModel>(new SafetensorsModel(std::move(impl)));
+}
+
+// ---- writer -------------------------------------------------------------------
+
+struct SafetensorsWriter::Impl {
+  std::unique_ptr<AtomicFile> file;
+  std::vector<SafetensorsTensorDecl> tensors;
+  std::vector<uint64_t> sizes;
+  size_t next = 0;
+  bool failed = false;
+};
+
+SafetensorsWriter::SafetensorsWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SafetensorsWriter::~SafetensorsWriter() = default;
+
+absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
+    const std::string& path, std::vector<std::pair<std::string, std::string>> metadata,
+    std::vector<SafetensorsTensorDecl> tensors, const std::vector<std::string>& inputs) {
+  // Refuse anything a strict reader (ours, or HF's) would reject, before a
+  // byte is written.
+  std::vector<uint64_t> sizes;
+  sizes.reserve(tensors.size());
+  {
+    std::unordered_map<std::string_view, int> seen;
+    for (const auto& [k, v] : metadata) {
+      if (!IsValidUtf8(k) || !IsValidUtf8(v)) {
+        return Invalid(path, absl::StrCat("__metadata__ entry ", Quoted(k), " is not valid UTF-8"));
+      }
+      if (!seen.emplace(k, 0).second) {
+        return Invalid(path, absl::StrCat("duplicate __metadata__ key ", Quoted(k)));
+      }
+    }
+  }
+  std::unordered_map<std::string_view, int> names;
+  for (const auto& t : tensors) {
+    if (!IsValidUtf8(t.name)) return TensorError(path, t.name, "name is not valid UTF-8");
+    if (t.name == "__metadata__") return TensorError(path, t.name, "name is reserved");
+    if (!names.emplace(t.name, 0).second) return TensorError(path, t.name, "duplicate tensor name");
+    int esize = DTypeSize(t.dtype);
+    if (t.dtype == DType::kUnspecified || esize <= 0) {
+      return TensorError(path, t.name, "dtype has no safetensors spelling");
+    }
+    if (t.shape.size() > kMaxSafetensorsDims) {
+      return TensorError(path, t.name, absl::StrCat("shape has ", t.shape.size(),
+                                                    " dims, more than the limit of ", kMaxSafetensorsDims));
+    }
+    std::optional<uint64_t> elements = CheckedProduct(t.shape);
+    std::optional<uint64_t> bytes = elements ? CheckedMul(*elements, static_cast<uint64_t>(esize)) : std::nullopt;
+    if (!bytes) return TensorError(path, t.name, "byte size overflows 64 bits");
+    sizes.push_back(*bytes);
+  }
+
+  // The header, spelled exactly as Hugging Face's writer (serde_json) does:
+  // compact, __metadata__ first, tensors in data order, space-padded to a
+  // multiple of 8 so the data that follows is 8-byte aligned.
+  std::string header = "{";
+  bool first = true;
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":{";
+    for (size_t i = 0; i < metadata.size(); ++i) {
+      if (i) header += ',';
+      AppendJsonQuoted(metadata[i].first, &header);
+      header += ':';
+      AppendJsonQuoted(metadata[i].second, &header);
+    }
+    header += '}';
+    first = false;
+  }
+  uint64_t offset = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& t = tensors[i];
+    if (!first) header += ',';
+    first = false;
+    AppendJsonQuoted(t.name, &header);
+    absl::StrAppend(&header, ":{\"dtype\":\"", AV(DTypeName(t.dtype)), "\",\"shape\":", ShapeText(t.shape),
+                    ",\"data_offsets\":[", offset, ",");
+    std::optional<uint64_t> end = CheckedAdd(offset, sizes[i]);
+    if (!end) return Invalid(path, "total data size overflows 64 bits");
+    offset = *end;
+    absl::StrAppend(&header, offset, "]}");
+  }
+  header += '}';
+  header.append((8 - header.size() % 8) % 8, ' ');
+  if (header.size() > kSafetensorsMaxHeaderBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(path, ": header would be ", header.size(),
+                                                     " bytes, over the safetensors limit of ",
+                                                     kSafetensorsMaxHeaderBytes));
+  }
+
+  BP_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path, inputs));
+  uint8_t len[8];
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
+  BP_RETURN_IF_ERROR(file->Write({len, 8}));
+  BP_RETURN_IF_ERROR(
+      file->Write({reinterpret_cast<const uint8_t*>(header.data()), header.size()}));
+
+  auto impl = std::make_unique<Impl>();
+  impl->file = std::move(file);
+  impl->tensors = std::move(tensors);
+  impl->sizes = std::move(sizes);
+  return std::unique_ptr<SafetensorsWriter>(new SafetensorsWriter(std::move(impl)));
+}
+
+absl::Status SafetensorsWriter::WriteNext(absl::Span<const uint8_t> bytes) {
+  Impl& w = *impl_;
+  const std::string& path = w.file->path();
+  if (w.failed) return absl::FailedPreconditionError(absl::StrCat(path, ": an earlier write failed"));
+  if (w.next >= w.tensors.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": all ", w.tensors.size(), " declared tensors are already written"));
+  }
+  const auto& t = w.tensors[w.next];
+  if (bytes.size() != w.sizes[w.next]) {
+    return TensorError(path, t.name,
+                       absl::StrCat("got ", bytes.size(), " bytes but ", AV(DTypeName(t.dtype)), " ",
+                                    ShapeText(t.shape), " needs ", w.sizes[w.next]));
+  }
+  absl::Status s = w.file->Write(bytes);
+  if (!s.ok()) {
+    w.failed = true;
+    return s;
+  }
+  ++w.next;
+  return absl::OkStatus();
+}
+
+absl::Status SafetensorsWriter::Finish() {
+  Impl& w = *impl_;
+  const std::string& path = w.file->path();
+  if (w.failed) return absl::FailedPreconditionError(absl::StrCat(path, ": an earlier write failed"));
+  if (w.next != w.tensors.size()) {
+    return TensorError(path, w.tensors[w.next].name,
+                       absl::StrCat("not written (", w.next, " of ", w.tensors.size(),
+                                    " tensors were)"));
+  }
+  absl::Status s = w.file->Commit();
+  if (!s.ok()) w.failed = true;
+  return s;
+}
+
+}  // namespace boltpack::io

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# README command 2: every test. Builds with g++ and clang (-Werror), runs the
+# GoogleTest suite through CTest, again under ASan+UBSan, runs each libFuzzer
+# target for a while and replays its corpus, and builds the examples against
+# the installed package.
+#   FUZZ_SECONDS (default 60) sets the time per fuzz target.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+"$ROOT/scripts/setup.sh"
+JOBS=$(nproc)
+FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+B="$ROOT/build-test"
+
+echo "== g++ build + tests"
+"$ROOT/scripts/build.sh" "$B/gcc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc
+(cd "$B/gcc" && ctest --output-on-failure -j"$JOBS")
+
+echo "== installed package: examples built against it"
+"$ROOT/build-test/gcc/bolt-pack" convert "$ROOT/testdata/tinystories-656k/model.safetensors" -o "$B/example.bolt"
+"$ROOT/scripts/test_installed_package.sh" "$B/gcc" "$B/example.bolt"
+
+echo "== clang + ASan/UBSan build + tests"
+"$ROOT/scripts/build.sh" "$B/asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
+  -DBOLTPACK_SANITIZE=ON -DBOLTPACK_BENCH=OFF
+(cd "$B/asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --output-on-failure -j"$JOBS")
+
+echo "== fuzz targets (libFuzzer, ASan+UBSan): ${FUZZ_SECONDS}s each, then corpus replay"
+"$ROOT/scripts/build.sh" "$B/fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
+  -DBOLTPACK_FUZZ=ON -DBOLTPACK_TESTS=OFF -DBOLTPACK_BENCH=OFF
+"$ROOT/scripts/fuzz.sh" "$B/fuzz" "$FUZZ_SECONDS"
+echo "ALL TESTS PASSED"

@@ -1,0 +1,29 @@
+// Shared helpers for tests: where data lives, temp dirs, running the CLI.
+#ifndef BOLTPACK_TESTS_TEST_UTIL_H_
+#define BOLTPACK_TESTS_TEST_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace boltpack::testing {
+
+// The repository root (shipped data: testdata/, spec/vectors/).
+std::string SourceDir();
+// ../shared, or "" when it is absent (tests that need it GTEST_SKIP).
+std::string SharedDir();
+// A fresh empty folder for this test.
+std::string MakeTempDir();
+std::vector<uint8_t> ReadFileBytes(const std::string& path);
+void WriteFileBytes(const std::string& path, const std::vector<uint8_t>& bytes);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+// Runs the bolt-pack CLI with `args` (shell-quoted here).
+CommandResult RunCli(const std::vector<std::string>& args);
+
+}  // namespace boltpack::testing
+
+#endif  // BOLTPACK_TESTS_TEST_UTIL_H_

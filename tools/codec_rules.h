@@ -1,0 +1,36 @@
+// `--codec PATTERN=CODEC[:key=value,...]` rules: the first rule whose glob
+// matches a tensor name picks its codec.
+#ifndef BOLTPACK_TOOLS_CODEC_RULES_H_
+#define BOLTPACK_TOOLS_CODEC_RULES_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "boltpack/types.h"
+
+namespace boltpack::tools {
+
+struct CodecRule {
+  std::string pattern;
+  std::string codec_id;
+  CodecParams params;
+};
+
+// Parses one `--codec` argument. Values of params are typed by their text:
+// integers as INT64 (UINT64 if they need it), decimals as FLOAT64,
+// true/false as BOOL, anything else as STRING.
+absl::StatusOr<CodecRule> ParseCodecRule(std::string_view text);
+
+// Glob match where `*` matches any run of characters (dots included) and
+// `?` exactly one.
+bool GlobMatch(std::string_view pattern, std::string_view name);
+
+// The first rule matching `name`, if any.
+const CodecRule* FindRule(const std::vector<CodecRule>& rules, std::string_view name);
+
+}  // namespace boltpack::tools
+
+#endif  // BOLTPACK_TOOLS_CODEC_RULES_H_

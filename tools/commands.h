@@ -1,0 +1,46 @@
+// The bolt-pack subcommands. Each returns the process exit code: 0 success,
+// 1 failure or problems found, 2 bad usage.
+#ifndef BOLTPACK_TOOLS_COMMANDS_H_
+#define BOLTPACK_TOOLS_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+namespace boltpack::tools {
+
+struct ConvertArgs {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::vector<std::string> codec_rules;
+  int threads = 0;
+  uint64_t alignment = 4096;
+  int zstd_level = 0;
+};
+int RunConvert(const ConvertArgs& args);
+
+struct InspectArgs {
+  std::string input;
+  bool json = false;
+};
+int RunInspect(const InspectArgs& args);
+
+struct VerifyArgs {
+  std::string input;
+  int threads = 0;
+};
+int RunVerify(const VerifyArgs& args);
+
+struct SliceArgs {
+  std::string input;
+  std::string output;
+  std::string budget;
+  bool list_budgets = false;
+};
+int RunSlice(const SliceArgs& args);
+
+// Prints "bolt-pack: <message>" to stderr.
+void PrintError(const std::string& message);
+
+}  // namespace boltpack::tools
+
+#endif  // BOLTPACK_TOOLS_COMMANDS_H_

@@ -1,0 +1,66 @@
+// The inputs of a conversion: .safetensors files (or a sharded index .json)
+// and .bolt files, seen as one ordered list of tensors plus metadata.
+#ifndef BOLTPACK_TOOLS_INPUTS_H_
+#define BOLTPACK_TOOLS_INPUTS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "boltpack/reader.h"
+#include "boltpack/types.h"
+#include "io/safetensors.h"
+
+namespace boltpack::tools {
+
+enum class InputKind { kSafetensors, kBolt };
+
+struct InputTensor {
+  std::string name;
+  DType dtype = DType::kUnspecified;
+  std::vector<uint64_t> shape;
+  InputKind kind = InputKind::kSafetensors;
+  std::string file;  // for messages
+  // kSafetensors: the element bytes (zero-copy).
+  absl::Span<const uint8_t> bytes;
+  // kBolt: the tensor in its reader.
+  const Reader* reader = nullptr;
+  size_t index = 0;
+
+  uint64_t element_count() const;
+  // The codec a tensor keeps when no rule matches (its source form).
+  std::string SourceCodec() const;
+};
+
+class Inputs {
+ public:
+  // Opens every path by its extension (.safetensors, .json index, .bolt).
+  static absl::StatusOr<std::unique_ptr<Inputs>> Open(const std::vector<std::string>& paths);
+
+  const std::vector<InputTensor>& tensors() const { return tensors_; }
+  const Metadata& metadata() const { return metadata_; }
+  // Every file read, so the output can refuse to overwrite one.
+  const std::vector<std::string>& files() const { return files_; }
+  uint64_t total_bytes() const;
+
+ private:
+  std::vector<std::unique_ptr<io::SafetensorsModel>> safetensors_;
+  std::vector<std::unique_ptr<Reader>> readers_;
+  std::vector<InputTensor> tensors_;
+  Metadata metadata_;
+  std::vector<std::string> files_;
+};
+
+// Lower-cased extension of `path` including the dot ("" if none); for
+// "x.safetensors.index.json" it is ".json".
+std::string Extension(const std::string& path);
+
+// Decodes an input tensor into its logical element bytes (F32/F16/BF16 stay
+// themselves; other dtypes come out as their native bytes) for re-encoding.
+absl::StatusOr<std::vector<uint8_t>> DecodeToLogical(const InputTensor& t, int threads);
+
+}  // namespace boltpack::tools
+
+#endif  // BOLTPACK_TOOLS_INPUTS_H_

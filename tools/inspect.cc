@@ -1,0 +1,225 @@
+// bolt-pack inspect IN [--json]: what a .bolt or .safetensors file holds.
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "common/str_cat.h"
+#include "io/json.h"
+#include "tools/commands.h"
+#include "tools/inputs.h"
+#include "tools/metadata_json.h"
+
+namespace boltpack::tools {
+namespace {
+
+struct Row {
+  std::string name;
+  std::vector<uint64_t> shape;
+  DType dtype;
+  std::string codec;
+  uint64_t stored_bytes;
+  uint64_t elements;
+  const TensorInfo* info;  // null for safetensors
+};
+
+struct Summary {
+  std::string format;
+  std::string format_version;
+  uint64_t file_size = 0;
+  uint64_t alignment = 0;
+  std::string writer;
+  std::vector<std::string> required_features;
+  std::vector<std::string> missing_features;
+  const Metadata* metadata = nullptr;
+  std::vector<Row> rows;
+};
+
+std::string ShapeText(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += StrCat(i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
+double BitsPerWeight(uint64_t bytes, uint64_t elements) {
+  return elements == 0 ? 0.0 : 8.0 * static_cast<double>(bytes) / static_cast<double>(elements);
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+void PrintText(const Summary& s) {
+  std::printf("%s: %s", s.format.c_str(), s.format_version.c_str());
+  if (s.alignment) std::printf(", alignment %llu", static_cast<unsigned long long>(s.alignment));
+  std::printf(", %llu bytes", static_cast<unsigned long long>(s.file_size));
+  if (!s.writer.empty()) std::printf(", written by %s", s.writer.c_str());
+  std::printf("\n");
+  if (!s.required_features.empty()) {
+    std::string f;
+    for (const auto& x : s.required_features) f += (f.empty() ? "" : ", ") + x;
+    std::printf("required features: %s\n", f.c_str());
+  }
+  for (const auto& x : s.missing_features) {
+    std::printf("warning: this reader lacks required feature \"%s\": tensors can be listed, not decoded\n", x.c_str());
+  }
+  std::printf("metadata (%zu):\n", s.metadata->size());
+  for (const auto& [k, v] : *s.metadata) {
+    std::printf("  %-40s %-8s %s\n", k.c_str(), std::string(ValueTypeName(v.type)).c_str(), MetaValueSummary(v).c_str());
+  }
+  std::printf("tensors (%zu):\n", s.rows.size());
+  size_t w = 4;
+  for (const auto& r : s.rows) w = std::max(w, r.name.size());
+  w = std::min<size_t>(w, 60);
+  std::printf("  %-*s %-20s %-6s %-10s %14s %8s\n", static_cast<int>(w), "name", "shape", "dtype", "codec", "stored bytes", "bpw");
+  std::map<std::string, std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> totals;
+  uint64_t all_bytes = 0, all_elems = 0;
+  for (const auto& r : s.rows) {
+    std::printf("  %-*s %-20s %-6s %-10s %14llu %8s\n", static_cast<int>(w), r.name.c_str(), ShapeText(r.shape).c_str(),
+                std::string(DTypeName(r.dtype)).c_str(), r.codec.c_str(), static_cast<unsigned long long>(r.stored_bytes),
+                Fixed(BitsPerWeight(r.stored_bytes, r.elements), 3).c_str());
+    auto& t = totals[r.codec];
+    t.first += 1;
+    t.second.first += r.elements;
+    t.second.second += r.stored_bytes;
+    all_bytes += r.stored_bytes;
+    all_elems += r.elements;
+  }
+  std::printf("totals by codec:\n");
+  for (const auto& [codec, t] : totals) {
+    std::printf("  %-10s %6llu tensors %14llu weights %14llu bytes %8s bpw\n", codec.c_str(),
+                static_cast<unsigned long long>(t.first), static_cast<unsigned long long>(t.second.first),
+                static_cast<unsigned long long>(t.second.second), Fixed(BitsPerWeight(t.second.second, t.second.first), 3).c_str());
+  }
+  std::printf("  %-10s %6zu tensors %14llu weights %14llu bytes %8s bpw\n", "all", s.rows.size(),
+              static_cast<unsigned long long>(all_elems), static_cast<unsigned long long>(all_bytes),
+              Fixed(BitsPerWeight(all_bytes, all_elems), 3).c_str());
+}
+
+void PrintJson(const Summary& s, const std::string& path) {
+  std::string o = "{";
+  o += StrCat("\"file\":", io::JsonQuote(path), ",\"format\":", io::JsonQuote(s.format),
+              ",\"format_version\":", io::JsonQuote(s.format_version), ",\"file_size\":", s.file_size);
+  if (s.alignment) o += StrCat(",\"alignment\":", s.alignment, ",\"writer\":", io::JsonQuote(s.writer));
+  auto list = [](const std::vector<std::string>& v) {
+    std::string r = "[";
+    for (size_t i = 0; i < v.size(); ++i) r += (i ? "," : "") + io::JsonQuote(v[i]);
+    return r + "]";
+  };
+  o += StrCat(",\"required_features\":", list(s.required_features), ",\"missing_features\":", list(s.missing_features));
+  o += ",\"metadata\":{";
+  for (size_t i = 0; i < s.metadata->size(); ++i) {
+    const auto& [k, v] = (*s.metadata)[i];
+    o += StrCat(i ? "," : "", io::JsonQuote(k), ":", MetaValueToJson(v));
+  }
+  o += "},\"metadata_types\":{";
+  for (size_t i = 0; i < s.metadata->size(); ++i) {
+    const auto& [k, v] = (*s.metadata)[i];
+    std::string t(ValueTypeName(v.type));
+    if (v.type == ValueType::kArray) t = StrCat("array<", ValueTypeName(v.element_type), ">");
+    o += StrCat(i ? "," : "", io::JsonQuote(k), ":", io::JsonQuote(t));
+  }
+  o += "},\"tensors\":[";
+  uint64_t total = 0;
+  std::map<std::string, std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> totals;
+  for (size_t i = 0; i < s.rows.size(); ++i) {
+    const Row& r = s.rows[i];
+    total += r.stored_bytes;
+    auto& t = totals[r.codec];
+    t.first += 1;
+    t.second.first += r.elements;
+    t.second.second += r.stored_bytes;
+    o += StrCat(i ? "," : "", "{\"name\":", io::JsonQuote(r.name), ",\"shape\":[");
+    for (size_t d = 0; d < r.shape.size(); ++d) o += StrCat(d ? "," : "", r.shape[d]);
+    o += StrCat("],\"dtype\":", io::JsonQuote(DTypeName(r.dtype)), ",\"codec\":", io::JsonQuote(r.codec),
+                ",\"elements\":", r.elements, ",\"stored_bytes\":", r.stored_bytes,
+                ",\"bits_per_weight\":", Fixed(BitsPerWeight(r.stored_bytes, r.elements), 4));
+    if (r.info != nullptr) {
+      o += ",\"codec_params\":{";
+      for (size_t p = 0; p < r.info->codec_params.size(); ++p) {
+        o += StrCat(p ? "," : "", io::JsonQuote(r.info->codec_params[p].first), ":",
+                    MetaValueToJson(r.info->codec_params[p].second));
+      }
+      o += "},\"streams\":[";
+      for (size_t k = 0; k < r.info->streams.size(); ++k) {
+        const auto& st = r.info->streams[k];
+        o += StrCat(k ? "," : "", "{\"role\":", io::JsonQuote(st.role), ",\"shard\":", st.shard, ",\"offset\":", st.offset,
+                    ",\"stored_bytes\":", st.length, ",\"raw_bytes\":", st.raw_length, ",\"compression\":",
+                    st.compression == Compression::kZstd ? "\"zstd\"" : "\"none\"", ",\"chunks\":", st.chunks.size(),
+                    ",\"bits_per_weight\":", Fixed(BitsPerWeight(st.length, r.elements), 4), "}");
+      }
+      o += "]";
+    }
+    o += "}";
+  }
+  o += "],\"totals\":{";
+  size_t n = 0;
+  for (const auto& [codec, t] : totals) {
+    o += StrCat(n++ ? "," : "", io::JsonQuote(codec), ":{\"tensors\":", t.first, ",\"elements\":", t.second.first,
+                ",\"stored_bytes\":", t.second.second, "}");
+  }
+  o += StrCat("},\"views\":{\"full\":{\"bytes\":", total, "}}}\n");
+  std::fwrite(o.data(), 1, o.size(), stdout);
+}
+
+}  // namespace
+
+int RunInspect(const InspectArgs& args) {
+  std::string ext = Extension(args.input);
+  if (ext != ".bolt" && ext != ".safetensors" && ext != ".json") {
+    PrintError(StrCat(args.input, ": unknown format \"", ext, "\" (expected .bolt or .safetensors)"));
+    return 2;
+  }
+  auto in = Inputs::Open({args.input});
+  if (!in.ok()) {
+    PrintError(std::string(in.status().message()));
+    return 1;
+  }
+  Summary s;
+  s.metadata = &(*in)->metadata();
+  for (const auto& t : (*in)->tensors()) {
+    Row r{t.name, t.shape, t.dtype, t.SourceCodec(), 0, t.element_count(), nullptr};
+    if (t.kind == InputKind::kBolt) {
+      r.info = &t.reader->tensors()[t.index];
+      r.stored_bytes = r.info->stored_bytes();
+    } else {
+      r.stored_bytes = t.bytes.size();
+    }
+    s.rows.push_back(std::move(r));
+  }
+  if (ext == ".bolt") {
+    const Reader* reader = (*in)->tensors().empty() ? nullptr : (*in)->tensors()[0].reader;
+    std::unique_ptr<Reader> own;
+    if (reader == nullptr) {
+      auto r = Reader::Open(args.input);
+      if (!r.ok()) {
+        PrintError(std::string(r.status().message()));
+        return 1;
+      }
+      own = std::move(*r);
+      reader = own.get();
+    }
+    s.format = "bolt";
+    s.format_version = StrCat(reader->version().major, ".", reader->version().minor);
+    s.file_size = reader->file_size();
+    s.alignment = reader->alignment();
+    s.writer = reader->writer();
+    s.required_features = reader->required_features();
+    s.missing_features = reader->missing_features();
+    if (args.json) PrintJson(s, args.input);
+    else PrintText(s);
+  } else {
+    s.format = "safetensors";
+    s.format_version = "-";
+    for (const auto& f : (*in)->files()) {
+      std::error_code ec;
+      s.file_size += std::filesystem::file_size(f, ec);
+    }
+    if (args.json) PrintJson(s, args.input);
+    else PrintText(s);
+  }
+  return 0;
+}
+
+}  // namespace boltpack::tools

@@ -1,0 +1,60 @@
+// bolt-pack: convert, inspect, verify and slice model containers.
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "tools/commands.h"
+
+namespace boltpack::tools {
+
+void PrintError(const std::string& message) { std::fprintf(stderr, "bolt-pack: %s\n", message.c_str()); }
+
+}  // namespace boltpack::tools
+
+int main(int argc, char** argv) {
+  using namespace boltpack::tools;
+  CLI::App app{"bolt-pack: pack, inspect and verify model containers (.bolt, .safetensors)", "bolt-pack"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "bolt-pack 0.1.0 (container format 1.0)");
+
+  ConvertArgs convert;
+  auto* c = app.add_subcommand("convert", "Convert between .safetensors and .bolt (the output format follows -o's extension)");
+  c->add_option("inputs", convert.inputs, "Input files (.safetensors, .safetensors.index.json, .bolt)")->required()->check(CLI::ExistingFile);
+  c->add_option("-o,--output", convert.output, "Output file (.bolt or .safetensors)")->required();
+  c->add_option("--codec", convert.codec_rules,
+                "PATTERN=CODEC[:key=value,...]; first matching rule wins; '*' matches any characters")->take_all();
+  c->add_option("--threads", convert.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  c->add_option("--alignment", convert.alignment, "Stream alignment in bytes (power of two, >= 64; default 4096)");
+  c->add_option("--zstd", convert.zstd_level, "Compress streams with zstd at this level where it pays (0 = off)")->check(CLI::Range(0, 22));
+
+  InspectArgs inspect;
+  auto* i = app.add_subcommand("inspect", "Show metadata, tensors, codecs, sizes and bits per weight");
+  i->add_option("input", inspect.input, "A .bolt or .safetensors file")->required()->check(CLI::ExistingFile);
+  i->add_flag("--json", inspect.json, "Machine-readable output");
+
+  VerifyArgs verify;
+  auto* v = app.add_subcommand("verify", "Check every checksum and decode every tensor; non-zero exit on any problem");
+  v->add_option("input", verify.input, "A .bolt or .safetensors file")->required()->check(CLI::ExistingFile);
+  v->add_option("--threads", verify.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
+
+  SliceArgs slice;
+  auto* s = app.add_subcommand("slice", "Cut a budget out of an elastic .bolt file");
+  s->add_option("input", slice.input, "An elastic .bolt file")->required()->check(CLI::ExistingFile);
+  s->add_option("-o,--output", slice.output, "Output file");
+  s->add_option("--budget", slice.budget, "Budget name");
+  s->add_flag("--list-budgets", slice.list_budgets, "List the file's budgets");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    // CLI11 returns 0 for --help/--version; usage errors become 2.
+    return code == 0 ? 0 : 2;
+  }
+  if (c->parsed()) return RunConvert(convert);
+  if (i->parsed()) return RunInspect(inspect);
+  if (v->parsed()) return RunVerify(verify);
+  if (s->parsed()) return RunSlice(slice);
+  return 2;
+}

@@ -1,0 +1,57 @@
+#include "tools/metadata_json.h"
+
+#include <cmath>
+
+#include "common/str_cat.h"
+#include "io/json.h"
+
+namespace boltpack::tools {
+namespace {
+
+std::string FloatJson(double v) {
+  if (std::isnan(v)) return "\"nan\"";
+  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+  return StrCat(v);
+}
+
+}  // namespace
+
+std::string MetaValueToJson(const MetaValue& v) {
+  switch (v.type) {
+    case ValueType::kUint8: case ValueType::kUint16: case ValueType::kUint32: case ValueType::kUint64:
+      return StrCat(v.u);
+    case ValueType::kInt8: case ValueType::kInt16: case ValueType::kInt32: case ValueType::kInt64:
+      return StrCat(v.i);
+    case ValueType::kFloat32: return FloatJson(v.f32);
+    case ValueType::kFloat64: return FloatJson(v.f64);
+    case ValueType::kBool: return v.b ? "true" : "false";
+    case ValueType::kString: return io::JsonQuote(v.s);
+    case ValueType::kArray: {
+      std::string out = "[";
+      for (size_t i = 0; i < v.elements.size(); ++i) {
+        if (i > 0) out += ",";
+        out += MetaValueToJson(v.elements[i]);
+      }
+      return out + "]";
+    }
+    default: return "null";
+  }
+}
+
+std::string MetaValueSummary(const MetaValue& v) {
+  constexpr size_t kMaxShown = 8;
+  if (v.type == ValueType::kString) {
+    std::string s = v.s.size() > 80 ? v.s.substr(0, 77) + "..." : v.s;
+    return io::JsonQuote(s);
+  }
+  if (v.type != ValueType::kArray) return MetaValueToJson(v);
+  std::string out = StrCat(ValueTypeName(v.element_type), "[", v.elements.size(), "] [");
+  for (size_t i = 0; i < v.elements.size() && i < kMaxShown; ++i) {
+    if (i > 0) out += ", ";
+    out += MetaValueSummary(v.elements[i]);
+  }
+  if (v.elements.size() > kMaxShown) out += ", ...";
+  return out + "]";
+}
+
+}  // namespace boltpack::tools
