@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <string_view>
-#include <unordered_set>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/escaping.h"
 #include "common/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -48,13 +49,13 @@ std::pair<int64_t, int64_t> SignedRange(v1::ValueType t) {
 }
 bool ValidValueType(int t) { return t >= v1::UINT8 && t <= v1::ARRAY; }
 
-absl::Status ValidateArray(const v1::Array& a, int depth, const std::string& where) {
+absl::Status ValidateArray(const v1::Array& a, int depth, absl::FunctionRef<std::string()> where) {
   if (depth > static_cast<int>(kMaxArrayDepth)) {
     return absl::ResourceExhaustedError(
-        StrCat(where, ": arrays nested deeper than ", kMaxArrayDepth));
+        StrCat(where(), ": arrays nested deeper than ", kMaxArrayDepth));
   }
   v1::ValueType et = a.element_type();
-  if (!ValidValueType(et)) return absl::DataLossError(StrCat(where, ": unknown array element type ", et));
+  if (!ValidValueType(et)) return absl::DataLossError(StrCat(where(), ": unknown array element type ", et));
   // Exactly the repeated field of the element type may be non-empty.
   size_t counts[] = {static_cast<size_t>(a.uints_size()),   static_cast<size_t>(a.ints_size()),
                      static_cast<size_t>(a.f32s_size()),    static_cast<size_t>(a.f64s_size()),
@@ -65,17 +66,17 @@ absl::Status ValidateArray(const v1::Array& a, int depth, const std::string& whe
   for (int k = 0; k < 7; ++k) {
     if (k != slot && counts[k] != 0) {
       return absl::DataLossError(
-          StrCat(where, ": array of ", v1::ValueType_Name(et), " holds elements of another type"));
+          StrCat(where(), ": array of ", v1::ValueType_Name(et), " holds elements of another type"));
     }
   }
   if (IsUnsigned(et)) {
     for (uint64_t v : a.uints()) {
-      if (v > UnsignedMax(et)) return absl::DataLossError(StrCat(where, ": array element ", v, " out of range for ", v1::ValueType_Name(et)));
+      if (v > UnsignedMax(et)) return absl::DataLossError(StrCat(where(), ": array element ", v, " out of range for ", v1::ValueType_Name(et)));
     }
   } else if (IsSigned(et)) {
     auto [lo, hi] = SignedRange(et);
     for (int64_t v : a.ints()) {
-      if (v < lo || v > hi) return absl::DataLossError(StrCat(where, ": array element ", v, " out of range for ", v1::ValueType_Name(et)));
+      if (v < lo || v > hi) return absl::DataLossError(StrCat(where(), ": array element ", v, " out of range for ", v1::ValueType_Name(et)));
     }
   } else if (et == v1::ARRAY) {
     for (const auto& inner : a.arrays()) BP_RETURN_IF_ERROR(ValidateArray(inner, depth + 1, where));
@@ -116,46 +117,47 @@ struct Extent {
 absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t tensor_rows,
                             const std::vector<uint64_t>& shard_data_end, bool zstd_declared,
                             const std::string& file, std::vector<std::vector<Extent>>* extents) {
-  std::string where = StrCat(file, ": tensor \"", t.name(), "\" stream \"", s.role(), "\"");
+  // Built only on error: validation runs for every stream of every tensor.
+  auto where = [&] { return StrCat(file, ": tensor \"", t.name(), "\" stream \"", s.role(), "\""); };
   if (s.role().empty() || s.role().size() > 64) {
-    return absl::DataLossError(StrCat(where, ": role must be 1..64 bytes"));
+    return absl::DataLossError(StrCat(where(), ": role must be 1..64 bytes"));
   }
   if (s.shard() >= shard_data_end.size()) {
-    return absl::DataLossError(StrCat(where, ": shard ", s.shard(), " does not exist"));
+    return absl::DataLossError(StrCat(where(), ": shard ", s.shard(), " does not exist"));
   }
   if (!IsPowerOfTwo(s.alignment()) || s.alignment() < kMinAlignment || s.alignment() > kMaxAlignment) {
-    return absl::DataLossError(StrCat(where, ": alignment ", s.alignment(),
+    return absl::DataLossError(StrCat(where(), ": alignment ", s.alignment(),
                                             " is not a power of two in [64, 2^30]"));
   }
   if (s.offset() % s.alignment() != 0) {
-    return absl::DataLossError(StrCat(where, ": offset ", s.offset(), " is not a multiple of its alignment ", s.alignment()));
+    return absl::DataLossError(StrCat(where(), ": offset ", s.offset(), " is not a multiple of its alignment ", s.alignment()));
   }
   auto end = CheckedAdd(s.offset(), s.length());
   uint64_t limit = shard_data_end[s.shard()];
   if (s.offset() < kHeaderSize || !end || *end > limit) {
     return absl::DataLossError(absl::StrFormat("%s: bytes [%d, +%d) lie outside the data section [64, %d)",
-                                               where, s.offset(), s.length(), limit));
+                                               where(), s.offset(), s.length(), limit));
   }
   if (s.length() > 0) (*extents)[s.shard()].push_back({s.offset(), *end, &t.name()});
   switch (s.compression()) {
     case v1::COMPRESSION_NONE:
       if (s.raw_length() != s.length()) {
-        return absl::DataLossError(StrCat(where, ": uncompressed but raw_length ", s.raw_length(), " != length ", s.length()));
+        return absl::DataLossError(StrCat(where(), ": uncompressed but raw_length ", s.raw_length(), " != length ", s.length()));
       }
       break;
     case v1::COMPRESSION_ZSTD:
       if (!zstd_declared) {
-        return absl::DataLossError(StrCat(where, ": zstd-compressed but the file does not declare the \"zstd\" feature"));
+        return absl::DataLossError(StrCat(where(), ": zstd-compressed but the file does not declare the \"zstd\" feature"));
       }
       if (s.raw_length() > kMaxRawStreamBytes) {
-        return absl::ResourceExhaustedError(StrCat(where, ": raw_length ", s.raw_length(), " exceeds 2^48"));
+        return absl::ResourceExhaustedError(StrCat(where(), ": raw_length ", s.raw_length(), " exceeds 2^48"));
       }
       break;
     default:
-      return absl::DataLossError(StrCat(where, ": unknown compression ", s.compression()));
+      return absl::DataLossError(StrCat(where(), ": unknown compression ", s.compression()));
   }
   if (static_cast<uint64_t>(s.chunks_size()) > kMaxChunksPerStream) {
-    return absl::ResourceExhaustedError(StrCat(where, ": more than 2^24 chunks"));
+    return absl::ResourceExhaustedError(StrCat(where(), ": more than 2^24 chunks"));
   }
   // Chunks tile the stored and the raw bytes exactly, in order, and cover
   // consecutive whole rows from 0 to the tensor's row count.
@@ -163,21 +165,21 @@ absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t t
   for (int k = 0; k < s.chunks_size(); ++k) {
     const auto& c = s.chunks(k);
     if (c.stored_offset() != stored || c.raw_offset() != raw || c.first_row() != row) {
-      return absl::DataLossError(StrCat(where, ": chunk ", k, " does not start where chunk ", k - 1, " ended"));
+      return absl::DataLossError(StrCat(where(), ": chunk ", k, " does not start where chunk ", k - 1, " ended"));
     }
     if (s.compression() == v1::COMPRESSION_NONE && c.stored_length() != c.raw_length()) {
-      return absl::DataLossError(StrCat(where, ": chunk ", k, " stored and raw lengths differ in an uncompressed stream"));
+      return absl::DataLossError(StrCat(where(), ": chunk ", k, " stored and raw lengths differ in an uncompressed stream"));
     }
     auto ns = CheckedAdd(stored, c.stored_length());
     auto nr = CheckedAdd(raw, c.raw_length());
     auto nrow = CheckedAdd(row, c.row_count());
-    if (!ns || !nr || !nrow) return absl::DataLossError(StrCat(where, ": chunk ", k, " sizes overflow"));
+    if (!ns || !nr || !nrow) return absl::DataLossError(StrCat(where(), ": chunk ", k, " sizes overflow"));
     stored = *ns;
     raw = *nr;
     row = *nrow;
   }
   if (s.chunks_size() > 0 && (stored != s.length() || raw != s.raw_length() || row != tensor_rows)) {
-    return absl::DataLossError(StrCat(where, ": chunks do not cover the stream (", stored, "/", s.length(),
+    return absl::DataLossError(StrCat(where(), ": chunks do not cover the stream (", stored, "/", s.length(),
                                             " stored, ", raw, "/", s.raw_length(), " raw, ", row, "/",
                                             tensor_rows, " rows)"));
   }
@@ -190,16 +192,16 @@ bool IsKnownFeature(const std::string& feature) {
   return feature == "zstd" || feature == "shards";
 }
 
-absl::Status ValidateValue(const v1::Value& value, int depth, const std::string& where) {
+absl::Status ValidateValue(const v1::Value& value, int depth, absl::FunctionRef<std::string()> where) {
   v1::ValueType t = value.type();
-  if (!ValidValueType(t)) return absl::DataLossError(StrCat(where, ": unknown value type ", t));
+  if (!ValidValueType(t)) return absl::DataLossError(StrCat(where(), ": unknown value type ", t));
   if (IsUnsigned(t) && value.u() > UnsignedMax(t)) {
-    return absl::DataLossError(StrCat(where, ": ", value.u(), " out of range for ", v1::ValueType_Name(t)));
+    return absl::DataLossError(StrCat(where(), ": ", value.u(), " out of range for ", v1::ValueType_Name(t)));
   }
   if (IsSigned(t)) {
     auto [lo, hi] = SignedRange(t);
     if (value.i() < lo || value.i() > hi) {
-      return absl::DataLossError(StrCat(where, ": ", value.i(), " out of range for ", v1::ValueType_Name(t)));
+      return absl::DataLossError(StrCat(where(), ": ", value.i(), " out of range for ", v1::ValueType_Name(t)));
     }
   }
   if (t == v1::ARRAY) return ValidateArray(value.array(), depth + 1, where);
@@ -242,12 +244,12 @@ absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
     return TooMany(file, StrCat(m.metadata_size(), " metadata entries exceed the limit of ", kMaxMetadataEntries));
   }
   {
-    std::unordered_set<std::string_view> keys;
+    absl::flat_hash_set<std::string_view> keys;
     keys.reserve(m.metadata_size());
     for (const auto& e : m.metadata()) {
       BP_RETURN_IF_ERROR(ValidateName(e.key(), "metadata key", file));
       if (!keys.insert(e.key()).second) return Invalid(file, StrCat("duplicate metadata key \"", e.key(), "\""));
-      BP_RETURN_IF_ERROR(ValidateValue(e.value(), 0, StrCat(file, ": metadata \"", e.key(), "\"")));
+      BP_RETURN_IF_ERROR(ValidateValue(e.value(), 0, [&] { return StrCat(file, ": metadata \"", e.key(), "\""); }));
     }
   }
   if (static_cast<uint64_t>(m.tensors_size()) > kMaxTensors) {
@@ -256,44 +258,49 @@ absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
   bool zstd_declared = std::find(m.required_features().begin(), m.required_features().end(), "zstd") !=
                        m.required_features().end();
   std::vector<std::vector<Extent>> extents(shard_data_end.size());
-  std::unordered_set<std::string_view> names;
+  absl::flat_hash_set<std::string_view> names;
   names.reserve(m.tensors_size());
   for (const auto& t : m.tensors()) {
     BP_RETURN_IF_ERROR(ValidateName(t.name(), "tensor name", file));
     if (!names.insert(t.name()).second) return Invalid(file, StrCat("duplicate tensor name \"", t.name(), "\""));
-    std::string where = StrCat(file, ": tensor \"", t.name(), "\"");
+    auto where = [&] { return StrCat(file, ": tensor \"", t.name(), "\""); };
     if (static_cast<uint64_t>(t.shape_size()) > kMaxDims) {
-      return absl::ResourceExhaustedError(StrCat(where, ": ", t.shape_size(), " dimensions exceed the limit of 8"));
+      return absl::ResourceExhaustedError(StrCat(where(), ": ", t.shape_size(), " dimensions exceed the limit of 8"));
     }
     auto elements = CheckedProduct(absl::MakeConstSpan(t.shape().data(), t.shape_size()));
     if (!elements || *elements > kMaxElements) {
-      return absl::ResourceExhaustedError(StrCat(where, ": element count exceeds 2^56"));
+      return absl::ResourceExhaustedError(StrCat(where(), ": element count exceeds 2^56"));
     }
     if (t.dtype() < v1::F32 || t.dtype() > v1::C64) {
-      return absl::DataLossError(StrCat(where, ": unknown dtype ", t.dtype()));
+      return absl::DataLossError(StrCat(where(), ": unknown dtype ", t.dtype()));
     }
     if (!IsValidCodecId(t.codec().id())) {
-      return absl::DataLossError(StrCat(where, ": invalid codec id \"", absl::CHexEscape(t.codec().id()), "\""));
+      return absl::DataLossError(StrCat(where(), ": invalid codec id \"", absl::CHexEscape(t.codec().id()), "\""));
     }
     if (static_cast<uint64_t>(t.codec().params_size()) > kMaxCodecParams) {
-      return absl::ResourceExhaustedError(StrCat(where, ": more than 64 codec parameters"));
+      return absl::ResourceExhaustedError(StrCat(where(), ": more than 64 codec parameters"));
     }
-    std::unordered_set<std::string_view> param_keys;
-    for (const auto& p : t.codec().params()) {
-      if (p.key().empty() || p.key().size() > 64 || !param_keys.insert(p.key()).second) {
-        return absl::DataLossError(StrCat(where, ": codec parameter key \"", p.key(), "\" is empty, too long or repeated"));
+    for (int k = 0; k < t.codec().params_size(); ++k) {
+      const auto& p = t.codec().params(k);
+      bool repeated = false;
+      for (int j = 0; j < k; ++j) repeated |= t.codec().params(j).key() == p.key();
+      if (p.key().empty() || p.key().size() > 64 || repeated) {
+        return absl::DataLossError(StrCat(where(), ": codec parameter key \"", p.key(), "\" is empty, too long or repeated"));
       }
-      BP_RETURN_IF_ERROR(ValidateValue(p.value(), 0, StrCat(where, ": codec parameter \"", p.key(), "\"")));
+      BP_RETURN_IF_ERROR(ValidateValue(p.value(), 0, [&] { return StrCat(where(), ": codec parameter \"", p.key(), "\""); }));
     }
-    BP_RETURN_IF_ERROR(ValidateFeatures(t.required_features(), where));
+    BP_RETURN_IF_ERROR(ValidateFeatures(t.required_features(), t.required_features_size() == 0 ? std::string() : where()));
     if (static_cast<uint64_t>(t.streams_size()) > kMaxStreamsPerTensor) {
-      return absl::ResourceExhaustedError(StrCat(where, ": more than 64 streams"));
+      return absl::ResourceExhaustedError(StrCat(where(), ": more than 64 streams"));
     }
-    std::unordered_set<std::string_view> roles;
     uint64_t rows = t.shape_size() == 0 ? 1 : t.shape(0);
-    for (const auto& s : t.streams()) {
-      if (!roles.insert(s.role()).second) {
-        return absl::DataLossError(StrCat(where, ": two streams have the role \"", s.role(), "\""));
+    for (int k = 0; k < t.streams_size(); ++k) {
+      const auto& s = t.streams(k);
+      bool repeated = false;
+      // At most 64 streams: a linear scan beats a hash set here.
+      for (int j = 0; j < k; ++j) repeated |= t.streams(j).role() == s.role();
+      if (repeated) {
+        return absl::DataLossError(StrCat(where(), ": two streams have the role \"", s.role(), "\""));
       }
       BP_RETURN_IF_ERROR(ValidateStream(s, t, rows, shard_data_end, zstd_declared, file, &extents));
     }

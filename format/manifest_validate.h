@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "boltpack_proto/boltpack.pb.h"
 
@@ -23,7 +24,8 @@ absl::Status ValidateShards(const v1::Manifest& manifest, const std::string& fil
 absl::Status ValidateManifest(const v1::Manifest& manifest, const std::string& file,
                               const std::vector<uint64_t>& shard_data_end);
 
-absl::Status ValidateValue(const v1::Value& value, int depth, const std::string& where);
+// `where` names the value in an error message; it is called only on error.
+absl::Status ValidateValue(const v1::Value& value, int depth, absl::FunctionRef<std::string()> where);
 
 // Features this implementation understands.
 bool IsKnownFeature(const std::string& feature);

@@ -147,7 +147,7 @@ absl::Status Writer::AddMetadata(std::string key, MetaValue value) {
   auto* e = impl_->manifest.add_metadata();
   e->set_key(key);
   format::ToProto(value, e->mutable_value());
-  return format::ValidateValue(e->value(), 0, StrCat(impl_->file->path(), ": metadata \"", key, "\""));
+  return format::ValidateValue(e->value(), 0, [&] { return StrCat(impl_->file->path(), ": metadata \"", key, "\""); });
 }
 
 absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DType dtype, std::string codec_id,
