@@ -219,7 +219,7 @@ absl::Status Reader::VerifyStream(size_t tensor, size_t stream) const {
   return absl::OkStatus();
 }
 
-absl::Status Reader::VerifyContainer() const {
+absl::Status Reader::VerifyContainer(const ExecOptions& exec) const {
   // Padding: every byte of each shard's data section that no stream covers
   // must be zero, so that no byte of the file goes unchecked.
   for (size_t shard = 0; shard < impl_->shard_bytes.size(); ++shard) {
@@ -243,10 +243,13 @@ absl::Status Reader::VerifyContainer() const {
       pos = std::max(pos, end);
     }
   }
-  for (size_t t = 0; t < impl_->tensors.size(); ++t) {
-    for (size_t s = 0; s < impl_->tensors[t].streams.size(); ++s) BP_RETURN_IF_ERROR(VerifyStream(t, s));
-  }
-  return absl::OkStatus();
+  // Checksums in parallel over tensors; the first failure in file order wins.
+  return ParallelFor(impl_->tensors.size(), exec.threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
+    for (uint64_t t = a; t < b; ++t) {
+      for (size_t s = 0; s < impl_->tensors[t].streams.size(); ++s) BP_RETURN_IF_ERROR(VerifyStream(t, s));
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::Status Reader::CanDecode(size_t tensor, OutputType out) const {

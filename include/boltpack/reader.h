@@ -67,7 +67,7 @@ class Reader {
   absl::Status VerifyStream(size_t tensor, size_t stream) const;
   // Everything a byte of the file can break that open does not check:
   // checksums of all streams and chunks, zero padding, sibling shards.
-  absl::Status VerifyContainer() const;
+  absl::Status VerifyContainer(const ExecOptions& exec = {}) const;
 
   // OK when tensor `t` can be decoded (features known, codec registered,
   // record valid); otherwise the reason.
