@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "google/protobuf/stubs/logging.h"
+
 #include "tools/commands.h"
 
 namespace boltpack::tools {
@@ -14,6 +16,9 @@ void PrintError(const std::string& message) { std::fprintf(stderr, "bolt-pack: %
 
 int main(int argc, char** argv) {
   using namespace boltpack::tools;
+  // Invalid input is reported by the reader as an error naming the file;
+  // protobuf's own log lines would only repeat it less clearly.
+  google::protobuf::SetLogHandler(nullptr);
   CLI::App app{"bolt-pack: pack, inspect and verify model containers (.bolt, .safetensors)", "bolt-pack"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "bolt-pack 0.1.0 (container format 1.0)");
