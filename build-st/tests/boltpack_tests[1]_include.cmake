@@ -1,5 +1,0 @@
-if(EXISTS "/work/main/build-st/tests/boltpack_tests[1]_tests.cmake")
-  include("/work/main/build-st/tests/boltpack_tests[1]_tests.cmake")
-else()
-  add_test(boltpack_tests_NOT_BUILT boltpack_tests_NOT_BUILT)
-endif()
