@@ -63,7 +63,9 @@ std::string Entry(const std::string& name, const std::string& dtype, const std::
 // ---- reading: valid files ---------------------------------------------------
 
 TEST(SafetensorsReadTest, MinimalFile) {
-  auto m = Open(Build("{" + Entry("x", "F32", "[2,2]", 0, 16) + "}", 16));
+  // OpenBuffer does not copy: the bytes must outlive the model.
+  std::vector<uint8_t> file = Build("{" + Entry("x", "F32", "[2,2]", 0, 16) + "}", 16);
+  auto m = Open(file);
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ((*m)->tensors().size(), 1u);
   const SafetensorsTensor& t = (*m)->tensors()[0];
@@ -96,7 +98,8 @@ TEST(SafetensorsReadTest, ZeroDimAndZeroSizeTensors) {
                   Entry("empty", "F16", "[0,3]", 4, 4) + "," +
                   Entry("also_empty", "I64", "[5,0]", 4, 4) + "," + Entry("last", "U8", "[2]", 4, 6) +
                   "}";
-  auto m = Open(Build(h, 6));
+  std::vector<uint8_t> file = Build(h, 6);
+  auto m = Open(file);
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ((*m)->tensors().size(), 4u);
   EXPECT_TRUE((*m)->tensors()[0].shape.empty());
@@ -109,7 +112,8 @@ TEST(SafetensorsReadTest, ZeroDimAndZeroSizeTensors) {
 
 TEST(SafetensorsReadTest, HeaderOrderIsKeptWhateverTheOffsets) {
   std::string h = "{" + Entry("b", "U8", "[2]", 2, 4) + "," + Entry("a", "U8", "[2]", 0, 2) + "}";
-  auto m = Open(Build(h, 4));
+  std::vector<uint8_t> file = Build(h, 4);
+  auto m = Open(file);
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ((*m)->tensors()[0].name, "b");
   EXPECT_EQ((*m)->tensors()[1].name, "a");
@@ -164,6 +168,7 @@ TEST(SafetensorsRejectTest, HeaderTooLarge) {
   uint64_t n = kSafetensorsMaxHeaderBytes + 1;
   for (int i = 0; i < 8; ++i) b[i] = static_cast<uint8_t>(n >> (8 * i));
   EXPECT_HAS(ErrorOf(b), "header length 100000001 is over the limit of 100000000");
+  EXPECT_EQ(Open(b).status().code(), absl::StatusCode::kResourceExhausted);
   std::memset(b.data(), 0xff, 8);  // would overflow n + 8
   EXPECT_HAS(ErrorOf(b), "over the limit");
 }
@@ -291,6 +296,27 @@ TEST(SafetensorsRejectTest, NamesInMessagesAreQuoted) {
   std::string err = ErrorOf(h, 2);
   EXPECT_HAS(err, "tensor \"bad\\nname\"");
   EXPECT_EQ(err.find('\n'), std::string::npos);
+}
+
+TEST(SafetensorsReadTest, FuzzSeedsBehaveAsNamed) {
+  // fuzz/corpus/safetensors: valid_* must open and bad_* must be rejected,
+  // so the seeds keep covering both sides of every check.
+  std::string dir = SourceDir() + "/fuzz/corpus/safetensors";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no seed corpus";
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::string name = entry.path().filename().string();
+    std::vector<uint8_t> bytes = ReadFileBytes(entry.path().string());
+    auto m = SafetensorsModel::OpenBuffer(bytes, name);
+    if (name.rfind("valid_", 0) == 0) {
+      EXPECT_TRUE(m.ok()) << name << ": " << m.status();
+      ++seen;
+    } else if (name.rfind("bad_", 0) == 0) {
+      EXPECT_FALSE(m.ok()) << name << " was accepted";
+      ++seen;
+    }
+  }
+  EXPECT_GT(seen, 0);
 }
 
 // ---- files on disk ----------------------------------------------------------

@@ -1,0 +1,1786 @@
+// make_vectors: writes the golden vectors of spec/container.md (Appendix B).
+//
+//   make_vectors <dir>        normally spec/vectors of the source tree
+//
+// It writes <dir>/valid/<name>.bolt with <name>.expected.json (what a
+// conforming reader lists and decodes) and <dir>/invalid/<name>.bolt with
+// <name>.expected_error.txt (the stage, error class and message substring a
+// conforming reader reports). Sibling shard files end in ".boltshard".
+//
+// Valid vectors are written with the library's Writer and EncodeTensor; the
+// expected decoded bytes are computed here by independent reference
+// conversions (GCC's _Float16 for f16, an exact nearest-value search for
+// bf16), and the generator dies if the Writer stored anything else. Vectors
+// the Writer cannot produce (shards, future versions, unknown codecs) and
+// every invalid vector are made by editing bytes or by building the
+// manifest with the generated boltpack.pb.h and writing a correct header and
+// footer around it (format/layout.h), so each invalid vector breaks exactly
+// one rule.
+//
+// Output is deterministic: each file's file_id is the XXH3-64 of its name,
+// and the writer name is fixed. zstd streams depend on the zstd library
+// version; the committed files are the reference, not a re-run.
+#include <zstd.h>
+
+#include <bit>
+#include <cmath>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <google/protobuf/unknown_field_set.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "boltpack/codec.h"
+#include "boltpack/reader.h"
+#include "boltpack/types.h"
+#include "boltpack/writer.h"
+#include "boltpack_proto/boltpack.pb.h"
+#include "common/str_cat.h"
+#include "format/layout.h"
+#include "format/limits.h"
+#include "io/json.h"
+
+namespace {
+
+namespace bp = ::boltpack;
+namespace fmt = ::boltpack::format;
+namespace v1 = ::boltpack::v1;
+using ::boltpack::StrCat;
+using Bytes = std::vector<uint8_t>;
+using bp::DType;
+using bp::MetaValue;
+using bp::ValueType;
+
+static_assert(std::endian::native == std::endian::little, "vectors are written on a little-endian host");
+
+constexpr const char* kWriterName = "make_vectors";
+
+std::filesystem::path g_out;
+std::filesystem::path g_scratch;
+int g_mismatches = 0;
+
+// ---------------------------------------------------------------------------
+// Plumbing
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "make_vectors: %s\n", what.c_str());
+  std::exit(1);
+}
+
+void Check(const absl::Status& s, const std::string& what) {
+  if (!s.ok()) Die(StrCat(what, ": ", std::string(s.ToString())));
+}
+
+template <typename T>
+T Take(absl::StatusOr<T> r, const std::string& what) {
+  if (!r.ok()) Die(StrCat(what, ": ", std::string(r.status().ToString())));
+  return std::move(r).value();
+}
+
+Bytes ReadFile(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) Die(StrCat("cannot read ", p.string()));
+  return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+
+void WriteFile(const std::filesystem::path& p, const Bytes& b) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  if (!out) Die(StrCat("cannot write ", p.string()));
+}
+
+void WriteText(const std::filesystem::path& p, const std::string& s) {
+  WriteFile(p, Bytes(s.begin(), s.end()));
+}
+
+std::string Hex(const uint8_t* p, size_t n) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string s;
+  s.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    s.push_back(kDigits[p[i] >> 4]);
+    s.push_back(kDigits[p[i] & 15]);
+  }
+  return s;
+}
+std::string Hex(const Bytes& b) { return Hex(b.data(), b.size()); }
+std::string Hex(const std::string& b) { return Hex(reinterpret_cast<const uint8_t*>(b.data()), b.size()); }
+
+std::string HexU(uint64_t v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%0*llx", digits, static_cast<unsigned long long>(v));
+  return buf;
+}
+
+uint64_t Xxh3(const Bytes& b) { return fmt::Xxh3(absl::MakeConstSpan(b)); }
+uint64_t Xxh3(const std::string& s) {
+  return fmt::Xxh3(absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+}
+
+// Deterministic file_id: XXH3-64 of the vector's name (never 0).
+uint64_t FileId(const std::string& name) { return Xxh3(name) | 1; }
+
+void Put16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
+void Put32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void Put64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
+
+template <typename T>
+Bytes Raw(const std::vector<T>& v) {
+  Bytes b(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+uint32_t F32Bits(float f) { return std::bit_cast<uint32_t>(f); }
+float BitsF32(uint32_t u) { return std::bit_cast<float>(u); }
+
+// ---------------------------------------------------------------------------
+// Reference conversions (spec/container.md §10.4), written independently of
+// codecs/float_convert.h so that the vectors check the library.
+
+uint16_t RefF32ToF16(uint32_t u) {
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u);
+  _Float16 h = static_cast<_Float16>(BitsF32(u));  // IEEE RNE, subnormals kept
+  uint16_t r;
+  std::memcpy(&r, &h, 2);
+  return r;
+}
+
+uint32_t RefF16ToF32(uint16_t h) {
+  const uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
+  if ((h & 0x7c00u) == 0x7c00u && (h & 0x03ffu) != 0) {
+    return sign | 0x7fc00000u | (static_cast<uint32_t>(h & 0x03ffu) << 13);
+  }
+  _Float16 x;
+  std::memcpy(&x, &h, 2);
+  return F32Bits(static_cast<float>(x));
+}
+
+// Nearest bf16 by comparing distances exactly in double; ties to even; the
+// value past the largest finite bf16 is 2^128 (IEEE: round as if the exponent
+// were unbounded, then overflow to infinity).
+uint16_t RefF32ToBF16(uint32_t u) {
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  const uint32_t sign = u & 0x80000000u;
+  const uint32_t a = u & 0x7fffffffu;
+  if (a == 0x7f800000u) return static_cast<uint16_t>((sign | a) >> 16);
+  const uint32_t lo = a & 0xffff0000u;
+  const uint32_t hi = lo + 0x10000u;
+  const double x = BitsF32(a);
+  const double vlo = BitsF32(lo);
+  const double vhi = hi >= 0x7f800000u ? std::ldexp(1.0, 128) : static_cast<double>(BitsF32(hi));
+  const double dlo = x - vlo, dhi = vhi - x;
+  uint32_t r = dlo < dhi ? lo : dhi < dlo ? hi : (((lo >> 16) & 1u) ? hi : lo);
+  return static_cast<uint16_t>((sign | r) >> 16);
+}
+
+uint32_t RefBF16ToF32(uint16_t b) { return static_cast<uint32_t>(b) << 16; }
+
+std::vector<uint32_t> ToF32Bits(DType from, const Bytes& b) {
+  std::vector<uint32_t> out;
+  const size_t n = b.size() / static_cast<size_t>(bp::DTypeSize(from));
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    switch (from) {
+      case DType::kF32: { uint32_t u; std::memcpy(&u, &b[4 * i], 4); out.push_back(u); break; }
+      case DType::kF16: { uint16_t h; std::memcpy(&h, &b[2 * i], 2); out.push_back(RefF16ToF32(h)); break; }
+      case DType::kBF16: { uint16_t h; std::memcpy(&h, &b[2 * i], 2); out.push_back(RefBF16ToF32(h)); break; }
+      case DType::kF64: { double d; std::memcpy(&d, &b[8 * i], 8); out.push_back(F32Bits(static_cast<float>(d))); break; }
+      default: Die("ToF32Bits: not a float dtype");
+    }
+  }
+  return out;
+}
+
+Bytes FromF32Bits(DType to, const std::vector<uint32_t>& v) {
+  Bytes out;
+  for (uint32_t u : v) {
+    switch (to) {
+      case DType::kF32: out.resize(out.size() + 4); std::memcpy(&out[out.size() - 4], &u, 4); break;
+      case DType::kF16: { uint16_t h = RefF32ToF16(u); out.resize(out.size() + 2); std::memcpy(&out[out.size() - 2], &h, 2); break; }
+      case DType::kBF16: { uint16_t h = RefF32ToBF16(u); out.resize(out.size() + 2); std::memcpy(&out[out.size() - 2], &h, 2); break; }
+      default: Die("FromF32Bits: bad target");
+    }
+  }
+  return out;
+}
+
+// Conversion between float dtypes as the spec defines it: a copy for equal
+// types, otherwise through f32.
+Bytes Convert(DType from, DType to, const Bytes& b) {
+  if (from == to) return b;
+  return FromF32Bits(to, ToF32Bits(from, b));
+}
+
+// ---------------------------------------------------------------------------
+// A small JSON emitter (pretty, stable, numbers written exactly).
+
+struct Json {
+  enum Kind { kToken, kString, kArray, kObject };
+  Kind kind = kToken;
+  std::string text;
+  std::vector<Json> items;
+  std::vector<std::pair<std::string, Json>> members;
+
+  static Json Token(std::string t) { Json j; j.text = std::move(t); return j; }
+  static Json Str(std::string s) { Json j; j.kind = kString; j.text = std::move(s); return j; }
+  static Json Arr() { Json j; j.kind = kArray; return j; }
+  static Json Obj() { Json j; j.kind = kObject; return j; }
+  Json& Add(std::string key, Json v) { members.emplace_back(std::move(key), std::move(v)); return *this; }
+  Json& Push(Json v) { items.push_back(std::move(v)); return *this; }
+};
+
+Json U(uint64_t v) { return Json::Token(std::to_string(v)); }
+Json I(int64_t v) { return Json::Token(std::to_string(v)); }
+Json Bool(bool b) { return Json::Token(b ? "true" : "false"); }
+Json S(std::string s) { return Json::Str(std::move(s)); }
+Json F32(float f) {
+  if (std::isnan(f)) return S("NaN");
+  if (std::isinf(f)) return S(f > 0 ? "Infinity" : "-Infinity");
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, f);
+  return Json::Token(std::string(buf, r.ptr));
+}
+Json F64(double d) {
+  if (std::isnan(d)) return S("NaN");
+  if (std::isinf(d)) return S(d > 0 ? "Infinity" : "-Infinity");
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, d);
+  return Json::Token(std::string(buf, r.ptr));
+}
+Json StrList(const std::vector<std::string>& v) {
+  Json a = Json::Arr();
+  for (const auto& s : v) a.Push(S(s));
+  return a;
+}
+
+std::string Inline(const Json& j) {
+  switch (j.kind) {
+    case Json::kToken: return j.text;
+    case Json::kString: return bp::io::JsonQuote(j.text);
+    case Json::kArray: {
+      std::string s = "[";
+      for (size_t i = 0; i < j.items.size(); ++i) s += (i ? ", " : "") + Inline(j.items[i]);
+      return s + "]";
+    }
+    case Json::kObject: {
+      std::string s = "{";
+      for (size_t i = 0; i < j.members.size(); ++i) {
+        s += (i ? ", " : "") + bp::io::JsonQuote(j.members[i].first) + ": " + Inline(j.members[i].second);
+      }
+      return s + "}";
+    }
+  }
+  return "";
+}
+
+bool HasContainer(const Json& j) {
+  for (const auto& i : j.items) if (i.kind == Json::kArray || i.kind == Json::kObject) return true;
+  for (const auto& m : j.members) if (m.second.kind == Json::kArray || m.second.kind == Json::kObject) {
+    if (!m.second.items.empty() || !m.second.members.empty()) return true;
+  }
+  return false;
+}
+
+void Pretty(const Json& j, int indent, std::string* out) {
+  std::string one = Inline(j);
+  // Scalars, scalar lists (however long: hex and value lists) and short flat
+  // objects stay on one line.
+  if (j.kind == Json::kToken || j.kind == Json::kString ||
+      (!HasContainer(j) && (j.kind == Json::kArray || one.size() + indent <= 150))) {
+    *out += one;
+    return;
+  }
+  std::string pad(indent + 2, ' ');
+  if (j.kind == Json::kArray) {
+    *out += "[\n";
+    for (size_t i = 0; i < j.items.size(); ++i) {
+      *out += pad;
+      Pretty(j.items[i], indent + 2, out);
+      *out += i + 1 < j.items.size() ? ",\n" : "\n";
+    }
+    *out += std::string(indent, ' ') + "]";
+    return;
+  }
+  *out += "{\n";
+  for (size_t i = 0; i < j.members.size(); ++i) {
+    *out += pad + bp::io::JsonQuote(j.members[i].first) + ": ";
+    Pretty(j.members[i].second, indent + 2, out);
+    *out += i + 1 < j.members.size() ? ",\n" : "\n";
+  }
+  *out += std::string(indent, ' ') + "}";
+}
+
+std::string Render(const Json& j) {
+  std::string s;
+  Pretty(j, 0, &s);
+  return s + "\n";
+}
+
+// ---------------------------------------------------------------------------
+// Container plumbing: file ids, manifests, headers and footers.
+
+fmt::Footer FooterOf(const Bytes& b) {
+  if (b.size() < 128) Die("FooterOf: short file");
+  return Take(fmt::ParseFooter(absl::MakeConstSpan(b).subspan(b.size() - 64), "vector"), "footer");
+}
+
+v1::Manifest ManifestOf(const Bytes& b) {
+  fmt::Footer f = FooterOf(b);
+  v1::Manifest m;
+  if (!m.ParseFromArray(b.data() + f.manifest_offset, static_cast<int>(f.manifest_length))) Die("manifest parse");
+  return m;
+}
+
+// Recomputes the header checksum after an edit of bytes 0..56.
+void ResealHeader(Bytes& b) { Put64(b.data() + 56, fmt::Xxh3(absl::MakeConstSpan(b.data(), 56))); }
+// Recomputes the footer checksum after an edit of footer bytes 0..48.
+void ResealFooter(Bytes& b) {
+  uint8_t* f = b.data() + b.size() - 64;
+  Put64(f + 48, fmt::Xxh3(absl::MakeConstSpan(f, 48)));
+}
+
+void SetFileId(Bytes& b, uint64_t id) {
+  Put64(b.data() + 24, id);
+  ResealHeader(b);
+  Put64(b.data() + b.size() - 64 + 32, id);
+  ResealFooter(b);
+}
+
+// Replaces the manifest with `manifest_bytes` and writes a matching footer
+// (same file_id and version as before).
+Bytes RewrapBytes(const Bytes& b, const std::string& manifest_bytes) {
+  fmt::Footer f = FooterOf(b);
+  Bytes out(b.begin(), b.begin() + static_cast<ptrdiff_t>(f.manifest_offset));
+  out.insert(out.end(), manifest_bytes.begin(), manifest_bytes.end());
+  f.manifest_length = manifest_bytes.size();
+  f.manifest_xxh3 = Xxh3(manifest_bytes);
+  f.file_size = out.size() + 64;
+  auto fb = fmt::EncodeFooter(f);
+  out.insert(out.end(), fb.begin(), fb.end());
+  return out;
+}
+
+std::string Serialize(const v1::Manifest& m) {
+  std::string s;
+  if (!m.SerializeToString(&s)) Die("serialize");
+  return s;
+}
+
+Bytes Rewrap(const Bytes& b, const v1::Manifest& m) { return RewrapBytes(b, Serialize(m)); }
+
+// Edits the manifest of `b` and rewraps it.
+Bytes EditManifest(const Bytes& b, const std::function<void(v1::Manifest&)>& edit) {
+  v1::Manifest m = ManifestOf(b);
+  edit(m);
+  return Rewrap(b, m);
+}
+
+v1::Tensor* FindTensor(v1::Manifest& m, const std::string& name) {
+  for (auto& t : *m.mutable_tensors()) {
+    if (t.name() == name) return &t;
+  }
+  Die(StrCat("no tensor ", name));
+}
+
+// A file assembled by hand: the header placeholder, then streams appended at
+// aligned offsets with zero padding.
+struct Assembly {
+  Bytes bytes = Bytes(64, 0);
+  uint64_t Append(const Bytes& data, uint64_t alignment) {
+    while (bytes.size() % alignment != 0) bytes.push_back(0);
+    uint64_t offset = bytes.size();
+    bytes.insert(bytes.end(), data.begin(), data.end());
+    return offset;
+  }
+  void SealHeader(const fmt::Header& h) {
+    auto hb = fmt::EncodeHeader(h);
+    std::memcpy(bytes.data(), hb.data(), hb.size());
+  }
+  // Header, manifest and footer for a complete file.
+  Bytes Finish(const fmt::Header& h, const std::string& manifest_bytes) {
+    SealHeader(h);
+    Bytes out = bytes;
+    fmt::Footer f;
+    f.manifest_offset = out.size();
+    f.manifest_length = manifest_bytes.size();
+    f.manifest_xxh3 = Xxh3(manifest_bytes);
+    f.format_major = h.format_major;
+    f.format_minor = h.format_minor;
+    f.file_id = h.file_id;
+    f.file_size = out.size() + manifest_bytes.size() + 64;
+    out.insert(out.end(), manifest_bytes.begin(), manifest_bytes.end());
+    auto fb = fmt::EncodeFooter(f);
+    out.insert(out.end(), fb.begin(), fb.end());
+    return out;
+  }
+};
+
+void SetStream(v1::Stream* s, const std::string& role, uint32_t shard, uint64_t offset, const Bytes& stored,
+               uint64_t alignment) {
+  s->set_role(role);
+  s->set_shard(shard);
+  s->set_offset(offset);
+  s->set_length(stored.size());
+  s->set_alignment(alignment);
+  s->set_xxh3(Xxh3(stored));
+  s->set_compression(v1::COMPRESSION_NONE);
+  s->set_raw_length(stored.size());
+}
+
+// ---------------------------------------------------------------------------
+// Tensors: what goes in, what a reader must give back.
+
+struct TensorSpec {
+  std::string name;
+  std::vector<uint64_t> shape;
+  DType dtype = DType::kF32;
+  std::string codec = "f32";
+  Bytes source;  // row-major elements of `dtype`
+
+  // The element type the codec stores.
+  DType Stored() const {
+    if (codec == "f32") return DType::kF32;
+    if (codec == "f16") return DType::kF16;
+    if (codec == "bf16") return DType::kBF16;
+    return dtype;  // raw
+  }
+  Bytes StoredBytes() const { return codec == "raw" ? source : Convert(dtype, Stored(), source); }
+};
+
+TensorSpec F32Tensor(std::string name, std::vector<uint64_t> shape, std::vector<float> v, std::string codec = "f32") {
+  return TensorSpec{std::move(name), std::move(shape), DType::kF32, std::move(codec), Raw(v)};
+}
+TensorSpec F32BitsTensor(std::string name, std::vector<uint64_t> shape, std::vector<uint32_t> v,
+                         std::string codec = "f32") {
+  return TensorSpec{std::move(name), std::move(shape), DType::kF32, std::move(codec), Raw(v)};
+}
+
+Json ErrorJson(const std::string& cls, const std::string& message) {
+  return Json::Obj().Add("class", S(cls)).Add("message", S(message));
+}
+
+Json BytesJson(const Bytes& b, bool with_f32_values) {
+  Json o = Json::Obj();
+  if (b.size() <= 4096) {
+    o.Add("hex", S(Hex(b)));
+  } else {
+    o.Add("bytes", U(b.size())).Add("xxh3", S(HexU(Xxh3(b), 16)));
+  }
+  if (with_f32_values && b.size() <= 4096) {
+    Json values = Json::Arr();
+    for (size_t i = 0; i + 4 <= b.size(); i += 4) {
+      float f;
+      std::memcpy(&f, &b[i], 4);
+      values.Push(F32(f));
+    }
+    o.Add("values", values);
+  }
+  return o;
+}
+
+// The decodes a conforming reader produces for a tensor of a raw codec.
+Json DecodeJson(const TensorSpec& t) {
+  const DType stored = t.Stored();
+  const Bytes st = t.StoredBytes();
+  Json d = Json::Obj();
+  d.Add("native", BytesJson(st, false));
+  const std::pair<const char*, DType> outs[] = {{"f32", DType::kF32}, {"f16", DType::kF16}, {"bf16", DType::kBF16}};
+  // Float targets only from stored f32/f16/bf16 (§10.3): "raw" holding F64
+  // or any other dtype decodes to its native bytes only.
+  const bool float_stored = stored == DType::kF32 || stored == DType::kF16 || stored == DType::kBF16;
+  for (const auto& [name, to] : outs) {
+    if (float_stored) {
+      d.Add(name, BytesJson(Convert(stored, to, st), to == DType::kF32));
+    } else {
+      d.Add(name, Json::Obj().Add("error", ErrorJson("INVALID_ARGUMENT", "cannot decode")));
+    }
+  }
+  return d;
+}
+
+Json DecodeErrorJson(const std::string& cls, const std::string& message) {
+  Json d = Json::Obj();
+  for (const char* out : {"native", "f32", "f16", "bf16"}) d.Add(out, Json::Obj().Add("error", ErrorJson(cls, message)));
+  return d;
+}
+
+Json StreamJson(const v1::Stream& s) {
+  Json o = Json::Obj();
+  o.Add("role", S(s.role()))
+      .Add("shard", U(s.shard()))
+      .Add("offset", U(s.offset()))
+      .Add("length", U(s.length()))
+      .Add("alignment", U(s.alignment()))
+      .Add("xxh3", S(HexU(s.xxh3(), 16)))
+      .Add("compression", S(s.compression() == v1::COMPRESSION_NONE   ? std::string("none")
+                            : s.compression() == v1::COMPRESSION_ZSTD ? std::string("zstd")
+                                                                      : "compression-" + std::to_string(s.compression())))
+      .Add("raw_length", U(s.raw_length()));
+  Json chunks = Json::Arr();
+  for (const auto& c : s.chunks()) {
+    chunks.Push(Json::Obj()
+                    .Add("stored_offset", U(c.stored_offset()))
+                    .Add("stored_length", U(c.stored_length()))
+                    .Add("raw_offset", U(c.raw_offset()))
+                    .Add("raw_length", U(c.raw_length()))
+                    .Add("first_row", U(c.first_row()))
+                    .Add("row_count", U(c.row_count()))
+                    .Add("xxh3", S(HexU(c.xxh3(), 16))));
+  }
+  o.Add("chunks", chunks);
+  return o;
+}
+
+Json ParamJson(const v1::CodecParam& p);
+
+// Tensor record as the manifest states it, plus the expected decodes.
+Json TensorJson(const v1::Tensor& t, Json decode) {
+  Json o = Json::Obj();
+  o.Add("name", S(t.name()));
+  Json shape = Json::Arr();
+  for (uint64_t d : t.shape()) shape.Push(U(d));
+  o.Add("shape", shape);
+  o.Add("dtype", S(std::string(bp::DTypeName(static_cast<DType>(t.dtype())))));
+  o.Add("codec", S(t.codec().id()));
+  Json params = Json::Arr();
+  for (const auto& p : t.codec().params()) params.Push(ParamJson(p));
+  o.Add("codec_params", params);
+  o.Add("required_features", StrList({t.required_features().begin(), t.required_features().end()}));
+  Json streams = Json::Arr();
+  for (const auto& s : t.streams()) streams.Push(StreamJson(s));
+  o.Add("streams", streams);
+  o.Add("decode", std::move(decode));
+  return o;
+}
+
+// ---------------------------------------------------------------------------
+// Metadata values as JSON (Appendix B.1).
+
+bool IsUnsigned(ValueType t) {
+  return t == ValueType::kUint8 || t == ValueType::kUint16 || t == ValueType::kUint32 || t == ValueType::kUint64;
+}
+bool IsSigned(ValueType t) {
+  return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 || t == ValueType::kInt64;
+}
+
+Json ValueJson(const MetaValue& v, Json o = Json::Obj()) {
+  o.Add("type", S(std::string(bp::ValueTypeName(v.type))));
+  if (IsUnsigned(v.type)) {
+    o.Add("value", U(v.u));
+  } else if (IsSigned(v.type)) {
+    o.Add("value", I(v.i));
+  } else if (v.type == ValueType::kFloat32) {
+    o.Add("value", F32(v.f32)).Add("bits", S(HexU(F32Bits(v.f32), 8)));
+  } else if (v.type == ValueType::kFloat64) {
+    o.Add("value", F64(v.f64)).Add("bits", S(HexU(std::bit_cast<uint64_t>(v.f64), 16)));
+  } else if (v.type == ValueType::kBool) {
+    o.Add("value", Bool(v.b));
+  } else if (v.type == ValueType::kString) {
+    if (bp::io::IsValidUtf8(v.s)) o.Add("value", S(v.s));
+    else o.Add("hex", S(Hex(v.s)));
+  } else if (v.type == ValueType::kArray) {
+    o.Add("element_type", S(std::string(bp::ValueTypeName(v.element_type))));
+    Json elements = Json::Arr();
+    for (const auto& e : v.elements) elements.Push(ValueJson(e));
+    o.Add("elements", elements);
+  }
+  return o;
+}
+
+MetaValue FromProtoValue(const v1::Value& v);
+MetaValue FromProtoArray(const v1::Array& a) {
+  std::vector<MetaValue> el;
+  auto et = static_cast<ValueType>(a.element_type());
+  for (uint64_t x : a.uints()) el.push_back(MetaValue::Uint(et, x));
+  for (int64_t x : a.ints()) el.push_back(MetaValue::Int(et, x));
+  for (float x : a.f32s()) el.push_back(MetaValue::Float32(x));
+  for (double x : a.f64s()) el.push_back(MetaValue::Float64(x));
+  for (bool x : a.bools()) el.push_back(MetaValue::Bool(x));
+  for (const auto& x : a.strings()) el.push_back(MetaValue::String(x));
+  for (const auto& x : a.arrays()) el.push_back(FromProtoArray(x));
+  return MetaValue::Array(et, std::move(el));
+}
+MetaValue FromProtoValue(const v1::Value& v) {
+  auto t = static_cast<ValueType>(v.type());
+  if (IsUnsigned(t)) return MetaValue::Uint(t, v.u());
+  if (IsSigned(t)) return MetaValue::Int(t, v.i());
+  switch (t) {
+    case ValueType::kFloat32: return MetaValue::Float32(v.f32());
+    case ValueType::kFloat64: return MetaValue::Float64(v.f64());
+    case ValueType::kBool: return MetaValue::Bool(v.b());
+    case ValueType::kString: return MetaValue::String(v.s());
+    case ValueType::kArray: return FromProtoArray(v.array());
+    default: Die("value type");
+  }
+}
+Json ParamJson(const v1::CodecParam& p) {
+  return ValueJson(FromProtoValue(p.value()), Json::Obj().Add("key", S(p.key())));
+}
+
+Json MetadataJson(const v1::Manifest& m) {
+  Json a = Json::Arr();
+  for (const auto& e : m.metadata()) a.Push(ValueJson(FromProtoValue(e.value()), Json::Obj().Add("key", S(e.key()))));
+  return a;
+}
+
+// ---------------------------------------------------------------------------
+// Writing vectors.
+
+struct Decodes {
+  std::string tensor;
+  Json decode;
+};
+
+// The whole expected.json of a valid vector: the container facts come from
+// the manifest the file carries (they describe its layout), the metadata and
+// the decodes from what the generator put in.
+Json ExpectedJson(const Bytes& b, const std::vector<std::string>& missing_features,
+                  const std::vector<Decodes>& decodes) {
+  v1::Manifest m = ManifestOf(b);
+  Json o = Json::Obj();
+  o.Add("format_major", U(m.format_major())).Add("format_minor", U(m.format_minor()));
+  o.Add("file_size", U(b.size()));
+  o.Add("alignment", U(m.alignment()));
+  o.Add("writer", S(m.writer()));
+  o.Add("required_features", StrList({m.required_features().begin(), m.required_features().end()}));
+  o.Add("optional_features", StrList({m.optional_features().begin(), m.optional_features().end()}));
+  o.Add("missing_features", StrList(missing_features));
+  o.Add("shards", U(m.shards_size() == 0 ? 1 : m.shards_size()));
+  o.Add("metadata", MetadataJson(m));
+  Json tensors = Json::Arr();
+  if (static_cast<size_t>(m.tensors_size()) != decodes.size()) Die("decodes do not match the tensors");
+  for (int i = 0; i < m.tensors_size(); ++i) {
+    if (m.tensors(i).name() != decodes[i].tensor) Die(StrCat("tensor order: ", m.tensors(i).name()));
+    tensors.Push(TensorJson(m.tensors(i), decodes[i].decode));
+  }
+  o.Add("tensors", tensors);
+  return o;
+}
+
+// Self-check with the library reader (informative; the test is the check).
+void SelfCheckValid(const std::string& name, const std::filesystem::path& path) {
+  auto r = bp::Reader::Open(path.string());
+  if (!r.ok()) {
+    std::fprintf(stderr, "  !! valid/%s does not open: %s\n", name.c_str(), std::string(r.status().ToString()).c_str());
+    ++g_mismatches;
+    return;
+  }
+  absl::Status v = (*r)->VerifyContainer();
+  if (!v.ok()) {
+    std::fprintf(stderr, "  !! valid/%s does not verify: %s\n", name.c_str(), std::string(v.ToString()).c_str());
+    ++g_mismatches;
+  }
+}
+
+void SaveValid(const std::string& name, const Bytes& b, const std::vector<std::string>& missing,
+               const std::vector<Decodes>& decodes) {
+  auto path = g_out / "valid" / (name + ".bolt");
+  WriteFile(path, b);
+  WriteText(g_out / "valid" / (name + ".expected.json"), Render(ExpectedJson(b, missing, decodes)));
+  SelfCheckValid(name, path);
+  std::printf("valid/%s.bolt (%zu bytes)\n", name.c_str(), b.size());
+}
+
+struct ErrorSpec {
+  std::string stage;  // open | verify | decode
+  std::string cls;    // absl canonical code name
+  std::string message;
+  std::string rule;   // section of spec/container.md
+};
+
+std::string StageError(const std::filesystem::path& path, const std::string& stage) {
+  auto r = bp::Reader::Open(path.string());
+  if (!r.ok()) return StrCat("open: ", std::string(r.status().ToString()));
+  if (stage == "open") return "open: OK";
+  absl::Status v = (*r)->VerifyContainer();
+  if (stage == "verify") return StrCat("verify: ", v.ok() ? std::string("OK") : std::string(v.ToString()));
+  for (size_t t = 0; t < (*r)->tensors().size(); ++t) {
+    auto n = (*r)->DecodedBytes(t, bp::OutputType::kNative);
+    if (!n.ok()) return StrCat("decode: ", std::string(n.status().ToString()));
+    std::vector<uint8_t> buf(*n);
+    absl::Status s = (*r)->Decode(t, bp::OutputType::kNative, absl::MakeSpan(buf));
+    if (!s.ok()) return StrCat("decode: ", std::string(s.ToString()));
+  }
+  return "decode: OK";
+}
+
+void SaveInvalid(const std::string& name, Bytes b, const ErrorSpec& e) {
+  auto path = g_out / "invalid" / (name + ".bolt");
+  WriteFile(path, b);
+  std::string txt = StrCat("stage: ", e.stage, "\nclass: ", e.cls, "\nmessage: ", e.message, "\nrule: ", e.rule, "\n");
+  WriteText(g_out / "invalid" / (name + ".expected_error.txt"), txt);
+  std::string got = StageError(path, e.stage);
+  bool match = got.rfind(e.stage + ": " + e.cls, 0) == 0 && got.find(e.message) != std::string::npos;
+  std::printf("invalid/%s.bolt (%zu bytes)%s\n", name.c_str(), b.size(), match ? "" : "  [reader differs]");
+  if (!match) {
+    std::fprintf(stderr, "  .. invalid/%s: expected %s %s \"%s\"; the library says %s\n", name.c_str(),
+                 e.stage.c_str(), e.cls.c_str(), e.message.c_str(), got.c_str());
+    ++g_mismatches;
+  }
+}
+
+bp::WriterOptions Options(uint64_t alignment = 64, int zstd_level = 0) {
+  bp::WriterOptions o;
+  o.alignment = alignment;
+  o.zstd_level = zstd_level;
+  o.writer_name = kWriterName;
+  return o;
+}
+
+// Writes with the library Writer into the scratch folder and returns the
+// bytes with the deterministic file_id of `name`.
+Bytes WriteWith(const std::string& name, const bp::WriterOptions& options,
+                const std::function<void(bp::Writer&)>& fill) {
+  auto path = g_scratch / (name + ".bolt");
+  auto w = Take(bp::Writer::Create(path.string(), options), StrCat("create ", name));
+  fill(*w);
+  Check(w->Finish(), StrCat("finish ", name));
+  Bytes b = ReadFile(path);
+  std::filesystem::remove(path);
+  SetFileId(b, FileId(name));
+  return b;
+}
+
+using Tweak = std::function<void(bp::EncodedTensor&)>;
+
+void Add(bp::Writer& w, const TensorSpec& t, const Tweak& tweak = {}) {
+  bp::TensorSource src;
+  src.name = t.name;
+  src.dtype = t.dtype;
+  src.shape = absl::MakeConstSpan(t.shape);
+  src.bytes = absl::MakeConstSpan(t.source);
+  auto enc = Take(bp::EncodeTensor(t.codec, src, {}, {}), StrCat("encode ", t.name));
+  // The library encoder must store exactly what the reference conversions give.
+  if (enc.streams.size() != 1 || enc.streams[0].bytes != t.StoredBytes()) {
+    Die(StrCat("codec \"", t.codec, "\" stored tensor \"", t.name, "\" differently from the reference conversion"));
+  }
+  if (tweak) tweak(enc);
+  Check(w.AddTensor(t.name, t.shape, t.dtype, t.codec, std::move(enc)), StrCat("add ", t.name));
+}
+
+// Chunks of `rows_per_chunk` whole rows over the (only) data stream.
+void SetRowChunks(bp::EncodedTensor& enc, uint64_t rows, uint64_t rows_per_chunk) {
+  auto& s = enc.streams[0];
+  const uint64_t row_bytes = s.bytes.size() / rows;
+  s.chunks.clear();
+  for (uint64_t r = 0; r < rows; r += rows_per_chunk) {
+    uint64_t n = std::min(rows_per_chunk, rows - r);
+    s.chunks.push_back(bp::EncodedChunk{r * row_bytes, n * row_bytes, r, n});
+  }
+}
+
+std::vector<Decodes> DecodesOf(const std::vector<TensorSpec>& ts) {
+  std::vector<Decodes> d;
+  for (const auto& t : ts) d.push_back({t.name, DecodeJson(t)});
+  return d;
+}
+
+// ---------------------------------------------------------------------------
+// Valid vectors
+
+MetaValue U8(uint64_t v) { return MetaValue::Uint(ValueType::kUint8, v); }
+MetaValue Arr(ValueType et, std::vector<MetaValue> el) { return MetaValue::Array(et, std::move(el)); }
+
+void ValidEmpty() {
+  // The smallest file the Writer makes: no metadata, no tensors, the default
+  // alignment. Appendix A dumps it.
+  Bytes b = WriteWith("empty", Options(fmt::kDefaultAlignment), [](bp::Writer&) {});
+  SaveValid("empty", b, {}, {});
+}
+
+void ValidMetadata() {
+  using VT = ValueType;
+  std::vector<std::pair<std::string, MetaValue>> md;
+  // Deliberately not sorted: order is part of the data.
+  md.push_back({"z.first_in_file", MetaValue::String("metadata keeps writer order")});
+  md.push_back({"general.architecture", MetaValue::String("llama")});
+  md.push_back({"u8.min", U8(0)});
+  md.push_back({"u8.max", U8(255)});
+  md.push_back({"i8.min", MetaValue::Int(VT::kInt8, -128)});
+  md.push_back({"i8.max", MetaValue::Int(VT::kInt8, 127)});
+  md.push_back({"u16.max", MetaValue::Uint(VT::kUint16, 65535)});
+  md.push_back({"i16.min", MetaValue::Int(VT::kInt16, -32768)});
+  md.push_back({"u32.max", MetaValue::Uint(VT::kUint32, 4294967295ull)});
+  md.push_back({"i32.min", MetaValue::Int(VT::kInt32, std::numeric_limits<int32_t>::min())});
+  md.push_back({"u64.max", MetaValue::Uint(VT::kUint64, std::numeric_limits<uint64_t>::max())});
+  md.push_back({"i64.min", MetaValue::Int(VT::kInt64, std::numeric_limits<int64_t>::min())});
+  md.push_back({"i64.max", MetaValue::Int(VT::kInt64, std::numeric_limits<int64_t>::max())});
+  md.push_back({"f32.value", MetaValue::Float32(1e-5f)});
+  md.push_back({"f32.negative_zero", MetaValue::Float32(-0.0f)});
+  md.push_back({"f32.subnormal", MetaValue::Float32(BitsF32(0x00000001u))});
+  md.push_back({"f32.infinity", MetaValue::Float32(std::numeric_limits<float>::infinity())});
+  md.push_back({"f32.nan_payload", MetaValue::Float32(BitsF32(0x7fa00001u))});  // signalling, payload kept
+  md.push_back({"f64.value", MetaValue::Float64(3.141592653589793)});
+  md.push_back({"f64.negative_zero", MetaValue::Float64(-0.0)});
+  md.push_back({"f64.nan", MetaValue::Float64(std::bit_cast<double>(0xfff8000000000123ull))});
+  md.push_back({"bool.true", MetaValue::Bool(true)});
+  md.push_back({"bool.false", MetaValue::Bool(false)});
+  md.push_back({"string.utf8", MetaValue::String("h\xc3\xa9llo \xe2\x9c\x93")});
+  md.push_back({"string.empty", MetaValue::String("")});
+  md.push_back({"string.nul_inside", MetaValue::String(std::string("a\0b", 3))});
+  md.push_back({"string.not_utf8", MetaValue::String("\xff\xfe GGUF bytes")});
+  md.push_back({"array.uint8", Arr(VT::kUint8, {U8(0), U8(1), U8(255)})});
+  md.push_back({"array.int8", Arr(VT::kInt8, {MetaValue::Int(VT::kInt8, -128), MetaValue::Int(VT::kInt8, 127)})});
+  md.push_back({"array.uint16", Arr(VT::kUint16, {MetaValue::Uint(VT::kUint16, 65535)})});
+  md.push_back({"array.int16", Arr(VT::kInt16, {MetaValue::Int(VT::kInt16, -32768), MetaValue::Int(VT::kInt16, 1)})});
+  md.push_back({"array.uint32", Arr(VT::kUint32, {MetaValue::Uint(VT::kUint32, 1), MetaValue::Uint(VT::kUint32, 4294967295ull)})});
+  md.push_back({"array.int32", Arr(VT::kInt32, {MetaValue::Int(VT::kInt32, -1), MetaValue::Int(VT::kInt32, 2147483647)})});
+  md.push_back({"array.uint64", Arr(VT::kUint64, {MetaValue::Uint(VT::kUint64, std::numeric_limits<uint64_t>::max())})});
+  md.push_back({"array.int64", Arr(VT::kInt64, {MetaValue::Int(VT::kInt64, std::numeric_limits<int64_t>::min())})});
+  md.push_back({"array.float32", Arr(VT::kFloat32, {MetaValue::Float32(0.5f), MetaValue::Float32(-0.0f),
+                                                     MetaValue::Float32(BitsF32(0xffc00000u))})});
+  md.push_back({"array.float64", Arr(VT::kFloat64, {MetaValue::Float64(1e300), MetaValue::Float64(-2.5)})});
+  md.push_back({"array.bool", Arr(VT::kBool, {MetaValue::Bool(true), MetaValue::Bool(false), MetaValue::Bool(true)})});
+  md.push_back({"array.string", Arr(VT::kString, {MetaValue::String("<s>"), MetaValue::String(""),
+                                                   MetaValue::String("\xc4\xa0the")})});
+  md.push_back({"array.empty", Arr(VT::kUint32, {})});
+  md.push_back({"array.nested", Arr(VT::kArray, {Arr(VT::kInt32, {MetaValue::Int(VT::kInt32, 1), MetaValue::Int(VT::kInt32, 2)}),
+                                                  Arr(VT::kInt32, {}),
+                                                  Arr(VT::kString, {MetaValue::String("x")})})});
+  // Eight arrays deep: the deepest nesting §9 allows.
+  MetaValue deep = Arr(VT::kUint8, {U8(8)});
+  for (int level = 7; level >= 1; --level) deep = Arr(VT::kArray, {deep});
+  md.push_back({"array.depth_8", deep});
+  Bytes b = WriteWith("metadata", Options(), [&](bp::Writer& w) {
+    for (const auto& [k, v] : md) Check(w.AddMetadata(k, v), k);
+  });
+  // The manifest must say exactly what went in (order, types, bits).
+  v1::Manifest m = ManifestOf(b);
+  if (static_cast<size_t>(m.metadata_size()) != md.size()) Die("metadata count");
+  for (size_t i = 0; i < md.size(); ++i) {
+    if (m.metadata(static_cast<int>(i)).key() != md[i].first ||
+        !(FromProtoValue(m.metadata(static_cast<int>(i)).value()) == md[i].second)) {
+      Die(StrCat("metadata entry ", md[i].first, " changed on the way"));
+    }
+  }
+  SaveValid("metadata", b, {}, {});
+}
+
+void ValidF32() {
+  std::vector<TensorSpec> ts;
+  ts.push_back(F32Tensor("scalar", {}, {3.25f}));
+  ts.push_back(F32Tensor("matrix", {2, 3}, {1, 2, 3, 4, 5, 6}));
+  ts.push_back(F32BitsTensor("special", {12},
+                             {0x00000000u, 0x80000000u, 0x3f800000u, 0xbfc00000u, 0x7f7fffffu, 0x00000001u,
+                              0x00800000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffc00001u}));
+  ts.push_back(F32Tensor("empty_rows", {0, 4}, {}));
+  ts.push_back(F32Tensor("empty_1d", {0}, {}));
+  ts.push_back(TensorSpec{"from_f64", {4}, DType::kF64, "f32", Raw(std::vector<double>{1.0000000001, 1e300, -1e-50, 0.1})});
+  ts.push_back(TensorSpec{"from_f16", {4}, DType::kF16, "f32",
+                          Raw(std::vector<uint16_t>{0x3c00, 0x0001, 0x7c01, 0xfbff})});
+  ts.push_back(TensorSpec{"from_bf16", {3}, DType::kBF16, "f32", Raw(std::vector<uint16_t>{0x3f80, 0x7f81, 0x8001})});
+  Bytes b = WriteWith("f32", Options(), [&](bp::Writer& w) {
+    for (const auto& t : ts) Add(w, t);
+  });
+  SaveValid("f32", b, {}, DecodesOf(ts));
+}
+
+void ValidF16() {
+  std::vector<TensorSpec> ts;
+  const float one = 1.0f;
+  ts.push_back(F32BitsTensor(
+      "rounding", {21},
+      {F32Bits(one), F32Bits(1.0f + 0x1p-11f) /* tie -> even (1.0) */, F32Bits(1.0f + 3 * 0x1p-11f) /* tie -> 1+2^-9 */,
+       F32Bits(0.1f), F32Bits(65504.0f), F32Bits(65519.99f) /* -> 65504 */, F32Bits(65520.0f) /* -> inf */,
+       F32Bits(-70000.0f) /* -> -inf */, F32Bits(0x1p-24f) /* smallest subnormal */, F32Bits(0x1p-25f) /* tie -> 0 */,
+       F32Bits(3 * 0x1p-26f) /* -> 2^-24 */, F32Bits(0x1p-14f) /* smallest normal */,
+       F32Bits(0x1p-14f - 0x1p-25f) /* tie -> 0x0400 */, F32Bits(1e-8f) /* -> 0 */, 0x80000000u,
+       0x7f800000u, 0xff800000u, 0x7fc00000u /* -> 7e00 */, 0xff800001u /* -> fe00 */, 0x00000001u /* -> 0 */,
+       F32Bits(-2.5f)},
+      "f16"));
+  ts.push_back(TensorSpec{"identity", {4}, DType::kF16, "f16", Raw(std::vector<uint16_t>{0x3c00, 0x0001, 0x7c01, 0xfc00})});
+  ts.push_back(TensorSpec{"from_bf16", {3}, DType::kBF16, "f16", Raw(std::vector<uint16_t>{0x3f80, 0x4780, 0x7fc1})});
+  ts.push_back(TensorSpec{"from_f64", {2}, DType::kF64, "f16", Raw(std::vector<double>{1.0 + 0x1p-11 + 0x1p-40, -1e10})});
+  ts.push_back(F32Tensor("zero_d", {}, {-1.0f}, "f16"));
+  ts.push_back(F32Tensor("zero_size", {3, 0}, {}, "f16"));
+  Bytes b = WriteWith("f16", Options(), [&](bp::Writer& w) {
+    for (const auto& t : ts) Add(w, t);
+  });
+  SaveValid("f16", b, {}, DecodesOf(ts));
+}
+
+void ValidBF16() {
+  std::vector<TensorSpec> ts;
+  ts.push_back(F32BitsTensor(
+      "rounding", {16},
+      {0x3f800000u, F32Bits(1.0f + 0x1p-8f) /* tie -> 1.0 */, F32Bits(1.0f + 3 * 0x1p-8f) /* tie -> 1+2^-6 */,
+       0x3f808001u /* above the tie -> up */, 0x7f7fffffu /* -> inf */, 0x7f7f7fffu /* -> 7f7f */,
+       0x7f7f8000u /* tie, odd -> inf */, 0x00008000u /* tie -> 0 */, 0x00018000u /* tie -> 0x0002 */,
+       0x7f800001u /* -> 7fc0 */, 0xff800001u /* -> ffc0 */, 0x7fa5a5a5u /* -> 7fe5 */, 0x7f800000u, 0x80000000u,
+       F32Bits(0.1f), F32Bits(-3.0e38f)},
+      "bf16"));
+  ts.push_back(TensorSpec{"identity", {3}, DType::kBF16, "bf16", Raw(std::vector<uint16_t>{0x3f80, 0x7f81, 0x0001})});
+  ts.push_back(TensorSpec{"from_f16", {3}, DType::kF16, "bf16", Raw(std::vector<uint16_t>{0x3c00, 0x0001, 0x7bff})});
+  ts.push_back(TensorSpec{"from_f64", {2}, DType::kF64, "bf16", Raw(std::vector<double>{1.0 / 3.0, 1e39})});
+  ts.push_back(F32Tensor("matrix", {2, 2}, {1.5f, -2.25f, 1e-3f, 1e3f}, "bf16"));
+  Bytes b = WriteWith("bf16", Options(), [&](bp::Writer& w) {
+    for (const auto& t : ts) Add(w, t);
+  });
+  SaveValid("bf16", b, {}, DecodesOf(ts));
+}
+
+void ValidRaw() {
+  std::vector<TensorSpec> ts;
+  auto add = [&](const char* name, DType d, std::vector<uint64_t> shape, Bytes bytes) {
+    ts.push_back(TensorSpec{name, std::move(shape), d, "raw", std::move(bytes)});
+  };
+  add("i8", DType::kI8, {4}, Raw(std::vector<int8_t>{-128, -1, 0, 127}));
+  add("u8", DType::kU8, {3}, Raw(std::vector<uint8_t>{0, 1, 255}));
+  add("i16", DType::kI16, {2}, Raw(std::vector<int16_t>{-32768, 32767}));
+  add("u16", DType::kU16, {2}, Raw(std::vector<uint16_t>{1, 65535}));
+  add("i32", DType::kI32, {2, 2}, Raw(std::vector<int32_t>{-1, 0, 1, std::numeric_limits<int32_t>::min()}));
+  add("u32", DType::kU32, {1}, Raw(std::vector<uint32_t>{0xdeadbeefu}));
+  add("i64", DType::kI64, {2}, Raw(std::vector<int64_t>{std::numeric_limits<int64_t>::min(), 42}));
+  add("u64", DType::kU64, {}, Raw(std::vector<uint64_t>{std::numeric_limits<uint64_t>::max()}));
+  add("bool", DType::kBool, {3}, Raw(std::vector<uint8_t>{0, 1, 1}));
+  add("f8_e4m3", DType::kF8E4M3, {4}, Raw(std::vector<uint8_t>{0x00, 0x38, 0x7e, 0xfe}));
+  add("f8_e5m2", DType::kF8E5M2, {2}, Raw(std::vector<uint8_t>{0x3c, 0x7b}));
+  add("f8_e8m0", DType::kF8E8M0, {2}, Raw(std::vector<uint8_t>{0x7f, 0xff}));
+  add("c64", DType::kC64, {2}, Raw(std::vector<float>{1.0f, -1.0f, 0.5f, 2.0f}));
+  add("f64", DType::kF64, {3}, Raw(std::vector<double>{1.5, -1e300, 1e-320}));
+  add("f32", DType::kF32, {2}, Raw(std::vector<float>{1.0f + 0x1p-9f, -0.0f}));
+  add("f16", DType::kF16, {2}, Raw(std::vector<uint16_t>{0x3c01, 0x8400}));
+  add("bf16", DType::kBF16, {2}, Raw(std::vector<uint16_t>{0x3f81, 0xff80}));
+  add("u8_empty", DType::kU8, {2, 0, 3}, Bytes{});
+  Bytes b = WriteWith("raw", Options(), [&](bp::Writer& w) {
+    for (const auto& t : ts) Add(w, t);
+  });
+  SaveValid("raw", b, {}, DecodesOf(ts));
+}
+
+void ValidZstd() {
+  std::vector<TensorSpec> ts;
+  std::vector<float> chunked(8 * 16);
+  for (size_t i = 0; i < chunked.size(); ++i) chunked[i] = static_cast<float>(i % 16 < 8 ? 1 : 2);
+  ts.push_back(F32Tensor("chunked", {8, 16}, chunked));
+  ts.push_back(F32Tensor("whole", {256}, std::vector<float>(256, 0.25f)));
+  ts.push_back(F32Tensor("incompressible", {5}, {0.1f, -7.5f, 3e10f, 1e-20f, 42.0f}));
+  ts.push_back(F32Tensor("chunked_bf16", {6, 8}, std::vector<float>(48, -1.0f), "bf16"));
+  Bytes b = WriteWith("zstd", Options(64, 3), [&](bp::Writer& w) {
+    Add(w, ts[0], [](bp::EncodedTensor& e) { SetRowChunks(e, 8, 2); });
+    Add(w, ts[1]);
+    Add(w, ts[2]);
+    Add(w, ts[3], [](bp::EncodedTensor& e) { SetRowChunks(e, 6, 4); });
+  });
+  v1::Manifest m = ManifestOf(b);
+  if (m.tensors(0).streams(0).compression() != v1::COMPRESSION_ZSTD || m.tensors(0).streams(0).chunks_size() != 4 ||
+      m.tensors(1).streams(0).compression() != v1::COMPRESSION_ZSTD ||
+      m.tensors(2).streams(0).compression() != v1::COMPRESSION_NONE) {
+    Die("zstd vector: the writer did not compress as planned");
+  }
+  SaveValid("zstd", b, {}, DecodesOf(ts));
+}
+
+void ValidZstdLarge() {
+  // Over 1 MiB raw: the f32 codec makes its own chunks of whole rows (256
+  // rows of 4 KiB, then 4), each compressed alone.
+  const uint64_t rows = 260, cols = 1024;
+  std::vector<float> v(rows * cols);
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c = 0; c < cols; ++c) v[r * cols + c] = static_cast<float>((r + c) % 7) - 3.0f;
+  std::vector<TensorSpec> ts{F32Tensor("large", {rows, cols}, v)};
+  Bytes b = WriteWith("zstd_large", Options(64, 19), [&](bp::Writer& w) { Add(w, ts[0]); });
+  v1::Manifest m = ManifestOf(b);
+  if (m.tensors(0).streams(0).chunks_size() < 2) Die("zstd_large: expected codec chunks");
+  SaveValid("zstd_large", b, {}, DecodesOf(ts));
+}
+
+void ValidAlign4096() {
+  std::vector<TensorSpec> ts{F32Tensor("first", {4}, {1, 2, 3, 4}), F32Tensor("second", {2}, {5, 6})};
+  Bytes b = WriteWith("align4096", Options(4096), [&](bp::Writer& w) {
+    for (const auto& t : ts) Add(w, t);
+  });
+  SaveValid("align4096", b, {}, DecodesOf(ts));
+}
+
+// A small Writer-made file the hand-edited vectors start from.
+Bytes SmallFile(const std::string& name, std::vector<TensorSpec>* ts) {
+  *ts = {F32Tensor("weight", {2, 2}, {1, 2, 3, 4}), F32Tensor("bias", {2}, {0.5f, -0.5f})};
+  return WriteWith(name, Options(), [&](bp::Writer& w) {
+    Check(w.AddMetadata("general.name", MetaValue::String(name)), "metadata");
+    for (const auto& t : *ts) Add(w, t);
+  });
+}
+
+void ValidUnknownRequiredFeature() {
+  std::vector<TensorSpec> ts;
+  Bytes b = SmallFile("unknown_required_feature", &ts);
+  b = EditManifest(b, [](v1::Manifest& m) { m.add_required_features("x-future-feature"); });
+  std::vector<Decodes> d;
+  for (const auto& t : ts) {
+    d.push_back({t.name, DecodeErrorJson("UNIMPLEMENTED", "needs feature \"x-future-feature\"")});
+  }
+  SaveValid("unknown_required_feature", b, {"x-future-feature"}, d);
+}
+
+void ValidUnknownTensorFeature() {
+  std::vector<TensorSpec> ts;
+  Bytes b = SmallFile("unknown_tensor_feature", &ts);
+  b = EditManifest(b, [](v1::Manifest& m) { FindTensor(m, "bias")->add_required_features("x-future-tensor-feature"); });
+  std::vector<Decodes> d{{ts[0].name, DecodeJson(ts[0])},
+                         {ts[1].name, DecodeErrorJson("UNIMPLEMENTED", "needs feature \"x-future-tensor-feature\"")}};
+  SaveValid("unknown_tensor_feature", b, {}, d);
+}
+
+void ValidUnknownCodec() {
+  std::vector<TensorSpec> ts;
+  Bytes b = SmallFile("unknown_codec", &ts);
+  b = EditManifest(b, [](v1::Manifest& m) {
+    v1::Tensor* t = FindTensor(m, "weight");
+    t->mutable_codec()->set_id("x-future-codec");
+    auto* p = t->mutable_codec()->add_params();
+    p->set_key("block");
+    p->mutable_value()->set_type(v1::UINT32);
+    p->mutable_value()->set_u(32);
+    p = t->mutable_codec()->add_params();
+    p->set_key("mode");
+    p->mutable_value()->set_type(v1::STRING);
+    p->mutable_value()->set_s("fast");
+    t->mutable_streams(0)->set_role("payload");
+  });
+  std::vector<Decodes> d{{ts[0].name, DecodeErrorJson("UNIMPLEMENTED", "codec \"x-future-codec\" is unknown")},
+                         {ts[1].name, DecodeJson(ts[1])}};
+  SaveValid("unknown_codec", b, {}, d);
+}
+
+// A dtype or compression a later minor version adds: the file opens and
+// lists, the tensor is copied through but not decoded (spec §6.7, §6.9).
+void ValidUnknownDtype() {
+  std::vector<TensorSpec> ts;
+  Bytes b = SmallFile("unknown_dtype", &ts);
+  b = EditManifest(b, [](v1::Manifest& m) { FindTensor(m, "weight")->set_dtype(static_cast<v1::DType>(99)); });
+  std::vector<Decodes> d{{ts[0].name, DecodeErrorJson("UNIMPLEMENTED", "dtype 99 is unknown")},
+                         {ts[1].name, DecodeJson(ts[1])}};
+  SaveValid("unknown_dtype", b, {}, d);
+}
+
+void ValidUnknownCompression() {
+  std::vector<TensorSpec> ts;
+  Bytes b = SmallFile("unknown_compression", &ts);
+  b = EditManifest(b, [](v1::Manifest& m) {
+    FindTensor(m, "weight")->mutable_streams(0)->set_compression(static_cast<v1::Compression>(7));
+  });
+  std::vector<Decodes> d{{ts[0].name, DecodeErrorJson("UNIMPLEMENTED", "compression 7 is unknown")},
+                         {ts[1].name, DecodeJson(ts[1])}};
+  SaveValid("unknown_compression", b, {}, d);
+}
+
+void ValidNewerMinor() {
+  // Format 1.1 as a 1.0 reader sees it: fields it does not know (here numbers
+  // 100+) in several messages, and an optional feature it does not know.
+  std::vector<TensorSpec> ts;
+  Bytes b = SmallFile("newer_minor", &ts);
+  v1::Manifest m = ManifestOf(b);
+  m.set_format_minor(1);
+  m.add_optional_features("x-future-hint");
+  m.GetReflection()->MutableUnknownFields(&m)->AddVarint(100, 7);
+  v1::Tensor* t = FindTensor(m, "weight");
+  t->GetReflection()->MutableUnknownFields(t)->AddLengthDelimited(100, "a field from 1.1");
+  v1::Stream* s = t->mutable_streams(0);
+  s->GetReflection()->MutableUnknownFields(s)->AddFixed64(101, 0x0123456789abcdefull);
+  v1::Value* v = m.mutable_metadata(0)->mutable_value();
+  v->GetReflection()->MutableUnknownFields(v)->AddFixed32(102, 5);
+  b = Rewrap(b, m);
+  Put16(b.data() + 10, 1);  // header format_minor
+  ResealHeader(b);
+  Put16(b.data() + b.size() - 64 + 26, 1);  // footer format_minor
+  ResealFooter(b);
+  SaveValid("newer_minor", b, {}, DecodesOf(ts));
+}
+
+void ValidSharded() {
+  // Two files: sharded.bolt holds the manifest and tensor "local";
+  // sharded-1.boltshard (header + data section only) holds "remote".
+  const uint64_t align = 64;
+  TensorSpec local = F32Tensor("local", {2}, {1.0f, 2.0f});
+  TensorSpec remote = F32Tensor("remote", {2, 2}, {3.0f, 4.0f, 5.0f, 6.0f});
+  Assembly sib;
+  uint64_t remote_offset = sib.Append(remote.StoredBytes(), align);
+  fmt::Header sh;
+  sh.file_id = FileId("sharded-1.boltshard");
+  sh.alignment = align;
+  sib.SealHeader(sh);
+  Bytes sibling = sib.bytes;
+
+  Assembly main;
+  uint64_t local_offset = main.Append(local.StoredBytes(), align);
+  v1::Manifest m;
+  m.set_format_major(1);
+  m.set_alignment(align);
+  m.set_writer(kWriterName);
+  m.add_required_features("shards");
+  m.add_shards();  // shard 0: this file
+  auto* s1 = m.add_shards();
+  s1->set_file_name("sharded-1.boltshard");
+  s1->set_size(sibling.size());
+  s1->set_file_id(sh.file_id);
+  auto add = [&](const TensorSpec& t, uint32_t shard, uint64_t offset) {
+    auto* pt = m.add_tensors();
+    pt->set_name(t.name);
+    for (uint64_t d : t.shape) pt->add_shape(d);
+    pt->set_dtype(v1::F32);
+    pt->mutable_codec()->set_id("f32");
+    SetStream(pt->add_streams(), "data", shard, offset, t.StoredBytes(), align);
+  };
+  add(local, 0, local_offset);
+  add(remote, 1, remote_offset);
+  fmt::Header h;
+  h.file_id = FileId("sharded");
+  h.alignment = align;
+  Bytes b = main.Finish(h, Serialize(m));
+  WriteFile(g_out / "valid" / "sharded-1.boltshard", sibling);
+  std::printf("valid/sharded-1.boltshard (%zu bytes)\n", sibling.size());
+  SaveValid("sharded", b, {}, DecodesOf({local, remote}));
+}
+
+// ---------------------------------------------------------------------------
+// Invalid vectors
+
+struct Base {
+  Bytes bytes;
+  uint64_t weight_offset = 0, bias_offset = 0;
+};
+
+// Re-stamps a copy of the base with the vector's own file_id.
+Bytes Named(const Bytes& base, const std::string& name) {
+  Bytes b = base;
+  SetFileId(b, FileId(name));
+  return b;
+}
+
+void Invalid(const std::string& name, const Bytes& base, const std::function<void(Bytes&)>& edit,
+             const ErrorSpec& e) {
+  Bytes b = Named(base, name);
+  edit(b);
+  SaveInvalid(name, std::move(b), e);
+}
+
+void InvalidManifest(const std::string& name, const Bytes& base, const std::function<void(v1::Manifest&)>& edit,
+                     const ErrorSpec& e) {
+  SaveInvalid(name, EditManifest(Named(base, name), edit), e);
+}
+
+const char* kDataLoss = "DATA_LOSS";
+const char* kInvalidArgument = "INVALID_ARGUMENT";
+const char* kResourceExhausted = "RESOURCE_EXHAUSTED";
+const char* kUnimplemented = "UNIMPLEMENTED";
+const char* kNotFound = "NOT_FOUND";
+
+ErrorSpec Open(const char* cls, std::string message, std::string rule) {
+  return ErrorSpec{"open", cls, std::move(message), std::move(rule)};
+}
+
+v1::Value* AddMeta(v1::Manifest& m, const std::string& key, v1::ValueType type) {
+  auto* e = m.add_metadata();
+  e->set_key(key);
+  e->mutable_value()->set_type(type);
+  return e->mutable_value();
+}
+
+void InvalidHeaderAndFooter(const Bytes& base) {
+  auto footer = [](Bytes& b) { return b.data() + b.size() - 64; };
+  Invalid("too_short", base, [](Bytes& b) { b.resize(16); },
+          Open(kInvalidArgument, "shorter than the 64-byte header", "§3.2 step 1"));
+  Invalid("bad_magic", base, [](Bytes& b) { b[3] = 'G'; ResealHeader(b); },
+          Open(kInvalidArgument, "not a bolt-pack file (bad magic)", "§3.2 step 2"));
+  Invalid("header_checksum", base, [](Bytes& b) { b[33] ^= 0x01; },
+          Open(kDataLoss, "header checksum mismatch", "§3.2 step 3"));
+  Invalid("header_size", base, [](Bytes& b) { Put32(b.data() + 12, 128); ResealHeader(b); },
+          Open(kDataLoss, "header_size is not 64", "§3.2 step 6"));
+  Invalid("byte_order_mark", base,
+          [](Bytes& b) { b[16] = 1; b[17] = 2; b[18] = 3; b[19] = 4; ResealHeader(b); },
+          Open(kDataLoss, "byte order mark", "§3.2 step 4"));
+  Invalid("header_flags", base, [](Bytes& b) { Put32(b.data() + 20, 1); ResealHeader(b); },
+          Open(kDataLoss, "reserved header flags are not zero", "§3.2 step 7"));
+  Invalid("header_reserved", base, [](Bytes& b) { b[47] = 0x80; ResealHeader(b); },
+          Open(kDataLoss, "reserved header bytes are not zero", "§3.2 step 7"));
+  Invalid("major_version_2", base, [](Bytes& b) { Put16(b.data() + 8, 2); ResealHeader(b); },
+          Open(kUnimplemented, "format version 2.0 is not supported", "§3.2 step 5, §5.1"));
+  // A plausible 2.0 header: a new size and flags. A 1.x reader must still say
+  // "unsupported version", which needs the version checked before them.
+  Invalid("major_version_2_new_header", base,
+          [](Bytes& b) { Put16(b.data() + 8, 2); Put32(b.data() + 12, 128); Put32(b.data() + 20, 1); ResealHeader(b); },
+          Open(kUnimplemented, "format version 2.0 is not supported", "§3.2 step 5, §3.1"));
+  Invalid("header_only", base, [](Bytes& b) { b.resize(64); },
+          Open(kDataLoss, "no room for a footer", "§4.2 step 1"));
+  Invalid("footer_truncated", base, [](Bytes& b) { b.pop_back(); },
+          Open(kDataLoss, "bad footer magic", "§4.2 step 2"));
+  Invalid("footer_checksum", base, [&](Bytes& b) { footer(b)[8] ^= 0x04; },
+          Open(kDataLoss, "footer checksum mismatch", "§4.2 step 3"));
+  Invalid("footer_reserved", base, [&](Bytes& b) { Put32(footer(b) + 28, 5); ResealFooter(b); },
+          Open(kDataLoss, "reserved footer bytes are not zero", "§4.2 step 4"));
+  Invalid("appended_bytes", base,
+          [](Bytes& b) { Bytes tail(b.end() - 64, b.end()); b.insert(b.end(), tail.begin(), tail.end()); },
+          Open(kDataLoss, "(truncated or appended to)", "§4.2 step 5"));
+  Invalid("file_id_mismatch", base, [&](Bytes& b) { footer(b)[32] ^= 0x10; ResealFooter(b); },
+          Open(kDataLoss, "file_id differs", "§4.2 step 6"));
+  Invalid("version_mismatch", base, [&](Bytes& b) { Put16(footer(b) + 26, 1); ResealFooter(b); },
+          Open(kDataLoss, "disagree on the format version", "§4.2 step 7"));
+  Invalid("manifest_too_large", base, [&](Bytes& b) { Put64(footer(b) + 8, 300ull << 20); ResealFooter(b); },
+          Open(kResourceExhausted, "exceeds the limit of 268435456", "§4.2 step 8, §9"));
+  Invalid("manifest_misplaced", base,
+          [&](Bytes& b) { uint64_t off; std::memcpy(&off, footer(b), 8); Put64(footer(b), off + 1); ResealFooter(b); },
+          Open(kDataLoss, "does not end where the footer starts", "§4.2 step 9"));
+  Invalid("manifest_checksum", base,
+          [&](Bytes& b) { uint64_t off; std::memcpy(&off, footer(b), 8); b[off + 3] ^= 0x20; },
+          Open(kDataLoss, "manifest checksum mismatch", "§4.2 step 10"));
+  SaveInvalid("manifest_not_protobuf", RewrapBytes(Named(base, "manifest_not_protobuf"), "not a protobuf"),
+              Open(kDataLoss, "is not a valid boltpack.v1.Manifest", "§6.1"));
+  {
+    // A tensor name that is not UTF-8: protobuf's parser refuses the string.
+    v1::Manifest m = ManifestOf(base);
+    FindTensor(m, "bias")->set_name("@@NAME@@");
+    std::string s = Serialize(m);
+    size_t at = s.find("@@NAME@@");
+    s.replace(at, 8, std::string("bias\xff\xfe\xfd\xfc", 8));
+    SaveInvalid("tensor_name_not_utf8", RewrapBytes(Named(base, "tensor_name_not_utf8"), s),
+                Open(kDataLoss, "is not a valid boltpack.v1.Manifest", "§6.1"));
+  }
+  InvalidManifest("manifest_major_mismatch", base, [](v1::Manifest& m) { m.set_format_major(2); },
+                  Open(kDataLoss, "manifest format_major 2 disagrees with the header", "§6.2"));
+  InvalidManifest("manifest_minor_mismatch", base, [](v1::Manifest& m) { m.set_format_minor(1); },
+                  Open(kDataLoss, "manifest format_minor disagrees with the header", "§6.2"));
+  InvalidManifest("manifest_alignment_mismatch", base, [](v1::Manifest& m) { m.set_alignment(128); },
+                  Open(kDataLoss, "manifest alignment disagrees with the header", "§6.2"));
+  auto both_alignments = [&](const std::string& name, uint64_t a) {
+    Bytes b = Named(base, name);
+    Put64(b.data() + 32, a);
+    ResealHeader(b);
+    b = EditManifest(b, [a](v1::Manifest& m) { m.set_alignment(a); });
+    SaveInvalid(name, b, Open(kDataLoss, StrCat("alignment ", a, " is not a power of two in [64, 2^30]"), "§7.1"));
+  };
+  both_alignments("alignment_not_power_of_two", 96);
+  both_alignments("alignment_too_small", 32);
+  both_alignments("alignment_too_large", 1ull << 31);
+}
+
+void InvalidIntegrity(const Base& base, const Bytes& chunked) {
+  Invalid("stream_corrupt", base.bytes, [&](Bytes& b) { b[base.weight_offset + 5] ^= 0x01; },
+          ErrorSpec{"verify", kDataLoss, "checksum mismatch", "§7.4"});
+  const uint64_t pad = base.weight_offset + 16 + 7;  // inside the padding after "weight"
+  if (pad >= base.bias_offset) Die("padding layout");
+  Invalid("padding_not_zero", base.bytes, [&](Bytes& b) { b[pad] = 0x5a; },
+          ErrorSpec{"verify", kDataLoss, StrCat("padding byte at offset ", pad, " is not zero"), "§7.2, §7.4"});
+  InvalidManifest("chunk_checksum", chunked,
+                  [](v1::Manifest& m) { m.mutable_tensors(0)->mutable_streams(0)->mutable_chunks(1)->set_xxh3(0x1234); },
+                  ErrorSpec{"verify", kDataLoss, "chunk 1 checksum mismatch", "§6.10, §7.4"});
+}
+
+void InvalidStreams(const Base& base) {
+  const Bytes& b0 = base.bytes;
+  auto weight = [](v1::Manifest& m) { return FindTensor(m, "weight")->mutable_streams(0); };
+  InvalidManifest("stream_out_of_bounds", b0,
+                  [&](v1::Manifest& m) {
+                    // Reaches one byte into the manifest.
+                    uint64_t end = FooterOf(b0).manifest_offset + 1;
+                    auto* s = FindTensor(m, "bias")->mutable_streams(0);
+                    s->set_length(end - s->offset());
+                    s->set_raw_length(s->length());
+                  },
+                  Open(kDataLoss, "lie outside the data section", "§6.9, §7.1"));
+  InvalidManifest("stream_in_header", b0, [&](v1::Manifest& m) { weight(m)->set_offset(0); },
+                  Open(kDataLoss, "lie outside the data section", "§6.9"));
+  InvalidManifest("stream_offset_overflow", b0,
+                  [&](v1::Manifest& m) {
+                    auto* s = weight(m);
+                    s->set_offset(~0ull - 63);
+                    s->set_length(128);
+                    s->set_raw_length(128);
+                  },
+                  Open(kDataLoss, "lie outside the data section", "§6.9, §13"));
+  InvalidManifest("overlapping_streams", b0,
+                  [&](v1::Manifest& m) {
+                    // "bias" aliases the first 8 bytes of "weight".
+                    auto* s = FindTensor(m, "bias")->mutable_streams(0);
+                    s->set_offset(weight(m)->offset());
+                  },
+                  Open(kDataLoss, "overlap in shard 0", "§7.2"));
+  InvalidManifest("misaligned_stream", b0, [&](v1::Manifest& m) { weight(m)->set_offset(weight(m)->offset() + 16); },
+                  Open(kDataLoss, "is not a multiple of its alignment 64", "§7.1"));
+  InvalidManifest("stream_alignment_invalid", b0, [&](v1::Manifest& m) { weight(m)->set_alignment(48); },
+                  Open(kDataLoss, "alignment 48 is not a power of two in [64, 2^30]", "§6.9, §7.1"));
+  InvalidManifest("stream_shard_missing", b0, [&](v1::Manifest& m) { weight(m)->set_shard(1); },
+                  Open(kDataLoss, "shard 1 does not exist", "§6.9"));
+  InvalidManifest("compression_out_of_range", b0, [&](v1::Manifest& m) { weight(m)->set_compression(static_cast<v1::Compression>(300)); },
+                  Open(kDataLoss, "compression 300 is out of range", "§6.9"));
+  InvalidManifest("raw_length_mismatch", b0, [&](v1::Manifest& m) { weight(m)->set_raw_length(17); },
+                  Open(kDataLoss, "uncompressed but raw_length 17 != length 16", "§6.9"));
+  InvalidManifest("duplicate_stream_role", b0,
+                  [&](v1::Manifest& m) {
+                    auto* t = FindTensor(m, "weight");
+                    SetStream(t->add_streams(), "data", 0, 64, {}, 64);
+                  },
+                  Open(kDataLoss, "two streams have the role \"data\"", "§6.9"));
+  InvalidManifest("empty_stream_role", b0, [&](v1::Manifest& m) { weight(m)->set_role(""); },
+                  Open(kDataLoss, "role must be 1..64 bytes", "§6.9"));
+  InvalidManifest("too_many_streams", b0,
+                  [&](v1::Manifest& m) {
+                    auto* t = FindTensor(m, "weight");
+                    for (int k = 0; k < 64; ++k) SetStream(t->add_streams(), StrCat("extra", k), 0, 64, {}, 64);
+                  },
+                  Open(kResourceExhausted, "more than 64 streams", "§9"));
+}
+
+void InvalidChunks(const Bytes& chunked, const Bytes& zstd) {
+  auto stream = [](v1::Manifest& m) { return m.mutable_tensors(0)->mutable_streams(0); };
+  InvalidManifest("chunk_gap", chunked,
+                  [&](v1::Manifest& m) {
+                    auto* c = stream(m)->mutable_chunks(1);
+                    c->set_stored_offset(c->stored_offset() + 4);
+                    c->set_raw_offset(c->raw_offset() + 4);
+                    c->set_stored_length(c->stored_length() - 4);
+                    c->set_raw_length(c->raw_length() - 4);
+                  },
+                  Open(kDataLoss, "chunk 1 does not start where chunk 0 ended", "§6.10"));
+  InvalidManifest("chunks_short", chunked, [&](v1::Manifest& m) { stream(m)->mutable_chunks()->RemoveLast(); },
+                  Open(kDataLoss, "chunks do not cover the stream", "§6.10"));
+  InvalidManifest("chunk_rows_short", chunked,
+                  [&](v1::Manifest& m) { stream(m)->mutable_chunks(1)->set_row_count(1); },
+                  Open(kDataLoss, "chunks do not cover the stream", "§6.10"));
+  InvalidManifest("chunk_lengths_differ", chunked,
+                  [&](v1::Manifest& m) { stream(m)->mutable_chunks(0)->set_stored_length(40); },
+                  Open(kDataLoss, "stored and raw lengths differ in an uncompressed stream", "§6.10"));
+  InvalidManifest("zstd_without_feature", zstd, [](v1::Manifest& m) { m.clear_required_features(); },
+                  Open(kDataLoss, "does not declare the \"zstd\" feature", "§5.3, §7.3"));
+  InvalidManifest("zstd_raw_length_over_limit", zstd,
+                  [&](v1::Manifest& m) { stream(m)->set_raw_length((1ull << 48) + 1); },
+                  Open(kResourceExhausted, "exceeds 2^48", "§9"));
+}
+
+void InvalidTensors(const Bytes& b0) {
+  auto weight = [](v1::Manifest& m) { return FindTensor(m, "weight"); };
+  InvalidManifest("too_many_dims", b0,
+                  [&](v1::Manifest& m) {
+                    auto* t = weight(m);
+                    t->clear_shape();
+                    for (uint64_t d : {1, 1, 1, 1, 1, 1, 1, 2, 2}) t->add_shape(d);
+                  },
+                  Open(kResourceExhausted, "9 dimensions exceed the limit of 8", "§6.6, §9"));
+  InvalidManifest("too_many_elements", b0,
+                  [&](v1::Manifest& m) {
+                    auto* t = weight(m);
+                    t->clear_shape();
+                    t->add_shape(1ull << 28);
+                    t->add_shape(1ull << 29);
+                  },
+                  Open(kResourceExhausted, "element count exceeds 2^56", "§6.6, §9"));
+  InvalidManifest("shape_overflow", b0,
+                  [&](v1::Manifest& m) {
+                    auto* t = weight(m);
+                    t->clear_shape();
+                    t->add_shape(1ull << 32);
+                    t->add_shape(1ull << 32);
+                  },
+                  Open(kResourceExhausted, "element count exceeds 2^56", "§6.6, §13"));
+  InvalidManifest("zero_size_huge_dims", b0,
+                  [&](v1::Manifest& m) {
+                    // Zero elements, but shape[1:] multiplies past 2^64: a
+                    // codec computing the row size would overflow.
+                    auto* t = weight(m);
+                    t->clear_shape();
+                    t->add_shape(0);
+                    t->add_shape(1ull << 40);
+                    t->add_shape(1ull << 40);
+                    auto* s = t->mutable_streams(0);
+                    s->set_length(0);
+                    s->set_raw_length(0);
+                    s->set_xxh3(Xxh3(Bytes{}));
+                  },
+                  Open(kResourceExhausted, "element count exceeds 2^56", "§6.6"));
+  InvalidManifest("dtype_out_of_range", b0, [&](v1::Manifest& m) { weight(m)->set_dtype(static_cast<v1::DType>(300)); },
+                  Open(kDataLoss, "dtype 300 is out of range", "§6.7"));
+  InvalidManifest("unspecified_dtype", b0, [&](v1::Manifest& m) { weight(m)->set_dtype(v1::DTYPE_UNSPECIFIED); },
+                  Open(kDataLoss, "dtype 0 (unspecified) is invalid", "§6.7"));
+  InvalidManifest("duplicate_tensor_name", b0, [](v1::Manifest& m) { FindTensor(m, "bias")->set_name("weight"); },
+                  Open(kDataLoss, "duplicate tensor name \"weight\"", "§6.3"));
+  InvalidManifest("empty_tensor_name", b0, [](v1::Manifest& m) { FindTensor(m, "bias")->set_name(""); },
+                  Open(kDataLoss, "empty tensor name", "§6.3"));
+  InvalidManifest("tensor_name_nul", b0,
+                  [](v1::Manifest& m) { FindTensor(m, "bias")->set_name(std::string("bias\0x", 6)); },
+                  Open(kDataLoss, "contains a NUL byte", "§6.3"));
+  InvalidManifest("tensor_name_too_long", b0,
+                  [](v1::Manifest& m) { FindTensor(m, "bias")->set_name(std::string(4097, 'n')); },
+                  Open(kResourceExhausted, "tensor name of 4097 bytes exceeds the limit of 4096", "§6.3, §9"));
+  InvalidManifest("invalid_codec_id", b0, [&](v1::Manifest& m) { weight(m)->mutable_codec()->set_id("Q8_0"); },
+                  Open(kDataLoss, "invalid codec id \"Q8_0\"", "§6.8"));
+  InvalidManifest("empty_codec_id", b0, [&](v1::Manifest& m) { weight(m)->mutable_codec()->clear_id(); },
+                  Open(kDataLoss, "invalid codec id \"\"", "§6.8"));
+  auto param = [](v1::Tensor* t, const std::string& key, v1::ValueType type, uint64_t u) {
+    auto* p = t->mutable_codec()->add_params();
+    p->set_key(key);
+    p->mutable_value()->set_type(type);
+    p->mutable_value()->set_u(u);
+  };
+  InvalidManifest("codec_param_duplicate", b0,
+                  [&](v1::Manifest& m) {
+                    param(weight(m), "block", v1::UINT32, 32);
+                    param(weight(m), "block", v1::UINT32, 64);
+                  },
+                  Open(kDataLoss, "codec parameter key \"block\" is empty, too long or repeated", "§6.8"));
+  InvalidManifest("codec_param_out_of_range", b0, [&](v1::Manifest& m) { param(weight(m), "bits", v1::UINT8, 300); },
+                  Open(kDataLoss, "300 out of range for UINT8", "§6.4, §6.8"));
+  InvalidManifest("too_many_codec_params", b0,
+                  [&](v1::Manifest& m) {
+                    for (int k = 0; k < 65; ++k) param(weight(m), StrCat("p", k), v1::UINT8, 1);
+                  },
+                  Open(kResourceExhausted, "more than 64 codec parameters", "§9"));
+  InvalidManifest("tensor_feature_too_long", b0,
+                  [&](v1::Manifest& m) { weight(m)->add_required_features(std::string(65, 'f')); },
+                  Open(kDataLoss, "feature names must be 1..64 bytes", "§5.3"));
+}
+
+void InvalidMetadata(const Bytes& b0) {
+  InvalidManifest("duplicate_metadata_key", b0,
+                  [](v1::Manifest& m) { AddMeta(m, "general.name", v1::STRING)->set_s("again"); },
+                  Open(kDataLoss, "duplicate metadata key \"general.name\"", "§6.3"));
+  InvalidManifest("empty_metadata_key", b0, [](v1::Manifest& m) { AddMeta(m, "", v1::BOOLEAN); },
+                  Open(kDataLoss, "empty metadata key", "§6.3"));
+  InvalidManifest("metadata_uint8_out_of_range", b0, [](v1::Manifest& m) { AddMeta(m, "k", v1::UINT8)->set_u(256); },
+                  Open(kDataLoss, "256 out of range for UINT8", "§6.4"));
+  InvalidManifest("metadata_int8_out_of_range", b0, [](v1::Manifest& m) { AddMeta(m, "k", v1::INT8)->set_i(-129); },
+                  Open(kDataLoss, "-129 out of range for INT8", "§6.4"));
+  InvalidManifest("metadata_uint32_out_of_range", b0,
+                  [](v1::Manifest& m) { AddMeta(m, "k", v1::UINT32)->set_u(1ull << 32); },
+                  Open(kDataLoss, "4294967296 out of range for UINT32", "§6.4"));
+  InvalidManifest("metadata_int32_out_of_range", b0,
+                  [](v1::Manifest& m) { AddMeta(m, "k", v1::INT32)->set_i(1ll << 31); },
+                  Open(kDataLoss, "2147483648 out of range for INT32", "§6.4"));
+  InvalidManifest("metadata_array_element_out_of_range", b0,
+                  [](v1::Manifest& m) {
+                    auto* a = AddMeta(m, "k", v1::ARRAY)->mutable_array();
+                    a->set_element_type(v1::UINT16);
+                    a->add_uints(1);
+                    a->add_uints(70000);
+                  },
+                  Open(kDataLoss, "array element 70000 out of range for UINT16", "§6.4"));
+  InvalidManifest("metadata_unknown_type", b0,
+                  [](v1::Manifest& m) { AddMeta(m, "k", static_cast<v1::ValueType>(14)); },
+                  Open(kDataLoss, "unknown value type 14", "§6.4"));
+  InvalidManifest("metadata_unspecified_type", b0,
+                  [](v1::Manifest& m) { AddMeta(m, "k", v1::VALUE_TYPE_UNSPECIFIED); },
+                  Open(kDataLoss, "unknown value type 0", "§6.4"));
+  InvalidManifest("metadata_array_mixed", b0,
+                  [](v1::Manifest& m) {
+                    auto* a = AddMeta(m, "k", v1::ARRAY)->mutable_array();
+                    a->set_element_type(v1::UINT32);
+                    a->add_uints(1);
+                    a->add_strings("x");
+                  },
+                  Open(kDataLoss, "array of UINT32 holds elements of another type", "§6.4"));
+  InvalidManifest("metadata_array_wrong_field", b0,
+                  [](v1::Manifest& m) {
+                    auto* a = AddMeta(m, "k", v1::ARRAY)->mutable_array();
+                    a->set_element_type(v1::STRING);
+                    a->add_uints(1);
+                  },
+                  Open(kDataLoss, "array of STRING holds elements of another type", "§6.4"));
+  InvalidManifest("metadata_array_unknown_element_type", b0,
+                  [](v1::Manifest& m) { AddMeta(m, "k", v1::ARRAY)->mutable_array()->set_element_type(v1::VALUE_TYPE_UNSPECIFIED); },
+                  Open(kDataLoss, "unknown array element type 0", "§6.4"));
+  InvalidManifest("metadata_nested_too_deep", b0,
+                  [](v1::Manifest& m) {
+                    auto* a = AddMeta(m, "k", v1::ARRAY)->mutable_array();
+                    for (int level = 1; level < 9; ++level) {
+                      a->set_element_type(v1::ARRAY);
+                      a = a->add_arrays();
+                    }
+                    a->set_element_type(v1::UINT8);
+                    a->add_uints(9);
+                  },
+                  Open(kResourceExhausted, "arrays nested deeper than 8", "§6.4, §9"));
+}
+
+void InvalidFeatures(const Bytes& b0) {
+  InvalidManifest("too_many_features", b0,
+                  [](v1::Manifest& m) {
+                    for (int k = 0; k < 65; ++k) m.add_optional_features(StrCat("x-hint-", k));
+                  },
+                  Open(kResourceExhausted, "more than 64 features", "§5.3, §9"));
+  InvalidManifest("feature_name_too_long", b0,
+                  [](v1::Manifest& m) { m.add_required_features(std::string(65, 'f')); },
+                  Open(kDataLoss, "feature names must be 1..64 bytes", "§5.3"));
+  InvalidManifest("empty_feature", b0, [](v1::Manifest& m) { m.add_optional_features(""); },
+                  Open(kDataLoss, "feature names must be 1..64 bytes", "§5.3"));
+}
+
+void InvalidShards(const Bytes& b0) {
+  auto shards = [](v1::Manifest& m, const std::string& sibling, bool feature) {
+    m.add_shards();
+    auto* s = m.add_shards();
+    s->set_file_name(sibling);
+    s->set_size(128);
+    s->set_file_id(1);
+    if (feature) m.add_required_features("shards");
+  };
+  InvalidManifest("shard0_named", b0, [](v1::Manifest& m) { m.add_shards()->set_file_name("self.bolt"); },
+                  Open(kDataLoss, "shard 0 must be the manifest's own file", "§8.2"));
+  InvalidManifest("shard0_size", b0, [](v1::Manifest& m) { m.add_shards()->set_size(12345); },
+                  Open(kDataLoss, "shard 0", "§8.2"));
+  const std::pair<const char*, const char*> bad_names[] = {
+      {"shard_name_parent", "../evil.boltshard"},
+      {"shard_name_dotdot", ".."},
+      {"shard_name_slash", "sub/evil.boltshard"},
+      {"shard_name_absolute", "/etc/passwd"},
+      {"shard_name_backslash", "..\\evil.boltshard"},
+      {"shard_name_colon", "C:evil.boltshard"},
+  };
+  for (const auto& [name, sibling] : bad_names) {
+    std::string sib = sibling;
+    InvalidManifest(name, b0, [&](v1::Manifest& m) { shards(m, sib, true); },
+                    Open(kDataLoss, "is not a bare file name", "§8.2"));
+  }
+  InvalidManifest("shards_without_feature", b0,
+                  [&](v1::Manifest& m) { shards(m, "shards_without_feature-1.boltshard", false); },
+                  Open(kDataLoss, "does not declare the \"shards\" feature", "§5.3, §8.2"));
+  InvalidManifest("shard_missing_file", b0,
+                  [&](v1::Manifest& m) { shards(m, "shard_missing_file-1.boltshard", true); },
+                  Open(kNotFound, "shard_missing_file-1.boltshard", "§8.3"));
+  // Sibling files that exist but are not the ones the manifest names.
+  auto sibling_vector = [&](const std::string& name, bool wrong_id, bool wrong_size) {
+    Assembly sib;
+    sib.Append(Raw(std::vector<float>{7, 8}), 64);
+    fmt::Header sh;
+    sh.file_id = FileId(name + "-1.boltshard");
+    sh.alignment = 64;
+    sib.SealHeader(sh);
+    WriteFile(g_out / "invalid" / (name + "-1.boltshard"), sib.bytes);
+    InvalidManifest(name, b0,
+                    [&](v1::Manifest& m) {
+                      shards(m, name + "-1.boltshard", true);
+                      m.mutable_shards(1)->set_size(sib.bytes.size() + (wrong_size ? 64 : 0));
+                      m.mutable_shards(1)->set_file_id(sh.file_id ^ (wrong_id ? 0x100 : 0));
+                    },
+                    Open(kDataLoss, "is not the shard", "§8.3"));
+  };
+  sibling_vector("shard_wrong_file_id", true, false);
+  sibling_vector("shard_wrong_size", false, true);
+
+  // Two shard entries naming the same sibling: streams of shards 1 and 2
+  // could alias the same bytes without the per-shard overlap check seeing it.
+  {
+    const std::string name = "shard_duplicate_name";
+    Assembly sib;
+    sib.Append(Raw(std::vector<float>{7, 8}), 64);
+    fmt::Header sh;
+    sh.file_id = FileId(name + "-1.boltshard");
+    sh.alignment = 64;
+    sib.SealHeader(sh);
+    WriteFile(g_out / "invalid" / (name + "-1.boltshard"), sib.bytes);
+    InvalidManifest(name, b0,
+                    [&](v1::Manifest& m) {
+                      m.add_required_features("shards");
+                      m.add_shards();
+                      for (int k = 0; k < 2; ++k) {
+                        auto* s = m.add_shards();
+                        s->set_file_name(name + "-1.boltshard");
+                        s->set_size(sib.bytes.size());
+                        s->set_file_id(sh.file_id);
+                      }
+                    },
+                    Open(kDataLoss, "shard 2", "§8.2"));
+  }
+  // A "sibling" that is the manifest file itself (same name, File_Id and
+  // size): its data section would include the manifest and the footer.
+  {
+    const std::string name = "shard_names_self";
+    Bytes b = Named(b0, name);
+    uint64_t size = b.size();
+    Bytes out;
+    for (int round = 0; round < 8; ++round) {  // the size is part of the manifest: iterate to a fixed point
+      out = EditManifest(b, [&](v1::Manifest& m) {
+        m.add_required_features("shards");
+        m.add_shards();
+        auto* s = m.add_shards();
+        s->set_file_name(name + ".bolt");
+        s->set_size(size);
+        s->set_file_id(FileId(name));
+      });
+      if (out.size() == size) break;
+      size = out.size();
+    }
+    if (out.size() != size) Die("shard_names_self: no fixed point");
+    SaveInvalid(name, out, Open(kDataLoss, "shard 1", "§8.2"));
+  }
+}
+
+Bytes ZstdFrame(const Bytes& content) {
+  Bytes out(ZSTD_compressBound(content.size()));
+  size_t n = ZSTD_compress(out.data(), out.size(), content.data(), content.size(), 3);
+  if (ZSTD_isError(n)) Die("zstd");
+  out.resize(n);
+  return out;
+}
+
+void InvalidDecode(const Base& base) {
+  const Bytes& b0 = base.bytes;
+  auto decode = [](const char* cls, std::string message, std::string rule) {
+    return ErrorSpec{"decode", cls, std::move(message), std::move(rule)};
+  };
+  // Stored bytes that are not a zstd frame (checksums correct).
+  InvalidManifest("zstd_not_a_frame", b0,
+                  [](v1::Manifest& m) {
+                    m.add_required_features("zstd");
+                    FindTensor(m, "weight")->mutable_streams(0)->set_compression(v1::COMPRESSION_ZSTD);
+                  },
+                  decode(kDataLoss, "zstd: ", "§7.3"));
+  // Frames whose content is shorter / longer than raw_length.
+  auto frame_vector = [&](const std::string& name, size_t content_bytes, const std::string& message) {
+    Bytes b = Named(b0, name);
+    fmt::Footer f = FooterOf(b);
+    fmt::Header h = Take(fmt::ParseHeader(absl::MakeConstSpan(b.data(), 64), name), "header");
+    v1::Manifest m = ManifestOf(b);
+    Assembly a;
+    a.bytes.assign(b.begin(), b.begin() + static_cast<ptrdiff_t>(f.manifest_offset));
+    // The weight's old bytes become padding, which must be zero.
+    std::fill(a.bytes.begin() + static_cast<ptrdiff_t>(base.weight_offset),
+              a.bytes.begin() + static_cast<ptrdiff_t>(base.weight_offset + 16), 0);
+    Bytes frame = ZstdFrame(Bytes(content_bytes, 0x11));
+    uint64_t offset = a.Append(frame, 64);
+    m.add_required_features("zstd");
+    auto* s = FindTensor(m, "weight")->mutable_streams(0);
+    s->set_offset(offset);
+    s->set_length(frame.size());
+    s->set_xxh3(Xxh3(frame));
+    s->set_compression(v1::COMPRESSION_ZSTD);
+    s->set_raw_length(16);
+    SaveInvalid(name, a.Finish(h, Serialize(m)), decode(kDataLoss, message, "§7.3"));
+  };
+  frame_vector("zstd_content_short", 12, "zstd data holds 12 bytes, the manifest says 16");
+  frame_vector("zstd_content_long", 20, "zstd: ");
+  // Records the container accepts but the raw codec does not.
+  InvalidManifest("codec_record_length", b0,
+                  [&](v1::Manifest& m) {
+                    auto* s = FindTensor(m, "weight")->mutable_streams(0);
+                    Bytes stored(b0.begin() + static_cast<ptrdiff_t>(base.weight_offset),
+                                 b0.begin() + static_cast<ptrdiff_t>(base.weight_offset + 20));
+                    s->set_length(20);
+                    s->set_raw_length(20);
+                    s->set_xxh3(Xxh3(stored));
+                  },
+                  decode(kDataLoss, "data stream raw length is 20", "§10.3"));
+  InvalidManifest("codec_record_role", b0,
+                  [](v1::Manifest& m) { FindTensor(m, "weight")->mutable_streams(0)->set_role("payload"); },
+                  decode(kDataLoss, "expected \"data\"", "§10.3"));
+  InvalidManifest("codec_record_params", b0,
+                  [](v1::Manifest& m) {
+                    auto* p = FindTensor(m, "weight")->mutable_codec()->add_params();
+                    p->set_key("block");
+                    p->mutable_value()->set_type(v1::UINT32);
+                    p->mutable_value()->set_u(32);
+                  },
+                  decode(kDataLoss, "takes no parameters", "§10.3"));
+  InvalidManifest("codec_record_dtype", b0,
+                  [](v1::Manifest& m) { FindTensor(m, "weight")->set_dtype(v1::I32); },
+                  decode(kDataLoss, "stores float tensors", "§10.3"));
+}
+
+void InvalidChunkRows(const Bytes& chunked) {
+  // The container's tiling holds, but chunk 0 is not whole rows (24 bytes of
+  // 16-byte rows) as the raw codecs require.
+  InvalidManifest("codec_chunk_not_whole_rows", chunked,
+                  [&](v1::Manifest& m) {
+                    auto* s = m.mutable_tensors(0)->mutable_streams(0);
+                    auto* c0 = s->mutable_chunks(0);
+                    auto* c1 = s->mutable_chunks(1);
+                    c0->set_stored_length(24);
+                    c0->set_raw_length(24);
+                    c1->set_stored_offset(24);
+                    c1->set_raw_offset(24);
+                    c1->set_stored_length(40);
+                    c1->set_raw_length(40);
+                    Bytes stored(chunked.begin() + static_cast<ptrdiff_t>(s->offset()),
+                                 chunked.begin() + static_cast<ptrdiff_t>(s->offset() + s->length()));
+                    c0->set_xxh3(Xxh3(Bytes(stored.begin(), stored.begin() + 24)));
+                    c1->set_xxh3(Xxh3(Bytes(stored.begin() + 24, stored.end())));
+                  },
+                  ErrorSpec{"decode", kDataLoss, "is not whole rows", "§10.3"});
+}
+
+void InvalidVectors() {
+  std::vector<TensorSpec> ts;
+  Base base;
+  base.bytes = SmallFile("base", &ts);
+  {
+    v1::Manifest m = ManifestOf(base.bytes);
+    base.weight_offset = FindTensor(m, "weight")->streams(0).offset();
+    base.bias_offset = FindTensor(m, "bias")->streams(0).offset();
+  }
+  // A chunked uncompressed stream (4 rows of 16 bytes, 2 chunks).
+  TensorSpec rows = F32Tensor("rows", {4, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+  Bytes chunked = WriteWith("chunked", Options(), [&](bp::Writer& w) {
+    Add(w, rows, [](bp::EncodedTensor& e) { SetRowChunks(e, 4, 2); });
+  });
+  // The same, compressible and written with zstd.
+  TensorSpec same = F32Tensor("rows", {4, 4}, std::vector<float>(16, 1.0f));
+  Bytes zstd = WriteWith("chunked_zstd", Options(64, 3), [&](bp::Writer& w) {
+    Add(w, same, [](bp::EncodedTensor& e) { SetRowChunks(e, 4, 2); });
+  });
+  if (ManifestOf(zstd).tensors(0).streams(0).compression() != v1::COMPRESSION_ZSTD) Die("zstd base not compressed");
+
+  InvalidHeaderAndFooter(base.bytes);
+  InvalidIntegrity(base, chunked);
+  InvalidStreams(base);
+  InvalidChunks(chunked, zstd);
+  InvalidTensors(base.bytes);
+  InvalidMetadata(base.bytes);
+  InvalidFeatures(base.bytes);
+  InvalidShards(base.bytes);
+  InvalidDecode(base);
+  InvalidChunkRows(chunked);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_vectors <spec/vectors dir>\n");
+    return 2;
+  }
+  g_out = argv[1];
+  g_scratch = g_out / ".scratch";
+  for (const char* sub : {"valid", "invalid"}) {
+    std::filesystem::remove_all(g_out / sub);
+    std::filesystem::create_directories(g_out / sub);
+  }
+  std::filesystem::create_directories(g_scratch);
+
+  ValidEmpty();
+  ValidMetadata();
+  ValidF32();
+  ValidF16();
+  ValidBF16();
+  ValidRaw();
+  ValidZstd();
+  ValidZstdLarge();
+  ValidAlign4096();
+  ValidUnknownRequiredFeature();
+  ValidUnknownTensorFeature();
+  ValidUnknownCodec();
+  ValidUnknownDtype();
+  ValidUnknownCompression();
+  ValidNewerMinor();
+  ValidSharded();
+  InvalidVectors();
+
+  std::filesystem::remove_all(g_scratch);
+  if (g_mismatches > 0) {
+    std::fprintf(stderr, "make_vectors: %d vector(s) where this build's reader differs from the spec (see above)\n",
+                 g_mismatches);
+  }
+  return 0;
+}
