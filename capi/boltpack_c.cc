@@ -223,13 +223,13 @@ bp_status ReadF64(const bp_reader* r, const std::string& where, const MetaValue&
   return BP_OK;
 }
 bp_status ReadBool(const bp_reader* r, const std::string& where, const MetaValue& v, int* out) {
-  if (v.type != ValueType::kBool) return Mismatch(r, where, v, "BOOL");
+  if (v.type != ValueType::kBool) return Mismatch(r, where, v, "bool");
   *out = v.b ? 1 : 0;
   return BP_OK;
 }
 bp_status ReadString(const bp_reader* r, const std::string& where, const MetaValue& v,
                      const char** data, size_t* len) {
-  if (v.type != ValueType::kString) return Mismatch(r, where, v, "STRING");
+  if (v.type != ValueType::kString) return Mismatch(r, where, v, "string");
   *data = v.s.c_str();
   *len = v.s.size();
   return BP_OK;
@@ -261,7 +261,7 @@ bp_status MetaElement(const bp_reader* r, size_t i, size_t j, const char* fn, bo
     if (e == nullptr) return st;
     std::string where = MetaWhere(r, e->first);
     const MetaValue& v = e->second;
-    if (v.type != ValueType::kArray) return Mismatch(r, where, v, "ARRAY");
+    if (v.type != ValueType::kArray) return Mismatch(r, where, v, "array");
     if (j >= v.elements.size()) {
       return Fail(r, BP_ERR_OUT_OF_RANGE,
                   StrCat(where, ": no element #", j, " (the array has ", v.elements.size(), ")"));
@@ -300,6 +300,17 @@ const char* bp_status_name(bp_status status) {
     case BP_ERR_OUT_OF_RANGE: return "OUT_OF_RANGE";
     default: return "UNKNOWN";
   }
+}
+
+const char* bp_dtype_name(int dtype) {
+  // Our own table (numbers pinned by the ABI), so the strings are static and
+  // NUL-terminated whatever DTypeName's storage is.
+  static constexpr const char* kNames[] = {
+      "UNSPECIFIED", "F32", "F16", "BF16", "F64", "I8", "I16", "I32", "I64", "U8",
+      "U16", "U32", "U64", "BOOL", "F8_E4M3", "F8_E5M2", "F8_E8M0", "C64"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == boltpack::kMaxDType + 1);
+  if (dtype < 0 || dtype > boltpack::kMaxDType) return "?";
+  return kNames[dtype];
 }
 
 const char* bp_version_string(void) { return BOLTPACK_VERSION_STRING; }
@@ -545,7 +556,7 @@ bp_status bp_metadata_get_string(const bp_reader* r, size_t i, const char** data
 bp_status bp_metadata_array_len(const bp_reader* r, size_t i, size_t* len) {
   return MetaScalar(r, i, "bp_metadata_array_len", len != nullptr,
                     [&](const std::string& w, const MetaValue& v) -> bp_status {
-                      if (v.type != ValueType::kArray) return Mismatch(r, w, v, "ARRAY");
+                      if (v.type != ValueType::kArray) return Mismatch(r, w, v, "array");
                       *len = v.elements.size();
                       return BP_OK;
                     });
@@ -554,7 +565,7 @@ bp_status bp_metadata_array_len(const bp_reader* r, size_t i, size_t* len) {
 bp_status bp_metadata_array_type(const bp_reader* r, size_t i, int* element_type) {
   return MetaScalar(r, i, "bp_metadata_array_type", element_type != nullptr,
                     [&](const std::string& w, const MetaValue& v) -> bp_status {
-                      if (v.type != ValueType::kArray) return Mismatch(r, w, v, "ARRAY");
+                      if (v.type != ValueType::kArray) return Mismatch(r, w, v, "array");
                       *element_type = static_cast<int>(v.element_type);
                       return BP_OK;
                     });

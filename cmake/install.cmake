@@ -61,8 +61,8 @@ install(TARGETS boltpack bolt-pack
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Runtime
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Runtime
           NAMELINK_COMPONENT Development
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development)
+# (The include directory comes from boltpack's $<INSTALL_INTERFACE:...>.)
 
 # Only the public headers: include/boltpack/*.h and *.hpp.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/boltpack/
@@ -124,14 +124,18 @@ _bp_pc_path(BOLTPACK_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
 # Abseil is public (the C++ headers use it). A shared libboltpack records
 # protobuf, zstd and the C++ runtime itself; a static one cannot, so then
 # they move to Requires/Libs and a plain `pkg-config --libs boltpack` links.
+# The private Abseil modules are the ones the library's sources use beyond
+# the public ones (absl pkg-config modules do not pull them in transitively
+# the way its CMake targets happen to).
 set(BOLTPACK_PC_REQUIRES "absl_status absl_statusor absl_strings absl_span")
+set(_bp_pc_private "absl_flat_hash_map absl_flat_hash_set absl_str_format protobuf libzstd")
 if(BOLTPACK_PACKAGE_STATIC)
-  string(APPEND BOLTPACK_PC_REQUIRES " protobuf libzstd")
+  string(APPEND BOLTPACK_PC_REQUIRES " ${_bp_pc_private}")
   set(BOLTPACK_PC_REQUIRES_PRIVATE "")
   set(BOLTPACK_PC_LIBS "-pthread -lstdc++ -lm")
   set(BOLTPACK_PC_LIBS_PRIVATE "")
 else()
-  set(BOLTPACK_PC_REQUIRES_PRIVATE "protobuf libzstd")
+  set(BOLTPACK_PC_REQUIRES_PRIVATE "${_bp_pc_private}")
   set(BOLTPACK_PC_LIBS "")
   set(BOLTPACK_PC_LIBS_PRIVATE "-pthread -lstdc++ -lm")
 endif()

@@ -48,7 +48,7 @@ std::string_view DTypeName(DType dtype) {
   const auto index = static_cast<size_t>(dtype);
   // An enum can hold any uint8 (e.g. after a cast from file data); name such
   // values instead of indexing past the table.
-  return index < kDTypes.size() ? kDTypes[index].name : std::string_view("INVALID");
+  return index < kDTypes.size() ? kDTypes[index].name : std::string_view("UNKNOWN");
 }
 
 std::optional<DType> DTypeFromName(std::string_view name) {

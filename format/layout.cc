@@ -74,20 +74,22 @@ absl::StatusOr<Header> ParseHeader(absl::Span<const uint8_t> bytes, const std::s
     return absl::InvalidArgumentError(StrCat(file, ": not a bolt-pack file (bad magic)"));
   }
   if (Get64(p + 56) != Xxh3({p, 56})) return Corrupt(file, "header checksum mismatch");
+  // Order (spec §3.2): byte order, then the major version, then the fields
+  // a new major version may redefine.
+  if (Get32(p + 16) != kByteOrderMark) return Corrupt(file, "byte order mark is not little-endian 0x01020304");
   Header h;
   h.format_major = Get16(p + 8);
   h.format_minor = Get16(p + 10);
-  if (Get32(p + 12) != kHeaderSize) return Corrupt(file, "header_size is not 64");
-  if (Get32(p + 16) != kByteOrderMark) return Corrupt(file, "byte order mark is not little-endian 0x01020304");
-  if (Get32(p + 20) != 0) return Corrupt(file, "reserved header flags are not zero");
-  if (!AllZero(p + 40, 16)) return Corrupt(file, "reserved header bytes are not zero");
-  h.file_id = Get64(p + 24);
-  h.alignment = Get64(p + 32);
   if (h.format_major != kFormatMajor) {
     return absl::UnimplementedError(absl::StrFormat(
         "%s: format version %d.%d is not supported (this reader reads %d.x)", file, h.format_major,
         h.format_minor, kFormatMajor));
   }
+  if (Get32(p + 12) != kHeaderSize) return Corrupt(file, "header_size is not 64");
+  if (Get32(p + 20) != 0) return Corrupt(file, "reserved header flags are not zero");
+  if (!AllZero(p + 40, 16)) return Corrupt(file, "reserved header bytes are not zero");
+  h.file_id = Get64(p + 24);
+  h.alignment = Get64(p + 32);
   return h;
 }
 

@@ -154,7 +154,14 @@ absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t t
       }
       break;
     default:
-      return absl::DataLossError(StrCat(where(), ": unknown compression ", s.compression()));
+      // A later minor version's compression: listed and copied, not decoded.
+      if (s.compression() < 0 || s.compression() > 255) {
+        return absl::DataLossError(StrCat(where(), ": compression ", s.compression(), " is out of range"));
+      }
+      if (s.raw_length() > kMaxRawStreamBytes) {
+        return absl::ResourceExhaustedError(StrCat(where(), ": raw_length ", s.raw_length(), " exceeds 2^48"));
+      }
+      break;
   }
   if (static_cast<uint64_t>(s.chunks_size()) > kMaxChunksPerStream) {
     return absl::ResourceExhaustedError(StrCat(where(), ": more than 2^24 chunks"));
@@ -208,18 +215,30 @@ absl::Status ValidateValue(const v1::Value& value, int depth, absl::FunctionRef<
   return absl::OkStatus();
 }
 
-absl::Status ValidateShards(const v1::Manifest& m, const std::string& file, uint64_t /*file_id*/) {
+absl::Status ValidateShards(const v1::Manifest& m, const std::string& file, uint64_t file_id) {
   if (static_cast<uint64_t>(m.shards_size()) > kMaxShards) return TooMany(file, "more than 65536 shards");
+  absl::flat_hash_set<std::string_view> names;
+  absl::flat_hash_set<uint64_t> ids;
   for (int k = 0; k < m.shards_size(); ++k) {
-    const std::string& name = m.shards(k).file_name();
+    const auto& shard = m.shards(k);
+    const std::string& name = shard.file_name();
     if (k == 0) {
-      if (!name.empty()) return Invalid(file, "shard 0 must be the manifest's own file (empty name)");
+      if (!name.empty() || shard.size() != 0 || (shard.file_id() != 0 && shard.file_id() != file_id)) {
+        return Invalid(file, "shard 0 must be the manifest's own file (empty name, size 0, its file_id)");
+      }
       continue;
     }
-    if (name.empty() || name.size() > 255 || name == "." || name == ".." ||
-        name.find_first_of(std::string_view("/\\\0", 3)) != std::string::npos) {
-      return Invalid(file, StrCat("shard ", k, " name \"", absl::CHexEscape(absl::string_view(name.data(), name.size())),
-                                        "\" is not a bare file name"));
+    // A name is never a path: no folder, parent, drive, stream or control
+    // character (the ONNX external-data CVEs came from such names).
+    bool bad = name.empty() || name.size() > 255 || name == "." || name == "..";
+    for (unsigned char c : name) bad |= c == '/' || c == '\\' || c == ':' || c < 0x20 || c == 0x7f;
+    if (bad) {
+      return Invalid(file, StrCat("shard ", k, " name \"", absl::CHexEscape(name), "\" is not a bare file name"));
+    }
+    // Two entries for one file, or one for the manifest file itself, would
+    // let streams of different shards alias the same bytes.
+    if (!names.insert(name).second || !ids.insert(shard.file_id()).second || shard.file_id() == file_id) {
+      return Invalid(file, StrCat("shard ", k, " (\"", name, "\") repeats another shard or names the manifest file"));
     }
   }
   bool declared = std::find(m.required_features().begin(), m.required_features().end(), "shards") !=
@@ -267,12 +286,26 @@ absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
     if (static_cast<uint64_t>(t.shape_size()) > kMaxDims) {
       return absl::ResourceExhaustedError(StrCat(where(), ": ", t.shape_size(), " dimensions exceed the limit of 8"));
     }
-    auto elements = CheckedProduct(absl::MakeConstSpan(t.shape().data(), t.shape_size()));
-    if (!elements || *elements > kMaxElements) {
+    // The product of the non-zero dimensions is bounded, so every partial
+    // product (one row's elements) stays in range even when one dim is 0.
+    uint64_t nonzero = 1;
+    bool overflow = false;
+    for (uint64_t d : t.shape()) {
+      if (d == 0) continue;
+      auto next = CheckedMul(nonzero, d);
+      overflow |= !next;
+      nonzero = next.value_or(~0ull);
+    }
+    if (overflow || nonzero > kMaxElements) {
       return absl::ResourceExhaustedError(StrCat(where(), ": element count exceeds 2^56"));
     }
-    if (t.dtype() < v1::F32 || t.dtype() > v1::C64) {
-      return absl::DataLossError(StrCat(where(), ": unknown dtype ", t.dtype()));
+    // A dtype number this reader does not know (a later minor version's)
+    // still lists; decoding it is refused (spec §6.7).
+    if (t.dtype() == v1::DTYPE_UNSPECIFIED) {
+      return absl::DataLossError(StrCat(where(), ": dtype 0 (unspecified) is invalid"));
+    }
+    if (t.dtype() < 0 || t.dtype() > 255) {
+      return absl::DataLossError(StrCat(where(), ": dtype ", t.dtype(), " is out of range"));
     }
     if (!IsValidCodecId(t.codec().id())) {
       return absl::DataLossError(StrCat(where(), ": invalid codec id \"", absl::CHexEscape(t.codec().id()), "\""));

@@ -256,14 +256,24 @@ absl::Status Reader::CanDecode(size_t tensor, OutputType out) const {
   if (tensor >= impl_->tensors.size()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
   const auto& info = impl_->tensors[tensor];
   if (!impl_->missing_features.empty()) {
-    return absl::FailedPreconditionError(StrCat(
+    return absl::UnimplementedError(StrCat(
         impl_->path, ": needs feature \"", impl_->missing_features[0],
         "\" which this reader does not implement; the file can be listed and copied, not decoded"));
   }
   for (const auto& f : info.required_features) {
     if (!format::IsKnownFeature(f)) {
-      return absl::FailedPreconditionError(StrCat(impl_->Where(tensor), ": needs feature \"", f,
+      return absl::UnimplementedError(StrCat(impl_->Where(tensor), ": needs feature \"", f,
                                                         "\" which this reader does not implement"));
+    }
+  }
+  if (static_cast<int>(info.dtype) > kMaxDType) {
+    return absl::UnimplementedError(StrCat(impl_->Where(tensor), ": dtype ", static_cast<int>(info.dtype),
+                                           " is unknown to this reader; its bytes can be copied, not decoded"));
+  }
+  for (const auto& s : info.streams) {
+    if (s.compression != Compression::kNone && s.compression != Compression::kZstd) {
+      return absl::UnimplementedError(StrCat(impl_->Where(tensor), " stream \"", s.role, "\": compression ",
+                                             static_cast<int>(s.compression), " is unknown to this reader"));
     }
   }
   const Codec* codec = FindCodec(info.codec_id);
@@ -273,7 +283,9 @@ absl::Status Reader::CanDecode(size_t tensor, OutputType out) const {
   }
   absl::Status valid = codec->ValidateRecord(info);
   if (!valid.ok()) {
-    return absl::Status(valid.code(), StrCat(impl_->path, ": ", valid.message()));
+    // A record its codec rejects is a damaged file, whatever code the codec
+    // chose (spec §12).
+    return absl::DataLossError(StrCat(impl_->path, ": ", valid.message()));
   }
   if (!codec->CanDecodeTo(info, out)) {
     return absl::InvalidArgumentError(StrCat(impl_->Where(tensor), ": codec \"", info.codec_id,

@@ -1,5 +1,6 @@
 #include "boltpack/writer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <unordered_set>
@@ -29,6 +30,9 @@ struct Writer::Impl {
   std::unordered_set<std::string> tensor_names;
   std::unordered_set<std::string> metadata_keys;
   bool uses_zstd = false;
+  // Required features of files tensors were copied from (a copied tensor may
+  // depend on them), declared again in the output.
+  std::vector<std::string> inherited_features;
   bool finished = false;
 
   absl::Status CheckOpen() const {
@@ -203,6 +207,12 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
   if (tensor >= reader.tensors().size()) return absl::OutOfRangeError(StrCat(reader.path(), ": no tensor #", tensor));
   TensorInfo info = reader.tensors()[tensor];
   if (!new_name.empty()) info.name = std::move(new_name);
+  for (const auto& f : reader.required_features()) {
+    if (!format::IsKnownFeature(f) && std::find(impl_->inherited_features.begin(), impl_->inherited_features.end(), f) ==
+                           impl_->inherited_features.end()) {
+      impl_->inherited_features.push_back(f);
+    }
+  }
   BP_RETURN_IF_ERROR(impl_->CheckName(info.name));
   for (size_t k = 0; k < info.streams.size(); ++k) {
     // Bytes copied through are checked first: a corrupt source is reported,
@@ -222,6 +232,7 @@ absl::Status Writer::Finish() {
   impl_->finished = true;
   auto& m = impl_->manifest;
   if (impl_->uses_zstd) m.add_required_features("zstd");
+  for (const auto& f : impl_->inherited_features) m.add_required_features(f);
   uint64_t manifest_offset = impl_->file->position();
   std::string bytes;
   if (!m.SerializeToString(&bytes)) return absl::InternalError(StrCat(impl_->file->path(), ": cannot serialize the manifest"));

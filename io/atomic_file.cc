@@ -80,18 +80,24 @@ AtomicFile::~AtomicFile() {
   if (!committed_) ::unlink(temp_path_.c_str());
 }
 
-absl::Status AtomicFile::Flush() {
+// write(2) may write less than asked; loop until done or a real error.
+static absl::Status WriteAll(int fd, const uint8_t* data, size_t size, const std::string& path) {
   size_t done = 0;
-  while (done < buffer_.size()) {
-    ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+  while (done < size) {
+    ssize_t n = ::write(fd, data + done, size - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return ErrnoError(path_, "write failed", errno);
+      return ErrnoError(path, "write failed", errno);
     }
     done += static_cast<size_t>(n);
   }
-  buffer_.clear();
   return absl::OkStatus();
+}
+
+absl::Status AtomicFile::Flush() {
+  absl::Status s = WriteAll(fd_, buffer_.data(), buffer_.size(), path_);
+  buffer_.clear();
+  return s;
 }
 
 absl::Status AtomicFile::Write(absl::Span<const uint8_t> bytes) {
@@ -101,18 +107,7 @@ absl::Status AtomicFile::Write(absl::Span<const uint8_t> bytes) {
     absl::Status s = Flush();
     if (!s.ok()) return s;
   }
-  if (bytes.size() >= kBufferBytes) {
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoError(path_, "write failed", errno);
-      }
-      done += static_cast<size_t>(n);
-    }
-    return absl::OkStatus();
-  }
+  if (bytes.size() >= kBufferBytes) return WriteAll(fd_, bytes.data(), bytes.size(), path_);
   buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
   return absl::OkStatus();
 }

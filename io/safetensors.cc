@@ -163,8 +163,10 @@ absl::StatusOr<ParsedFile> ParseSafetensors(absl::Span<const uint8_t> bytes, std
   }
   uint64_t n = ReadLE64(bytes.data());
   if (n > kSafetensorsMaxHeaderBytes) {
-    return Invalid(file, absl::StrCat("header length ", n, " is over the limit of ",
-                                      kSafetensorsMaxHeaderBytes, " bytes"));
+    // A limit, not malformed data: same status code as bolt-pack's own limits.
+    return absl::ResourceExhaustedError(absl::StrCat(AV(file), ": header length ", n,
+                                                     " is over the limit of ",
+                                                     kSafetensorsMaxHeaderBytes, " bytes"));
   }
   if (n + 8 > bytes.size()) {
     return Invalid(file, absl::StrCat("header length ", n, " runs past the end of the file (",

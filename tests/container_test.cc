@@ -225,7 +225,7 @@ TEST(Container, ManifestRulesAreEnforced) {
       {"not a multiple", [](v1::Manifest& m) { m.mutable_tensors(0)->mutable_streams(0)->set_offset(65); }},
       {"dimensions", [](v1::Manifest& m) { for (int i = 0; i < 9; ++i) m.mutable_tensors(0)->add_shape(1); }},
       {"duplicate tensor", [](v1::Manifest& m) { m.mutable_tensors(1)->set_name("a"); }},
-      {"unknown dtype", [](v1::Manifest& m) { m.mutable_tensors(0)->set_dtype(static_cast<v1::DType>(99)); }},
+      {"out of range", [](v1::Manifest& m) { m.mutable_tensors(0)->set_dtype(static_cast<v1::DType>(300)); }},
       {"zstd", [](v1::Manifest& m) { m.mutable_tensors(0)->mutable_streams(0)->set_compression(v1::COMPRESSION_ZSTD); }},
       {"out of range", [](v1::Manifest& m) { m.mutable_metadata(1)->mutable_value()->set_u(1ull << 40); }},
       {"duplicate metadata", [](v1::Manifest& m) { m.mutable_metadata(1)->set_key("general.name"); }},
@@ -235,6 +235,13 @@ TEST(Container, ManifestRulesAreEnforced) {
     auto r = Reader::OpenBuffer(RewriteManifest(good, c.edit), "m.bolt");
     ASSERT_FALSE(r.ok()) << c.what;
     EXPECT_NE(r.status().message().find(c.what), std::string::npos) << c.what << ": " << r.status();
+  }
+  // A dtype of a later minor version lists but does not decode.
+  {
+    auto r = Reader::OpenBuffer(RewriteManifest(good, [](v1::Manifest& m) { m.mutable_tensors(0)->set_dtype(static_cast<v1::DType>(99)); }), "d.bolt");
+    ASSERT_TRUE(r.ok()) << r.status();
+    std::vector<uint8_t> buf(48);
+    EXPECT_EQ((*r)->Decode(0, OutputType::kF32, absl::MakeSpan(buf)).code(), absl::StatusCode::kUnimplemented);
   }
   // A raw length that disagrees with the shape opens (the codec is asked at
   // decode time) but does not decode.

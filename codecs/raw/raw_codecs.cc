@@ -141,18 +141,21 @@ class ElementCodec : public Codec {
     }
     // Chunks must be whole rows at the offsets the rows imply, as Encode
     // writes them; row-range reads trust first_row/row_count.
-    const uint64_t row_bytes = RowElements(info.shape) * stored_size;  // <= raw_length
+    // row_elements() saturates: with a zero outer dimension the inner ones
+    // are unbounded by the element limit.
+    const auto row_bytes = CheckedMul(info.row_elements(), stored_size);
     const uint64_t rows = info.row_count();
     for (size_t c = 0; c < stream.chunks.size(); ++c) {
       const ChunkInfo& chunk = stream.chunks[c];
-      auto offset = CheckedMul(chunk.first_row, row_bytes);
-      auto length = CheckedMul(chunk.row_count, row_bytes);
+      auto offset = row_bytes ? CheckedMul(chunk.first_row, *row_bytes) : std::nullopt;
+      auto length = row_bytes ? CheckedMul(chunk.row_count, *row_bytes) : std::nullopt;
       auto end_row = CheckedAdd(chunk.first_row, chunk.row_count);
       if (!offset || !length || !end_row || *end_row > rows || *offset != chunk.raw_offset ||
           *length != chunk.raw_length) {
         return fail(StrCat("chunk ", c, " (rows ", chunk.first_row, "+",
                                  chunk.row_count, ", raw bytes ", chunk.raw_offset, "+",
-                                 chunk.raw_length, ") is not whole rows of ", row_bytes,
+                                 chunk.raw_length, ") is not whole rows of ",
+                                 row_bytes ? StrCat(*row_bytes) : std::string("(overflowing)"),
                                  " bytes within ", rows, " rows"));
       }
     }
@@ -162,8 +165,12 @@ class ElementCodec : public Codec {
   bool CanDecodeTo(const TensorInfo& info, OutputType out) const override {
     if (!CheckDType(info.dtype).ok()) return false;
     if (out == OutputType::kNative) return true;
+    // Float targets only from stored f32/f16/bf16: "raw" holding F64 (or
+    // anything else) decodes to its native bytes only.
+    const DType stored = StoredDType(info.dtype);
+    if (stored != DType::kF32 && stored != DType::kF16 && stored != DType::kBF16) return false;
     auto target = OutputDType(out);
-    return target.has_value() && CanConvertFloats(StoredDType(info.dtype), *target);
+    return target.has_value() && CanConvertFloats(stored, *target);
   }
 
   absl::StatusOr<uint64_t> DecodedBytes(const TensorInfo& info, OutputType out) const override {

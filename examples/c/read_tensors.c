@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
     }
     printf("%s [", info.name);
     for (d = 0; d < info.ndim; ++d) printf(d ? ", %" PRIu64 : "%" PRIu64, info.shape[d]);
-    printf("] dtype=%d codec=%s stored=%" PRIu64, info.dtype, info.codec, info.stored_bytes);
+    printf("] dtype=%s codec=%s stored=%" PRIu64, bp_dtype_name(info.dtype), info.codec,
+           info.stored_bytes);
 
     st = bp_decoded_size(r, t, BP_OUT_F32, &bytes);
     if (st == BP_ERR_UNSUPPORTED || st == BP_ERR_INVALID_ARGUMENT) {

@@ -65,7 +65,11 @@ typedef enum bp_status {
   BP_ERR_RESOURCE = 5,         /* a limit was exceeded or memory ran out */
   BP_ERR_IO = 6,               /* the operating system refused (permissions, ...) */
   BP_ERR_INTERNAL = 7,         /* a bug in bolt-pack */
-  BP_ERR_OUT_OF_RANGE = 8      /* an index past the end */
+  BP_ERR_OUT_OF_RANGE = 8,     /* an index past the end */
+  /* Never returned. They make every int a valid bp_status (and pin the
+   * enum's size), so any number can be passed to bp_status_name. */
+  BP_STATUS_RESERVED_MIN_ = -1,
+  BP_STATUS_RESERVED_MAX_ = 0x7FFFFFFF
 } bp_status;
 
 /* Decode targets (numbers are part of the ABI). */
@@ -73,7 +77,11 @@ typedef enum bp_output {
   BP_OUT_F32 = 0,
   BP_OUT_BF16 = 1,
   BP_OUT_F16 = 2,
-  BP_OUT_NATIVE = 3 /* the codec's stored element form (raw codecs: the dtype) */
+  BP_OUT_NATIVE = 3, /* the codec's stored element form (raw codecs: the dtype) */
+  /* Not outputs. They make every int a valid bp_output, so a bad number gets
+   * BP_ERR_INVALID_ARGUMENT rather than undefined behaviour. */
+  BP_OUT_RESERVED_MIN_ = -1,
+  BP_OUT_RESERVED_MAX_ = 0x7FFFFFFF
 } bp_output;
 
 /* Tensor dtypes: the numbers of the DType enum in spec/boltpack.proto. */
@@ -127,7 +135,8 @@ typedef struct bp_reader bp_reader;
 
 /* The two description structs share their names with the functions that fill
  * them (like POSIX `struct stat` and stat()), so they have no typedef: write
- * `struct bp_tensor_info info; bp_tensor_info(r, i, &info);`. */
+ * `struct bp_tensor_info info; bp_tensor_info(r, i, &info);`. Their layout
+ * is part of the ABI: later versions add functions, never fields. */
 struct bp_tensor_info {
   const char* name;        /* NUL-terminated; valid until bp_close */
   uint32_t ndim;           /* 0..BP_MAX_DIMS */
@@ -159,6 +168,10 @@ BP_API const char* bp_last_error(const bp_reader* r);
 
 /* Short name of a status code ("OK", "INVALID_ARGUMENT", ...); static. */
 BP_API const char* bp_status_name(bp_status status);
+
+/* Safetensors spelling of a BP_DTYPE_* ("F32", "BF16", "F8_E4M3", ...);
+ * static. "?" for a number that is not a dtype. */
+BP_API const char* bp_dtype_name(int dtype);
 
 /* Version of the library actually linked, "MAJOR.MINOR.PATCH"; static.
  * (BOLTPACK_VERSION_STRING is the version of the headers compiled against.) */
