@@ -190,24 +190,16 @@ bp_status Mismatch(const bp_reader* r, const std::string& where, const MetaValue
               StrCat(where, " is ", boltpack::ValueTypeName(v.type), ", not ", wanted));
 }
 
-bool IsUnsigned(ValueType t) {
-  return t == ValueType::kUint8 || t == ValueType::kUint16 || t == ValueType::kUint32 ||
-         t == ValueType::kUint64;
-}
-bool IsSigned(ValueType t) {
-  return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 ||
-         t == ValueType::kInt64;
-}
 
 bp_status ReadU64(const bp_reader* r, const std::string& where, const MetaValue& v,
                   uint64_t* out) {
-  if (!IsUnsigned(v.type)) return Mismatch(r, where, v, "an unsigned integer");
+  if (!IsUnsignedInt(v.type)) return Mismatch(r, where, v, "an unsigned integer");
   *out = v.u;
   return BP_OK;
 }
 bp_status ReadI64(const bp_reader* r, const std::string& where, const MetaValue& v,
                   int64_t* out) {
-  if (!IsSigned(v.type)) return Mismatch(r, where, v, "a signed integer");
+  if (!IsSignedInt(v.type)) return Mismatch(r, where, v, "a signed integer");
   *out = v.i;
   return BP_OK;
 }

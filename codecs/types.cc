@@ -59,6 +59,14 @@ std::optional<DType> DTypeFromName(std::string_view name) {
   return std::nullopt;
 }
 
+bool IsUnsignedInt(ValueType t) {
+  return t == ValueType::kUint8 || t == ValueType::kUint16 || t == ValueType::kUint32 || t == ValueType::kUint64;
+}
+
+bool IsSignedInt(ValueType t) {
+  return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 || t == ValueType::kInt64;
+}
+
 std::string_view ValueTypeName(ValueType type) {
   switch (type) {
     case ValueType::kUnspecified: return "unspecified";

@@ -3,23 +3,14 @@
 namespace boltpack::format {
 namespace {
 
-bool IsUnsigned(ValueType t) {
-  return t == ValueType::kUint8 || t == ValueType::kUint16 || t == ValueType::kUint32 ||
-         t == ValueType::kUint64;
-}
-bool IsSigned(ValueType t) {
-  return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 ||
-         t == ValueType::kInt64;
-}
-
 MetaValue ArrayFromProto(const v1::Array& array) {
   MetaValue v;
   v.type = ValueType::kArray;
   v.element_type = static_cast<ValueType>(array.element_type());
   ValueType et = v.element_type;
-  if (IsUnsigned(et)) {
+  if (IsUnsignedInt(et)) {
     for (uint64_t x : array.uints()) v.elements.push_back(MetaValue::Uint(et, x));
-  } else if (IsSigned(et)) {
+  } else if (IsSignedInt(et)) {
     for (int64_t x : array.ints()) v.elements.push_back(MetaValue::Int(et, x));
   } else if (et == ValueType::kFloat32) {
     for (float x : array.f32s()) v.elements.push_back(MetaValue::Float32(x));
@@ -39,8 +30,8 @@ void ArrayToProto(const MetaValue& value, v1::Array* out) {
   ValueType et = value.element_type;
   out->set_element_type(static_cast<v1::ValueType>(et));
   for (const auto& e : value.elements) {
-    if (IsUnsigned(et)) out->add_uints(e.u);
-    else if (IsSigned(et)) out->add_ints(e.i);
+    if (IsUnsignedInt(et)) out->add_uints(e.u);
+    else if (IsSignedInt(et)) out->add_ints(e.i);
     else if (et == ValueType::kFloat32) out->add_f32s(e.f32);
     else if (et == ValueType::kFloat64) out->add_f64s(e.f64);
     else if (et == ValueType::kBool) out->add_bools(e.b);
@@ -56,8 +47,8 @@ MetaValue FromProto(const v1::Value& value) {
   if (type == ValueType::kArray) return ArrayFromProto(value.array());
   MetaValue v;
   v.type = type;
-  if (IsUnsigned(type)) v.u = value.u();
-  else if (IsSigned(type)) v.i = value.i();
+  if (IsUnsignedInt(type)) v.u = value.u();
+  else if (IsSignedInt(type)) v.i = value.i();
   else if (type == ValueType::kFloat32) v.f32 = value.f32();
   else if (type == ValueType::kFloat64) v.f64 = value.f64();
   else if (type == ValueType::kBool) v.b = value.b();
@@ -68,8 +59,8 @@ MetaValue FromProto(const v1::Value& value) {
 void ToProto(const MetaValue& value, v1::Value* out) {
   ValueType type = value.type;
   out->set_type(static_cast<v1::ValueType>(type));
-  if (IsUnsigned(type)) out->set_u(value.u);
-  else if (IsSigned(type)) out->set_i(value.i);
+  if (IsUnsignedInt(type)) out->set_u(value.u);
+  else if (IsSignedInt(type)) out->set_i(value.i);
   else if (type == ValueType::kFloat32) out->set_f32(value.f32);
   else if (type == ValueType::kFloat64) out->set_f64(value.f64);
   else if (type == ValueType::kBool) out->set_b(value.b);

@@ -60,6 +60,9 @@ enum class ValueType : uint8_t {
   kArray = 13,
 };
 std::string_view ValueTypeName(ValueType type);
+// Which MetaValue field holds a scalar of this type: `u` or `i`.
+bool IsUnsignedInt(ValueType type);
+bool IsSignedInt(ValueType type);
 
 struct MetaValue {
   ValueType type = ValueType::kUnspecified;

@@ -9,7 +9,7 @@
 //
 // Valid vectors are written with the library's Writer and EncodeTensor; the
 // expected decoded bytes are computed here by independent reference
-// conversions (GCC's _Float16 for f16, an exact nearest-value search for
+// conversions (exact nearest-value rounding in double for f16 and
 // bf16), and the generator dies if the Writer stored anything else. Vectors
 // the Writer cannot produce (shards, future versions, unknown codecs) and
 // every invalid vector are made by editing bytes or by building the
@@ -152,12 +152,35 @@ float BitsF32(uint32_t u) { return std::bit_cast<float>(u); }
 // Reference conversions (spec/container.md §10.4), written independently of
 // codecs/float_convert.h so that the vectors check the library.
 
+// The f16 value with these bits, exactly (every f16 is a double).
+double F16Value(uint16_t h) {
+  const int e = (h >> 10) & 0x1f;
+  const int m = h & 0x3ff;
+  double v = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+  return (h & 0x8000u) ? -v : v;
+}
+
+// Nearest f16 by exact arithmetic in double: round the magnitude to a
+// multiple of the f16 quantum at its binade, ties to even; past 65520 (the
+// midpoint between 65504 and 2^16) is infinity.
 uint16_t RefF32ToF16(uint32_t u) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u);
-  _Float16 h = static_cast<_Float16>(BitsF32(u));  // IEEE RNE, subnormals kept
-  uint16_t r;
-  std::memcpy(&r, &h, 2);
-  return r;
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const double x = std::fabs(static_cast<double>(BitsF32(u)));
+  if (x >= 65520.0) return sign | 0x7c00u;
+  int e = x == 0 ? -14 : std::ilogb(x);
+  if (e < -14) e = -14;
+  const double q = std::ldexp(1.0, e - 10);  // spacing of f16 values in this binade
+  const double n = x / q;                      // exact: q is a power of two
+  double r = std::floor(n);
+  const double frac = n - r;
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0)) r += 1;
+  const double v = r * q;
+  if (v == 0) return sign;
+  if (v < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(v / std::ldexp(1.0, -24));
+  const int ve = std::ilogb(v);
+  const int mant = static_cast<int>(v / std::ldexp(1.0, ve - 10)) - 1024;
+  return sign | static_cast<uint16_t>(((ve + 15) << 10) | mant);
 }
 
 uint32_t RefF16ToF32(uint16_t h) {
@@ -165,9 +188,8 @@ uint32_t RefF16ToF32(uint16_t h) {
   if ((h & 0x7c00u) == 0x7c00u && (h & 0x03ffu) != 0) {
     return sign | 0x7fc00000u | (static_cast<uint32_t>(h & 0x03ffu) << 13);
   }
-  _Float16 x;
-  std::memcpy(&x, &h, 2);
-  return F32Bits(static_cast<float>(x));
+  if ((h & 0x7fffu) == 0x7c00u) return sign | 0x7f800000u;
+  return F32Bits(static_cast<float>(F16Value(h)));
 }
 
 // Nearest bf16 by comparing distances exactly in double; ties to even; the
@@ -234,13 +256,20 @@ struct Json {
   Kind kind = kToken;
   std::string text;
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+  // Keys and values side by side: std::pair<std::string, Json> would need
+  // Json complete here, which clang with libstdc++ rejects.
+  std::vector<std::string> keys;
+  std::vector<Json> values;
 
   static Json Token(std::string t) { Json j; j.text = std::move(t); return j; }
   static Json Str(std::string s) { Json j; j.kind = kString; j.text = std::move(s); return j; }
   static Json Arr() { Json j; j.kind = kArray; return j; }
   static Json Obj() { Json j; j.kind = kObject; return j; }
-  Json& Add(std::string key, Json v) { members.emplace_back(std::move(key), std::move(v)); return *this; }
+  Json& Add(std::string key, Json v) {
+    keys.push_back(std::move(key));
+    values.push_back(std::move(v));
+    return *this;
+  }
   Json& Push(Json v) { items.push_back(std::move(v)); return *this; }
 };
 
@@ -279,8 +308,8 @@ std::string Inline(const Json& j) {
     }
     case Json::kObject: {
       std::string s = "{";
-      for (size_t i = 0; i < j.members.size(); ++i) {
-        s += (i ? ", " : "") + bp::io::JsonQuote(j.members[i].first) + ": " + Inline(j.members[i].second);
+      for (size_t i = 0; i < j.keys.size(); ++i) {
+        s += (i ? ", " : "") + bp::io::JsonQuote(j.keys[i]) + ": " + Inline(j.values[i]);
       }
       return s + "}";
     }
@@ -290,8 +319,8 @@ std::string Inline(const Json& j) {
 
 bool HasContainer(const Json& j) {
   for (const auto& i : j.items) if (i.kind == Json::kArray || i.kind == Json::kObject) return true;
-  for (const auto& m : j.members) if (m.second.kind == Json::kArray || m.second.kind == Json::kObject) {
-    if (!m.second.items.empty() || !m.second.members.empty()) return true;
+  for (const auto& v : j.values) if (v.kind == Json::kArray || v.kind == Json::kObject) {
+    if (!v.items.empty() || !v.values.empty()) return true;
   }
   return false;
 }
@@ -317,10 +346,10 @@ void Pretty(const Json& j, int indent, std::string* out) {
     return;
   }
   *out += "{\n";
-  for (size_t i = 0; i < j.members.size(); ++i) {
-    *out += pad + bp::io::JsonQuote(j.members[i].first) + ": ";
-    Pretty(j.members[i].second, indent + 2, out);
-    *out += i + 1 < j.members.size() ? ",\n" : "\n";
+  for (size_t i = 0; i < j.keys.size(); ++i) {
+    *out += pad + bp::io::JsonQuote(j.keys[i]) + ": ";
+    Pretty(j.values[i], indent + 2, out);
+    *out += i + 1 < j.keys.size() ? ",\n" : "\n";
   }
   *out += std::string(indent, ' ') + "}";
 }
