@@ -6,7 +6,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 "$ROOT/scripts/setup.sh"
 BUILD="$ROOT/build"
-"$ROOT/scripts/build.sh" "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBOLTPACK_TESTS=OFF >/dev/null
+echo "== build (Release)"
+"$ROOT/scripts/build.sh" "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBOLTPACK_TESTS=OFF | tail -n 3
 BP="$BUILD/bolt-pack"
 OUT="$ROOT/out"
 mkdir -p "$OUT"
