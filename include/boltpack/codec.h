@@ -27,6 +27,10 @@ struct TensorSource {
   DType dtype = DType::kUnspecified;
   absl::Span<const uint64_t> shape;
   absl::Span<const uint8_t> bytes;
+  // Optional importance weights (e.g. from a llama.cpp imatrix): one per
+  // column (innermost dimension), or one per column of each outermost slice
+  // for 3-D expert tensors ([n_experts][n_cols], flattened). Empty: none.
+  absl::Span<const float> importance;
 };
 
 // A piece of an encoded stream that decodes alone (a run of whole rows).
