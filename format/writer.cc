@@ -109,6 +109,20 @@ absl::StatusOr<std::optional<std::vector<uint8_t>>> TryCompress(const EncodedStr
   return std::optional<std::vector<uint8_t>>(std::move(joined));
 }
 
+// The shape rules of spec §6.6, checked before any byte is written.
+absl::Status CheckShape(const std::vector<uint64_t>& shape, const std::string& where) {
+  if (shape.size() > format::kMaxDims) return absl::InvalidArgumentError(StrCat(where, ": more than 8 dimensions"));
+  uint64_t nonzero = 1;
+  for (uint64_t d : shape) {
+    auto next = CheckedMul(nonzero, d == 0 ? 1 : d);
+    if (!next || *next > format::kMaxElements) {
+      return absl::InvalidArgumentError(StrCat(where, ": more than 2^56 elements"));
+    }
+    nonzero = *next;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Writer::Writer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -159,11 +173,7 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
   BP_RETURN_IF_ERROR(impl_->CheckName(name));
   std::string where = StrCat(impl_->file->path(), ": tensor \"", name, "\"");
-  if (shape.size() > format::kMaxDims) return absl::InvalidArgumentError(StrCat(where, ": more than 8 dimensions"));
-  auto elements = CheckedProduct(shape);
-  if (!elements || *elements > format::kMaxElements) {
-    return absl::InvalidArgumentError(StrCat(where, ": more than 2^56 elements"));
-  }
+  BP_RETURN_IF_ERROR(CheckShape(shape, where));
   const Codec* codec = FindCodec(codec_id);
   if (codec == nullptr) return absl::NotFoundError(StrCat(where, ": unknown codec \"", codec_id, "\""));
   TensorInfo info;
@@ -198,6 +208,43 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
       BP_RETURN_IF_ERROR(impl_->Append(es.bytes, &s));
     }
   }
+  format::ToProto(info, impl_->manifest.add_tensors());
+  return absl::OkStatus();
+}
+
+absl::Status Writer::AddStoredTensor(TensorInfo info, const std::vector<absl::Span<const uint8_t>>& streams) {
+  BP_RETURN_IF_ERROR(impl_->CheckOpen());
+  std::string where = StrCat(impl_->file->path(), ": tensor \"", info.name, "\"");
+  if (streams.size() != info.streams.size()) {
+    return absl::InvalidArgumentError(StrCat(where, ": ", streams.size(), " stream buffers for ",
+                                             info.streams.size(), " streams"));
+  }
+  if (!IsValidCodecId(info.codec_id)) {
+    return absl::InvalidArgumentError(StrCat(where, ": invalid codec id \"", info.codec_id, "\""));
+  }
+  BP_RETURN_IF_ERROR(CheckShape(info.shape, where));
+  for (size_t k = 0; k < streams.size(); ++k) {
+    StreamInfo& s = info.streams[k];
+    s.compression = Compression::kNone;
+    s.raw_length = streams[k].size();
+    for (auto& c : s.chunks) {
+      if (c.raw_offset > streams[k].size() || c.raw_length > streams[k].size() - c.raw_offset) {
+        return absl::InvalidArgumentError(StrCat(where, ": chunk outside stream \"", s.role, "\""));
+      }
+      c.stored_offset = c.raw_offset;
+      c.stored_length = c.raw_length;
+    }
+  }
+  // A registered codec checks the record; an unknown one is copy-only and
+  // the container rules (checked again at Finish) are all that apply.
+  if (const Codec* codec = FindCodec(info.codec_id)) {
+    absl::Status valid = codec->ValidateRecord(info);
+    if (!valid.ok()) {
+      return absl::InvalidArgumentError(StrCat(where, ": not a valid \"", info.codec_id, "\" record: ", valid.message()));
+    }
+  }
+  BP_RETURN_IF_ERROR(impl_->CheckName(info.name));
+  for (size_t k = 0; k < streams.size(); ++k) BP_RETURN_IF_ERROR(impl_->Append(streams[k], &info.streams[k]));
   format::ToProto(info, impl_->manifest.add_tensors());
   return absl::OkStatus();
 }

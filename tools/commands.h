@@ -15,6 +15,7 @@ struct ConvertArgs {
   int threads = 0;
   uint64_t alignment = 4096;
   int zstd_level = 0;
+  std::string imatrix;  // llama.cpp importance matrix (GGUF or legacy .dat)
 };
 int RunConvert(const ConvertArgs& args);
 

@@ -1,8 +1,11 @@
 #include "tools/inputs.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <unordered_set>
 
+#include "boltpack/codec_registry.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -22,6 +25,7 @@ uint64_t InputTensor::element_count() const { return CheckedProduct(shape).value
 
 std::string InputTensor::SourceCodec() const {
   if (kind == InputKind::kBolt) return reader->tensors()[index].codec_id;
+  if (kind == InputKind::kGguf) return io::GgmlTypeCodecId(*ggml_type);
   switch (dtype) {
     case DType::kF32: return "f32";
     case DType::kF16: return "f16";
@@ -63,6 +67,39 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
         in->tensors_.push_back(std::move(t));
       }
       in->safetensors_.push_back(std::move(model));
+    } else if (ext == ".gguf") {
+      BP_ASSIGN_OR_RETURN(auto model, io::GgufModel::Open(path));
+      for (const auto& f : model->files()) in->files_.push_back(f);
+      bool split = model->shard_count() > 1;
+      for (const auto& [k, v] : model->metadata()) {
+        if (k.rfind(io::kGgufKeyPrefix, 0) == 0) {
+          return absl::InvalidArgumentError(StrCat(path, ": key \"", k, "\" uses the prefix \"gguf.\" that bolt-pack ",
+                                                   "reserves for GGUF layout facts (spec/gguf-mapping.md)"));
+        }
+        // A split model becomes one model: the shard bookkeeping goes.
+        if (split && (k == "split.no" || k == "split.count" || k == "split.tensors.count")) continue;
+        add_meta(k, v);
+      }
+      add_meta(std::string(io::kGgufVersionKey), MetaValue::Uint(ValueType::kUint32, model->version()));
+      add_meta(std::string(io::kGgufAlignmentKey), MetaValue::Uint(ValueType::kUint32, model->alignment()));
+      if (model->tensors().empty() && model->data_offset(0) == model->file_size(0) &&
+          model->data_offset(0) % model->alignment() != 0) {
+        add_meta(std::string(io::kGgufPaddedKey), MetaValue::Bool(false));
+      }
+      for (size_t i = 0; i < model->tensors().size(); ++i) {
+        const auto& gt = model->tensors()[i];
+        InputTensor t;
+        t.name = gt.name;
+        t.dtype = io::GgmlTypeDType(*gt.type);
+        t.shape = gt.Shape();
+        t.kind = InputKind::kGguf;
+        t.file = model->files()[gt.shard];
+        t.bytes = model->TensorBytes(i);
+        t.index = i;
+        t.ggml_type = gt.type;
+        in->tensors_.push_back(std::move(t));
+      }
+      in->ggufs_.push_back(std::move(model));
     } else if (ext == ".bolt") {
       BP_ASSIGN_OR_RETURN(auto reader, Reader::Open(path));
       in->files_.push_back(path);
@@ -82,7 +119,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
       in->readers_.push_back(std::move(reader));
     } else {
       return absl::InvalidArgumentError(StrCat(path, ": unknown input format \"", ext,
-                                               "\" (expected .safetensors, .safetensors.index.json or .bolt)"));
+                                               "\" (expected .safetensors, .safetensors.index.json, .gguf or .bolt)"));
     }
   }
   for (const auto& t : in->tensors_) {
@@ -93,8 +130,93 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
   return in;
 }
 
+namespace {
+
+// Stream roles and parameters a registered block codec writes, learnt once
+// by encoding one zero block.
+struct CodecShape {
+  bool known = false;
+  std::vector<std::string> roles;
+  CodecParams params;
+};
+
+CodecShape ProbeCodec(const std::string& id, uint32_t block) {
+  static std::mutex mu;
+  static std::map<std::string, CodecShape> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(id);
+  if (it != cache.end()) return it->second;
+  CodecShape shape;
+  if (const Codec* codec = FindCodec(id)) {
+    std::vector<float> zeros(block, 0.0f);
+    uint64_t dims[1] = {block};
+    TensorSource src{"probe", DType::kF32, absl::MakeConstSpan(dims),
+                     absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(zeros.data()), zeros.size() * 4)};
+    auto enc = codec->Encode(src, {}, ExecOptions{});
+    if (enc.ok()) {
+      shape.known = true;
+      for (const auto& s : enc->streams) shape.roles.push_back(s.role);
+      shape.params = enc->params;
+    }
+  }
+  cache.emplace(id, shape);
+  return shape;
+}
+
+}  // namespace
+
+absl::StatusOr<TensorInfo> GgufBlockRecord(const InputTensor& t) {
+  TensorInfo info;
+  info.name = t.name;
+  info.shape = t.shape;
+  info.dtype = t.dtype;
+  info.codec_id = io::GgmlTypeCodecId(*t.ggml_type);
+  if (info.codec_id.rfind("ggml-", 0) == 0) {
+    info.codec_params.emplace_back("ggml_type", MetaValue::Int(ValueType::kInt32, t.ggml_type->id));
+  }
+  CodecShape shape = ProbeCodec(info.codec_id, t.ggml_type->block_size);
+  StreamInfo s;
+  s.role = "data";
+  if (shape.known) {
+    if (shape.roles.size() != 1) {
+      return absl::UnimplementedError(StrCat(t.file, ": tensor \"", t.name, "\": codec \"", info.codec_id,
+                                             "\" stores ", shape.roles.size(), " streams, GGUF blocks are one"));
+    }
+    s.role = shape.roles[0];
+    info.codec_params = shape.params;
+  }
+  s.raw_length = t.bytes.size();
+  s.length = t.bytes.size();
+  info.streams.push_back(std::move(s));
+  return info;
+}
+
 absl::StatusOr<std::vector<uint8_t>> DecodeToLogical(const InputTensor& t, int threads) {
   if (t.kind == InputKind::kSafetensors) return std::vector<uint8_t>(t.bytes.begin(), t.bytes.end());
+  if (t.kind == InputKind::kGguf) {
+    std::string codec_id = t.SourceCodec();
+    if (codec_id == "f32" || codec_id == "f16" || codec_id == "bf16" || codec_id == "raw") {
+      return std::vector<uint8_t>(t.bytes.begin(), t.bytes.end());
+    }
+    const Codec* codec = FindCodec(codec_id);
+    if (codec == nullptr) {
+      return absl::UnimplementedError(StrCat(t.file, ": tensor \"", t.name, "\": GGUF type ", t.ggml_type->name,
+                                             " cannot be decoded (no codec \"", codec_id, "\" is registered)"));
+    }
+    BP_ASSIGN_OR_RETURN(TensorInfo info, GgufBlockRecord(t));
+    absl::Status valid = codec->ValidateRecord(info);
+    if (!valid.ok()) return absl::Status(valid.code(), StrCat(t.file, ": ", valid.message()));
+    BP_ASSIGN_OR_RETURN(uint64_t n, codec->DecodedBytes(info, OutputType::kF32));
+    std::vector<uint8_t> buf(n);
+    DecodeInput input;
+    input.info = &info;
+    input.streams.push_back(t.bytes);
+    input.raw_base.push_back(0);
+    ExecOptions exec;
+    exec.threads = threads;
+    BP_RETURN_IF_ERROR(codec->Decode(input, OutputType::kF32, absl::MakeSpan(buf), exec));
+    return buf;
+  }
   OutputType out = t.dtype == DType::kF32    ? OutputType::kF32
                    : t.dtype == DType::kF16  ? OutputType::kF16
                    : t.dtype == DType::kBF16 ? OutputType::kBF16

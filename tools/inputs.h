@@ -1,5 +1,5 @@
-// The inputs of a conversion: .safetensors files (or a sharded index .json)
-// and .bolt files, seen as one ordered list of tensors plus metadata.
+// The inputs of a conversion: .safetensors files (or a sharded index .json),
+// .gguf files (a split model by its first shard) and .bolt files, seen as one ordered list of tensors plus metadata.
 #ifndef BOLTPACK_TOOLS_INPUTS_H_
 #define BOLTPACK_TOOLS_INPUTS_H_
 
@@ -11,11 +11,12 @@
 #include "absl/types/span.h"
 #include "boltpack/reader.h"
 #include "boltpack/types.h"
+#include "io/gguf.h"
 #include "io/safetensors.h"
 
 namespace boltpack::tools {
 
-enum class InputKind { kSafetensors, kBolt };
+enum class InputKind { kSafetensors, kBolt, kGguf };
 
 struct InputTensor {
   std::string name;
@@ -23,11 +24,13 @@ struct InputTensor {
   std::vector<uint64_t> shape;
   InputKind kind = InputKind::kSafetensors;
   std::string file;  // for messages
-  // kSafetensors: the element bytes (zero-copy).
+  // kSafetensors: the element bytes; kGguf: the tensor's GGUF bytes (zero-copy).
   absl::Span<const uint8_t> bytes;
   // kBolt: the tensor in its reader.
   const Reader* reader = nullptr;
   size_t index = 0;
+  // kGguf: its GGUF type (and ne = shape reversed).
+  const io::GgmlType* ggml_type = nullptr;
 
   uint64_t element_count() const;
   // The codec a tensor keeps when no rule matches (its source form).
@@ -48,6 +51,7 @@ class Inputs {
  private:
   std::vector<std::unique_ptr<io::SafetensorsModel>> safetensors_;
   std::vector<std::unique_ptr<Reader>> readers_;
+  std::vector<std::unique_ptr<io::GgufModel>> ggufs_;
   std::vector<InputTensor> tensors_;
   Metadata metadata_;
   std::vector<std::string> files_;
@@ -56,6 +60,12 @@ class Inputs {
 // Lower-cased extension of `path` including the dot ("" if none); for
 // "x.safetensors.index.json" it is ".json".
 std::string Extension(const std::string& path);
+
+// For a GGUF tensor of a block type that has no element codec (q8_0, q4_k,
+// ...): the bolt-pack record that holds its blocks unchanged (codec id per
+// spec/gguf-mapping.md, one stream). Where the codec is registered, its
+// stream role and parameters are those its encoder produces.
+absl::StatusOr<TensorInfo> GgufBlockRecord(const InputTensor& t);
 
 // Decodes an input tensor into its logical element bytes (F32/F16/BF16 stay
 // themselves; other dtypes come out as their native bytes) for re-encoding.

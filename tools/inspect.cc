@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/str_cat.h"
+#include "io/gguf.h"
 #include "io/json.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
@@ -20,6 +21,7 @@ struct Row {
   uint64_t stored_bytes;
   uint64_t elements;
   const TensorInfo* info;  // null for safetensors
+  std::string ggml_type = {};  // GGUF inputs
 };
 
 struct Summary {
@@ -135,6 +137,7 @@ void PrintJson(const Summary& s, const std::string& path) {
     o += StrCat("],\"dtype\":", io::JsonQuote(DTypeName(r.dtype)), ",\"codec\":", io::JsonQuote(r.codec),
                 ",\"elements\":", r.elements, ",\"stored_bytes\":", r.stored_bytes,
                 ",\"bits_per_weight\":", Fixed(BitsPerWeight(r.stored_bytes, r.elements), 4));
+    if (!r.ggml_type.empty()) o += StrCat(",\"ggml_type\":", io::JsonQuote(r.ggml_type));
     if (r.info != nullptr) {
       o += ",\"codec_params\":{";
       for (size_t p = 0; p < r.info->codec_params.size(); ++p) {
@@ -167,8 +170,8 @@ void PrintJson(const Summary& s, const std::string& path) {
 
 int RunInspect(const InspectArgs& args) {
   std::string ext = Extension(args.input);
-  if (ext != ".bolt" && ext != ".safetensors" && ext != ".json") {
-    PrintError(StrCat(args.input, ": unknown format \"", ext, "\" (expected .bolt or .safetensors)"));
+  if (ext != ".bolt" && ext != ".safetensors" && ext != ".json" && ext != ".gguf") {
+    PrintError(StrCat(args.input, ": unknown format \"", ext, "\" (expected .bolt, .safetensors or .gguf)"));
     return 2;
   }
   auto in = Inputs::Open({args.input});
@@ -180,6 +183,7 @@ int RunInspect(const InspectArgs& args) {
   s.metadata = &(*in)->metadata();
   for (const auto& t : (*in)->tensors()) {
     Row r{t.name, t.shape, t.dtype, t.SourceCodec(), 0, t.element_count(), nullptr};
+    if (t.ggml_type != nullptr) r.ggml_type = std::string(t.ggml_type->name);
     if (t.kind == InputKind::kBolt) {
       r.info = &t.reader->tensors()[t.index];
       r.stored_bytes = r.info->stored_bytes();
@@ -207,6 +211,21 @@ int RunInspect(const InspectArgs& args) {
     s.writer = reader->writer();
     s.required_features = reader->required_features();
     s.missing_features = reader->missing_features();
+    if (args.json) PrintJson(s, args.input);
+    else PrintText(s);
+  } else if (ext == ".gguf") {
+    // The metadata seen through Inputs carries bolt-pack's gguf.* facts too.
+    auto model = io::GgufModel::Open(args.input);
+    if (!model.ok()) {
+      PrintError(std::string(model.status().message()));
+      return 1;
+    }
+    s.format = "gguf";
+    s.format_version = StrCat((*model)->version());
+    s.alignment = (*model)->alignment();
+    for (size_t k = 0; k < (*model)->shard_count(); ++k) s.file_size += (*model)->file_size(k);
+    if ((*model)->shard_count() > 1) s.writer = StrCat("(", (*model)->shard_count(), " split files)");
+    s.metadata = &(*model)->metadata();
     if (args.json) PrintJson(s, args.input);
     else PrintText(s);
   } else {

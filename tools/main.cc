@@ -7,6 +7,7 @@
 #include "google/protobuf/stubs/logging.h"
 
 #include "tools/commands.h"
+#include "tools/inputs.h"
 
 namespace boltpack::tools {
 
@@ -24,23 +25,26 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "bolt-pack 0.1.0 (container format 1.0)");
 
   ConvertArgs convert;
-  auto* c = app.add_subcommand("convert", "Convert between .safetensors and .bolt (the output format follows -o's extension)");
-  c->add_option("inputs", convert.inputs, "Input files (.safetensors, .safetensors.index.json, .bolt)")->required()->check(CLI::ExistingFile);
-  c->add_option("-o,--output", convert.output, "Output file (.bolt or .safetensors)")->required();
+  auto* c = app.add_subcommand("convert", "Convert between .safetensors, .gguf and .bolt (the output format follows -o's extension)");
+  c->add_option("inputs", convert.inputs, "Input files (.safetensors, .safetensors.index.json, .gguf, .bolt)")->required()->check(CLI::ExistingFile);
+  c->add_option("-o,--output", convert.output, "Output file (.bolt, .safetensors or .gguf)")->required();
   c->add_option("--codec", convert.codec_rules,
                 "PATTERN=CODEC[:key=value,...]; first matching rule wins; '*' matches any characters")->take_all();
   c->add_option("--threads", convert.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
   c->add_option("--alignment", convert.alignment, "Stream alignment in bytes (power of two, >= 64; default 4096)");
+  c->add_option("--imatrix", convert.imatrix,
+                "llama.cpp importance matrix (imatrix .gguf or legacy .dat) for codecs that use one (iq2_xxs)")
+      ->check(CLI::ExistingFile);
   c->add_option("--zstd", convert.zstd_level, "Compress streams with zstd at this level where it pays (0 = off)")->check(CLI::Range(0, 22));
 
   InspectArgs inspect;
   auto* i = app.add_subcommand("inspect", "Show metadata, tensors, codecs, sizes and bits per weight");
-  i->add_option("input", inspect.input, "A .bolt or .safetensors file")->required()->check(CLI::ExistingFile);
+  i->add_option("input", inspect.input, "A .bolt, .safetensors or .gguf file")->required()->check(CLI::ExistingFile);
   i->add_flag("--json", inspect.json, "Machine-readable output");
 
   VerifyArgs verify;
   auto* v = app.add_subcommand("verify", "Check every checksum and decode every tensor; non-zero exit on any problem");
-  v->add_option("input", verify.input, "A .bolt or .safetensors file")->required()->check(CLI::ExistingFile);
+  v->add_option("input", verify.input, "A .bolt, .safetensors or .gguf file")->required()->check(CLI::ExistingFile);
   v->add_option("--threads", verify.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
 
   SliceArgs slice;

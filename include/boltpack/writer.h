@@ -48,6 +48,14 @@ class Writer {
   // Copies a tensor's stored streams (compressed or not, any codec, known or
   // not) from `reader` without decoding them.
   absl::Status CopyTensor(const Reader& reader, size_t tensor, std::string new_name = {});
+  // Adds a tensor from stream bytes that are already in stored form (not
+  // compressed), for pass-through imports such as GGUF blocks. The codec id
+  // need not be registered: such a tensor is copied, listed and exported but
+  // not decoded; when it is registered, the record must pass its
+  // ValidateRecord. `info` gives name, shape, dtype, codec id and params and,
+  // per stream, the role (and optional chunks); offsets, lengths and
+  // checksums are filled in. `streams[k]` are the bytes of info.streams[k].
+  absl::Status AddStoredTensor(TensorInfo info, const std::vector<absl::Span<const uint8_t>>& streams);
   // Writes the manifest and footer, fsyncs and renames into place.
   absl::Status Finish();
 

@@ -1,0 +1,112 @@
+// Prefix codes over the 256 bf16 exponent values, shared by bf16-huffman and
+// bf16-unary (spec/codecs-bf16-exp.md §3, §4):
+//
+//   - canonical Huffman, code lengths 1..12 (kMaxHuffmanBits);
+//   - frequency-ranked unary (Cassandra-1): rank r is r zero bits then a one;
+//     an exponent without a rank is K zero bits then its 8 bits (K = ranks).
+//
+// Both encode through one (code, length) table and decode through one
+// 12-bit multi-symbol lookup table (up to 4 symbols per lookup), with a slow
+// path for codes longer than the table (unary ranks >= 12 and escapes).
+// Exponent bits of a chunk are split into 1 or 4 lanes decoded interleaved.
+#ifndef BOLTPACK_CODECS_BF16_EXP_EXPONENT_CODE_H_
+#define BOLTPACK_CODECS_BF16_EXP_EXPONENT_CODE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace boltpack::bf16_exp {
+
+inline constexpr int kMaxHuffmanBits = 12;
+inline constexpr int kLutBits = 12;
+inline constexpr int kMaxUnaryRanks = 20;
+// A chunk of at least this many elements has 4 lanes and a 12-byte header.
+inline constexpr uint64_t kLaneSplitElements = 16384;
+inline constexpr int kLanes = 4;
+inline constexpr size_t kLaneHeaderBytes = 12;
+
+class ExponentCode {
+ public:
+  enum class Kind { kHuffman, kUnary };
+
+  // From code lengths (0 = exponent absent). Valid: a complete code (Kraft
+  // sum exactly 1) with lengths <= 12, a single exponent of length 1, or no
+  // exponent at all.
+  static absl::StatusOr<ExponentCode> Huffman(absl::Span<const uint8_t> lengths);
+  // From the exponents in rank order (at most kMaxUnaryRanks, distinct).
+  static absl::StatusOr<ExponentCode> Unary(absl::Span<const uint8_t> ranks);
+
+  Kind kind() const { return kind_; }
+  int max_code_bits() const { return max_bits_; }
+  uint32_t code(int sym) const { return code_[sym]; }
+  // 0: this exponent cannot be coded (Huffman: it has no code).
+  int length(int sym) const { return len_[sym]; }
+
+  // Encodes `syms` into `out` (sized by MaxLaneBytes); returns bytes written.
+  size_t EncodeLane(const uint8_t* syms, size_t n, uint8_t* out) const;
+  size_t MaxLaneBytes(size_t n) const { return (n * static_cast<size_t>(max_bits_) + 7) / 8 + 8; }
+
+  // Decodes exactly `count` exponents from a lane of `size` bytes. Fails
+  // (never reading or writing out of bounds) on an invalid code word, on
+  // bits missing, on a whole unused byte at the end, or on non-zero padding.
+  absl::Status DecodeLanes(const uint8_t* const* data, const size_t* size, uint8_t* const* out,
+                           const size_t* count, int lanes) const;
+
+  // Code length table: 256 lowercase hex digits (digit i = length of exponent i).
+  static std::string LengthsToHex(absl::Span<const uint8_t> lengths);
+  static absl::StatusOr<std::array<uint8_t, 256>> LengthsFromHex(std::string_view hex);
+  // Rank table: two lowercase hex digits per exponent, in rank order.
+  static std::string RanksToHex(absl::Span<const uint8_t> ranks);
+  static absl::StatusOr<std::vector<uint8_t>> RanksFromHex(std::string_view hex);
+
+ private:
+  struct Lane;
+  template <int N>
+  absl::Status DecodeFast(Lane* lanes) const;
+  absl::Status DecodeTail(Lane& lane) const;
+  // Decodes one symbol from `w` (at least 57 valid bits); false if invalid.
+  bool DecodeSlow(uint64_t w, uint8_t* sym, int* len) const;
+  void BuildTables();
+
+  Kind kind_ = Kind::kHuffman;
+  int max_bits_ = 0;
+  int ranks_ = 0;  // unary K
+  std::array<uint32_t, 256> code_{};
+  std::array<uint8_t, 256> len_{};
+  std::array<uint8_t, kMaxUnaryRanks> rank_sym_{};
+  std::array<bool, 256> ranked_{};
+  // Multi-symbol entries: symbols in bits 0..31 (first in the low byte),
+  // bits used in 32..39, symbol count in 40..47 (0: take the slow path).
+  std::vector<uint64_t> lut_;
+  // Single-symbol entries: symbol | length << 8 (0: slow path).
+  std::vector<uint16_t> lut1_;
+};
+
+// Optimal length-limited code lengths for `freq` (canonical Huffman, at
+// most `max_bits`); a lone symbol gets length 1, absent symbols 0.
+std::array<uint8_t, 256> HuffmanLengths(absl::Span<const uint64_t> freq, int max_bits);
+// Unary rank table for `freq`: the K most frequent exponents (ties: smaller
+// exponent first), K chosen to minimise the coded size.
+std::vector<uint8_t> UnaryRanks(absl::Span<const uint64_t> freq);
+
+// Element ranges of the lanes of a chunk of `m` elements.
+int LaneCount(uint64_t m);
+inline uint64_t LaneBegin(uint64_t m, int lanes, int k) { return m * static_cast<uint64_t>(k) / static_cast<uint64_t>(lanes); }
+
+// Encodes a chunk's exponents (lanes, header) into `out` (appended).
+void EncodeChunk(const ExponentCode& code, const uint8_t* syms, uint64_t m, std::vector<uint8_t>* out);
+// Decodes a chunk of `m` exponents from its bytes.
+absl::Status DecodeChunk(const ExponentCode& code, absl::Span<const uint8_t> bytes, uint64_t m,
+                         uint8_t* out);
+
+}  // namespace boltpack::bf16_exp
+
+#endif  // BOLTPACK_CODECS_BF16_EXP_EXPONENT_CODE_H_

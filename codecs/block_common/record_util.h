@@ -1,0 +1,65 @@
+// Small helpers for code that drives a codec without a container (tests,
+// benchmarks, fuzz targets): the record a writer would store for an encoded
+// tensor (stored == raw, no compression) and a whole-tensor decode.
+#ifndef BOLTPACK_CODECS_BLOCK_COMMON_RECORD_UTIL_H_
+#define BOLTPACK_CODECS_BLOCK_COMMON_RECORD_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "boltpack/codec.h"
+#include "boltpack/tensor_info.h"
+#include "common/status_macros.h"
+
+namespace boltpack {
+
+inline TensorInfo RecordFor(std::string name, DType dtype, std::vector<uint64_t> shape,
+                            std::string_view codec_id, const EncodedTensor& encoded) {
+  TensorInfo info;
+  info.name = std::move(name);
+  info.shape = std::move(shape);
+  info.dtype = dtype;
+  info.codec_id = std::string(codec_id);
+  info.codec_params = encoded.params;
+  for (const EncodedStream& s : encoded.streams) {
+    StreamInfo si;
+    si.role = s.role;
+    si.length = s.bytes.size();
+    si.raw_length = s.bytes.size();
+    si.alignment = 64;
+    for (const EncodedChunk& c : s.chunks) {
+      si.chunks.push_back(ChunkInfo{c.raw_offset, c.raw_length, c.raw_offset, c.raw_length,
+                                    c.first_row, c.row_count, 0});
+    }
+    info.streams.push_back(std::move(si));
+  }
+  return info;
+}
+
+inline DecodeInput InputFor(const TensorInfo& info, const EncodedTensor& encoded) {
+  DecodeInput in;
+  in.info = &info;
+  for (const EncodedStream& s : encoded.streams) {
+    in.streams.push_back(s.bytes);
+    in.raw_base.push_back(0);
+  }
+  return in;
+}
+
+inline absl::StatusOr<std::vector<uint8_t>> DecodeWhole(const Codec& codec, const TensorInfo& info,
+                                                        const EncodedTensor& encoded, OutputType out,
+                                                        int threads = 1) {
+  BP_RETURN_IF_ERROR(codec.ValidateRecord(info));
+  BP_ASSIGN_OR_RETURN(const uint64_t size, codec.DecodedBytes(info, out));
+  std::vector<uint8_t> dst(size);
+  BP_RETURN_IF_ERROR(
+      codec.Decode(InputFor(info, encoded), out, absl::MakeSpan(dst), ExecOptions{threads}));
+  return dst;
+}
+
+}  // namespace boltpack
+
+#endif  // BOLTPACK_CODECS_BLOCK_COMMON_RECORD_UTIL_H_

@@ -1,0 +1,117 @@
+#include "codecs/int4/int4_codec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "boltpack/codec_registry.h"
+#include "codecs/float_convert.h"
+#include "common/str_cat.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define BOLTPACK_INT4_AVX2 1
+#else
+#define BOLTPACK_INT4_AVX2 0
+#endif
+
+namespace boltpack {
+namespace {
+
+#if BOLTPACK_INT4_AVX2
+__attribute__((target("avx2,fma,f16c"))) inline __m256 cvt(__m128i v8) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v8));
+}
+#endif
+
+
+constexpr int kValueBytes = kInt4GroupElems / 2;
+
+void DecodePortable(const uint8_t* values, const uint8_t* scales, uint64_t nb, float* y) {
+  for (uint64_t b = 0; b < nb; ++b, values += kValueBytes, y += kInt4GroupElems) {
+    uint16_t h;
+    std::memcpy(&h, scales + 2 * b, 2);
+    const float d = F16ToF32(h);
+    for (int i = 0; i < kValueBytes; ++i) {
+      y[2 * i] = static_cast<float>((values[i] & 0x0F) - 8) * d;
+      y[2 * i + 1] = static_cast<float>((values[i] >> 4) - 8) * d;
+    }
+  }
+}
+
+#if BOLTPACK_INT4_AVX2
+__attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* values, const uint8_t* scales,
+                                                         uint64_t nb, float* y) {
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i eight = _mm_set1_epi8(8);
+  for (uint64_t b = 0; b < nb; ++b, values += kValueBytes, y += kInt4GroupElems) {
+    uint16_t h;
+    std::memcpy(&h, scales + 2 * b, 2);
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
+    for (int k = 0; k < kValueBytes; k += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(values + k));
+      const __m128i lo = _mm_sub_epi8(_mm_and_si128(v, m4), eight);
+      const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), m4), eight);
+      const __m128i a = _mm_unpacklo_epi8(lo, hi);  // elements 2k .. 2k+15
+      const __m128i c = _mm_unpackhi_epi8(lo, hi);  // elements 2k+16 .. 2k+31
+      float* yy = y + 2 * k;
+      _mm256_storeu_ps(yy + 0, _mm256_mul_ps(cvt(a), d));
+      _mm256_storeu_ps(yy + 8, _mm256_mul_ps(cvt(_mm_srli_si128(a, 8)), d));
+      _mm256_storeu_ps(yy + 16, _mm256_mul_ps(cvt(c), d));
+      _mm256_storeu_ps(yy + 24, _mm256_mul_ps(cvt(_mm_srli_si128(c, 8)), d));
+    }
+  }
+}
+#endif
+
+class Int4G128Codec : public BlockCodec {
+ public:
+  Int4G128Codec()
+      : BlockCodec(BlockFormat{"int4-g128",
+                               "symmetric int4 in [-7, 7], fp16 scale per 128 values of a row",
+                               kInt4GroupElems,
+                               {{"values", kValueBytes}, {"scales", 2}}}) {}
+
+  absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
+                            const BlockParams& /*params*/) const override {
+    uint8_t* values = out[0];
+    uint8_t* scales = out[1];
+    for (uint64_t b = 0; b < nblocks; ++b, x += kInt4GroupElems, values += kValueBytes) {
+      float amax = 0.0f;
+      for (int j = 0; j < kInt4GroupElems; ++j) amax = std::max(amax, std::fabs(x[j]));
+      const uint16_t h = F32ToF16(amax / 7.0f);
+      if ((h & 0x7c00u) == 0x7c00u) {
+        return absl::InvalidArgumentError(
+            StrCat("codec 'int4-g128': a group's largest magnitude ", amax,
+                   " makes its fp16 scale overflow (int4-g128 holds |x| up to about 458000)"));
+      }
+      std::memcpy(scales + 2 * b, &h, 2);
+      const float d = F16ToF32(h);
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      auto q = [&](float v) {
+        return static_cast<uint8_t>(static_cast<int>(std::fmin(7.0f, std::fmax(-7.0f, std::roundf(v * id)))) + 8);
+      };
+      for (int i = 0; i < kValueBytes; ++i) {
+        values[i] = static_cast<uint8_t>(q(x[2 * i]) | (q(x[2 * i + 1]) << 4));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
+                       const BlockParams& /*params*/, bool avx2) const override {
+#if BOLTPACK_INT4_AVX2
+    if (avx2) return DecodeAvx2(in[0], in[1], nblocks, y);
+#endif
+    (void)avx2;
+    DecodePortable(in[0], in[1], nblocks, y);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<BlockCodec> MakeInt4G128Codec() { return std::make_unique<Int4G128Codec>(); }
+
+absl::Status RegisterInt4Codecs() { return RegisterCodec(MakeInt4G128Codec()); }
+
+}  // namespace boltpack

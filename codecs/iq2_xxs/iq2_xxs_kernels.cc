@@ -1,0 +1,511 @@
+#include "codecs/iq2_xxs/iq2_xxs_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define BOLTPACK_IQ2_HAVE_AVX2_PATH 1
+#else
+#define BOLTPACK_IQ2_HAVE_AVX2_PATH 0
+#endif
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "codecs/float_convert.h"
+#include "codecs/iq2_xxs/iq2_xxs_tables.h"
+
+namespace boltpack::iq2_xxs {
+namespace {
+
+// ---- tables derived from iq2_xxs_tables.h at compile time -------------------
+
+struct Tables {
+  // Decode: grid magnitudes as floats (8, 25, 43), one row of 8 per index,
+  // and sign masks as float sign bits (0 or 0x80000000) per sign index.
+  alignas(32) float gridf[256][8];
+  alignas(32) uint32_t signbits[128][8];
+  // Encode: the grid transposed (element j of every index), and squared.
+  alignas(32) float g[8][256];
+  alignas(32) float g2[8][256];
+
+  constexpr Tables() : gridf(), signbits(), g(), g2() {
+    for (int k = 0; k < 256; ++k) {
+      for (int j = 0; j < 8; ++j) {
+        const float v = static_cast<float>((kIq2xxsGrid[k] >> (8 * j)) & 0xff);
+        gridf[k][j] = v;
+        g[j][k] = v;
+        g2[j][k] = v * v;
+      }
+    }
+    for (int s = 0; s < 128; ++s) {
+      for (int j = 0; j < 8; ++j) {
+        signbits[s][j] = (kKsignsIq2xs[s] & kKmaskIq2xs[j]) ? 0x80000000u : 0u;
+      }
+    }
+  }
+};
+
+constexpr Tables kTables;
+
+inline uint32_t Load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);  // little-endian host (x86-64 and the like)
+  return v;
+}
+
+// ---- decode -------------------------------------------------------------------
+
+void DecodePortable(const uint8_t* src, size_t nblocks, float* dst) {
+  for (size_t b = 0; b < nblocks; ++b, src += kBlockBytes, dst += kBlockElems) {
+    const float d = F16ToF32(static_cast<uint16_t>(src[0] | (src[1] << 8)));
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint32_t aux0 = Load32(src + 2 + 8 * ib);
+      const uint32_t aux1 = Load32(src + 2 + 8 * ib + 4);
+      const float db = d * (0.5f + static_cast<float>(aux1 >> 28)) * 0.25f;
+      float* y = dst + 32 * ib;
+      for (int l = 0; l < 4; ++l) {
+        const float* grid = kTables.gridf[(aux0 >> (8 * l)) & 255];
+        const uint32_t* signs = kTables.signbits[(aux1 >> (7 * l)) & 127];
+        // db * (+-g) has the bits of ggml's (db * g) * (+-1.f), NaN included.
+        for (int j = 0; j < 8; ++j) y[8 * l + j] = db * BitsFloat(FloatBits(grid[j]) ^ signs[j]);
+      }
+    }
+  }
+}
+
+#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+__attribute__((target("avx2,fma"))) void DecodeAvx2(const uint8_t* src, size_t nblocks,
+                                                          float* dst) {
+  for (size_t b = 0; b < nblocks; ++b, src += kBlockBytes, dst += kBlockElems) {
+    const float d = F16ToF32(static_cast<uint16_t>(src[0] | (src[1] << 8)));
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint32_t aux0 = Load32(src + 2 + 8 * ib);
+      const uint32_t aux1 = Load32(src + 2 + 8 * ib + 4);
+      const float db = d * (0.5f + static_cast<float>(aux1 >> 28)) * 0.25f;
+      const __m256 vdb = _mm256_set1_ps(db);
+      float* y = dst + 32 * ib;
+      for (int l = 0; l < 4; ++l) {
+        const __m256 g = _mm256_load_ps(kTables.gridf[(aux0 >> (8 * l)) & 255]);
+        const __m256 s = _mm256_load_ps(
+            reinterpret_cast<const float*>(kTables.signbits[(aux1 >> (7 * l)) & 127]));
+        _mm256_storeu_ps(y + 8 * l, _mm256_mul_ps(vdb, _mm256_xor_ps(g, s)));
+      }
+    }
+  }
+}
+
+#endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
+
+// ---- encode kernels -------------------------------------------------------------
+//
+// For one group of 8 magnitudes a_j with weights w_j (wa_j = w_j * a_j, one of
+// them negated when the sign parity forces a flip), grid index k at scale t
+// costs sum_j w_j (t g_kj - a_j)^2 - sum_j w_j a_j^2 = t (t A_k + N_k) with
+//   A_k = sum_j w_j g_kj^2,  N_k = -2 sum_j wa_j g_kj.
+// ComputeAN fills A and N for all 256 k; Argmin finds the k with the lowest
+// t A_k + N_k (t > 0). Both versions use the same fused multiply-adds in the
+// same order, so the results are bit-identical.
+
+struct alignas(32) GroupAB {
+  float a[256];
+  float n[256];
+};
+
+void ComputeABPortable(const float* w, const float* wa, GroupAB* out) {
+  float m2wa[8];
+  for (int j = 0; j < 8; ++j) m2wa[j] = -2.0f * wa[j];
+  for (int k = 0; k < 256; ++k) {
+    float a = w[0] * kTables.g2[0][k];
+    float b = m2wa[0] * kTables.g[0][k];
+    for (int j = 1; j < 8; ++j) {
+      a = std::fma(w[j], kTables.g2[j][k], a);
+      b = std::fma(m2wa[j], kTables.g[j][k], b);
+    }
+    out->a[k] = a;
+    out->n[k] = b;
+  }
+}
+
+#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+// One pass for A, one for N: eight broadcast weights stay in registers.
+__attribute__((target("avx2,fma"))) inline void WeightedGridSum(const float* v,
+                                                                      const float (*g)[256],
+                                                                      float* out) {
+  const __m256 v0 = _mm256_set1_ps(v[0]), v1 = _mm256_set1_ps(v[1]);
+  const __m256 v2 = _mm256_set1_ps(v[2]), v3 = _mm256_set1_ps(v[3]);
+  const __m256 v4 = _mm256_set1_ps(v[4]), v5 = _mm256_set1_ps(v[5]);
+  const __m256 v6 = _mm256_set1_ps(v[6]), v7 = _mm256_set1_ps(v[7]);
+  for (int k = 0; k < 256; k += 8) {
+    __m256 acc = _mm256_mul_ps(v0, _mm256_load_ps(&g[0][k]));
+    acc = _mm256_fmadd_ps(v1, _mm256_load_ps(&g[1][k]), acc);
+    acc = _mm256_fmadd_ps(v2, _mm256_load_ps(&g[2][k]), acc);
+    acc = _mm256_fmadd_ps(v3, _mm256_load_ps(&g[3][k]), acc);
+    acc = _mm256_fmadd_ps(v4, _mm256_load_ps(&g[4][k]), acc);
+    acc = _mm256_fmadd_ps(v5, _mm256_load_ps(&g[5][k]), acc);
+    acc = _mm256_fmadd_ps(v6, _mm256_load_ps(&g[6][k]), acc);
+    acc = _mm256_fmadd_ps(v7, _mm256_load_ps(&g[7][k]), acc);
+    _mm256_store_ps(out + k, acc);
+  }
+}
+
+__attribute__((target("avx2,fma"))) void ComputeABAvx2(const float* w, const float* wa,
+                                                             GroupAB* out) {
+  float m2wa[8];
+  for (int j = 0; j < 8; ++j) m2wa[j] = -2.0f * wa[j];
+  WeightedGridSum(w, kTables.g2, out->a);
+  WeightedGridSum(m2wa, kTables.g, out->n);
+}
+
+#endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
+
+// The k with the lowest t*A_k + N_k. To find value and index in one min,
+// the low 8 mantissa bits of each value are replaced by k (the comparison
+// loses 8 of 24 bits of precision; no two keys are equal, so the minimum is
+// the same in any order). *cost = t * (that key as a float).
+inline float KeyOf(float c, uint32_t k) { return BitsFloat((FloatBits(c) & ~0xffu) | k); }
+
+int ArgminPortable(const GroupAB& ab, float t, float* cost) {
+  float best = std::numeric_limits<float>::infinity();
+  for (uint32_t k = 0; k < 256; ++k) {
+    const float key = KeyOf(std::fma(ab.a[k], t, ab.n[k]), k);
+    best = best < key ? best : key;  // as _mm256_min_ps(best, key)
+  }
+  *cost = t * best;
+  return static_cast<int>(FloatBits(best) & 0xffu);
+}
+
+alignas(32) constexpr struct KeyIndex {
+  uint32_t v[256];
+  constexpr KeyIndex() : v() {
+    for (uint32_t k = 0; k < 256; ++k) v[k] = k;
+  }
+} kKeyIndex;
+
+#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+__attribute__((target("avx2,fma"))) int ArgminAvx2(const GroupAB& ab, float t,
+                                                        float* cost) {
+  const __m256 vt = _mm256_set1_ps(t);
+  const __m256 hi_mask = _mm256_castsi256_ps(_mm256_set1_epi32(~0xff));
+  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  __m256 best0 = inf, best1 = inf, best2 = inf, best3 = inf;
+#define BP_IQ2_STEP(r)                                                                    \
+  {                                                                                       \
+    const __m256 c = _mm256_fmadd_ps(_mm256_load_ps(&ab.a[k + 8 * r]), vt,                \
+                                     _mm256_load_ps(&ab.n[k + 8 * r]));                   \
+    const __m256 key = _mm256_or_ps(                                                      \
+        _mm256_and_ps(c, hi_mask),                                                        \
+        _mm256_load_ps(reinterpret_cast<const float*>(&kKeyIndex.v[k + 8 * r])));         \
+    best##r = _mm256_min_ps(best##r, key);                                                \
+  }
+  for (int k = 0; k < 256; k += 32) {
+    BP_IQ2_STEP(0)
+    BP_IQ2_STEP(1)
+    BP_IQ2_STEP(2)
+    BP_IQ2_STEP(3)
+  }
+#undef BP_IQ2_STEP
+  __m256 m = _mm256_min_ps(_mm256_min_ps(best0, best1), _mm256_min_ps(best2, best3));
+  m = _mm256_min_ps(m, _mm256_permute2f128_ps(m, m, 1));
+  m = _mm256_min_ps(m, _mm256_permute_ps(m, 0x4e));
+  m = _mm256_min_ps(m, _mm256_permute_ps(m, 0xb1));
+  const float best = _mm_cvtss_f32(_mm256_castps256_ps128(m));
+  *cost = t * best;
+  return static_cast<int>(FloatBits(best) & 0xffu);
+}
+
+#endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
+
+struct Kernels {
+  void (*compute_ab)(const float*, const float*, GroupAB*);
+  int (*argmin)(const GroupAB&, float, float*);
+};
+
+Kernels SelectKernels(Isa isa) {
+  if (isa == Isa::kAuto) isa = Avx2Supported() ? Isa::kAvx2 : Isa::kPortable;
+#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+  if (isa == Isa::kAvx2) return {ComputeABAvx2, ArgminAvx2};
+#endif
+  return {ComputeABPortable, ArgminPortable};
+}
+
+// ---- the block quantizer (shared scalar logic) ------------------------------------
+
+struct SubEval {
+  float cost = std::numeric_limits<float>::infinity();  // sum of group costs
+  float sum_a = 0;
+  float sum_b = 0;
+  uint8_t k[4] = {0, 0, 0, 0};
+};
+
+inline SubEval EvalSub(const Kernels& kn, const GroupAB* ab, float t) {
+  SubEval r;
+  r.cost = 0;
+  for (int g = 0; g < 4; ++g) {
+    float c;
+    const int k = kn.argmin(ab[g], t, &c);
+    r.cost += c;
+    r.sum_a += ab[g].a[k];
+    r.sum_b += -0.5f * ab[g].n[k];
+    r.k[g] = static_cast<uint8_t>(k);
+  }
+  return r;
+}
+
+// Scale multipliers of max|x|/43 tried first in every sub-block.
+// Search effort (measured on conformance/ggml/encode_input.f32 against ggml's
+// imatrix figures; see spec/codecs-iq2_xxs.md): start scales per sub-block
+// (multiples of max|x|/43, plus the weighted-mean start for flat data),
+// Lloyd refits, fp16 block-scale candidates (largest sub-block at
+// s = 15..kMinTopScale, each with its fp16 neighbours), and whether the
+// final pass tries both sub-block scales around the optimum.
+constexpr float kStartFactors[] = {0.75f};
+constexpr int kRefineSteps = 0;
+constexpr bool kMeanStart = true;
+constexpr int kMinTopScale = 11;
+constexpr bool kFinalBothScales = true;
+
+inline float Max(float a, float b) { return a > b ? a : b; }
+
+struct Scratch {
+  GroupAB ab[32];
+};
+
+// Normalised block: x scaled by 2^-e so max|x| is in [1, 2).
+void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, uint8_t* out,
+                   Scratch& scratch) {
+  std::memset(out, 0, kBlockBytes);
+  float amax = 0;
+  for (size_t i = 0; i < kBlockElems; ++i) amax = Max(amax, std::fabs(x[i]));
+  // Below 2^-64 nothing but zeros is closer (the smallest nonzero output is
+  // about 3e-8); d = 0 decodes to zeros.
+  if (!(amax >= 0x1p-64f)) return;
+  int ex;
+  std::frexp(amax, &ex);  // amax in [2^(ex-1), 2^ex)
+  const float xscale = std::ldexp(1.0f, 1 - ex);
+
+  float xn[kBlockElems], w[kBlockElems];
+  for (size_t i = 0; i < kBlockElems; ++i) xn[i] = x[i] * xscale;
+  float wmax = 0;
+  if (importance != nullptr) {
+    for (size_t i = 0; i < kBlockElems; ++i) wmax = Max(wmax, importance[i]);
+  }
+  if (wmax > 0) {
+    int ew;
+    std::frexp(wmax, &ew);
+    const float wscale = std::ldexp(1.0f, 1 - ew);
+    for (size_t i = 0; i < kBlockElems; ++i) w[i] = importance[i] * wscale;
+  } else {
+    // No importance: weight by magnitude over the block's spread, as ggml's
+    // quantizers do when they have no imatrix.
+    float sumx2 = 0;
+    for (size_t i = 0; i < kBlockElems; ++i) sumx2 += xn[i] * xn[i];
+    const float sigma2 = sumx2 / kBlockElems;
+    for (size_t i = 0; i < kBlockElems; ++i) w[i] = std::sqrt(sigma2 + xn[i] * xn[i]);
+  }
+
+  // Signs and A/B per group.
+  uint8_t signs[32];
+  for (int gi = 0; gi < 32; ++gi) {
+    const float* xg = xn + 8 * gi;
+    const float* wg = w + 8 * gi;
+    float wa[8];
+    unsigned mask = 0;
+    for (int j = 0; j < 8; ++j) {
+      wa[j] = wg[j] * std::fabs(xg[j]);
+      if (xg[j] < 0) mask |= 1u << j;
+    }
+    if (__builtin_popcount(mask) & 1) {
+      // Odd: the 8th sign is implied by parity; flip the value that matters least.
+      int jmin = 0;
+      for (int j = 1; j < 8; ++j) {
+        if (wa[j] < wa[jmin]) jmin = j;
+      }
+      mask ^= 1u << jmin;
+      wa[jmin] = -wa[jmin];
+    }
+    signs[gi] = static_cast<uint8_t>(mask & 127);
+    kn.compute_ab(wg, wa, &scratch.ab[gi]);
+  }
+
+  // Per sub-block: the best continuous scale t (y = t * grid).
+  float tc[8], curv[8];
+  for (int sb = 0; sb < 8; ++sb) {
+    const GroupAB* ab = &scratch.ab[4 * sb];
+    float smax = 0;
+    for (int i = 0; i < 32; ++i) smax = Max(smax, std::fabs(xn[32 * sb + i]));
+    tc[sb] = 0;
+    curv[sb] = 0;
+    if (smax == 0) continue;
+    SubEval best;
+    float best_t = 0;
+    for (float f : kStartFactors) {
+      const float t = smax * (f / 43.0f);
+      SubEval e = EvalSub(kn, ab, t);
+      if (e.cost < best.cost) {
+        best = e;
+        best_t = t;
+      }
+    }
+    if (kMeanStart) {
+      // Flat sub-blocks (all magnitudes alike) want every value on level 8.
+      float swa = 0, sw = 0;
+      for (int i = 0; i < 32; ++i) {
+        swa += w[32 * sb + i] * std::fabs(xn[32 * sb + i]);
+        sw += w[32 * sb + i];
+      }
+      const float t = sw > 0 ? swa / (8.0f * sw) : 0.0f;
+      if (t > 0) {
+        SubEval e = EvalSub(kn, ab, t);
+        if (e.cost < best.cost) {
+          best = e;
+          best_t = t;
+        }
+      }
+    }
+    for (int it = 0; it < kRefineSteps; ++it) {
+      if (!(best.sum_a > 0) || !(best.sum_b > 0)) break;
+      const float t = best.sum_b / best.sum_a;
+      if (t == best_t) break;
+      SubEval e = EvalSub(kn, ab, t);
+      if (!(e.cost < best.cost)) break;
+      best = e;
+      best_t = t;
+    }
+    if (best.sum_a > 0 && best.sum_b > 0) {
+      tc[sb] = best.sum_b / best.sum_a;
+      curv[sb] = best.sum_a;
+    } else {
+      tc[sb] = best_t;
+      curv[sb] = 0;
+    }
+  }
+
+  // Block scale d (fp16, real units): t = d * (2s + 1) / 8. Candidates put
+  // the largest sub-block at s = 15..8 (and fp16 neighbours); a quadratic
+  // model of each sub-block's cost picks one; then each sub-block tries the
+  // two scales around its optimum for real.
+  float mmax = 0;
+  for (int sb = 0; sb < 8; ++sb) mmax = Max(mmax, 8.0f * tc[sb]);
+  if (!(mmax > 0)) return;
+  const float unscale = std::ldexp(1.0f, ex - 1);  // normalised -> real
+  const float rescale = xscale;                   // real -> normalised
+  auto clamp_h = [](uint16_t h) -> uint16_t {
+    if (h == 0) return 1;
+    if (h >= 0x7c00) return 0x7bff;
+    return h;
+  };
+  auto best_s = [](float m, float inv_dn, int* s_lo, int* s_hi) {
+    // m / dn = 2s + 1
+    const float q = (m * inv_dn - 1.0f) * 0.5f;
+    int lo = q <= 0 ? 0 : q >= 15 ? 15 : static_cast<int>(q);
+    *s_lo = lo;
+    *s_hi = lo < 15 ? lo + 1 : 15;
+  };
+  float best_proxy = std::numeric_limits<float>::infinity();
+  uint16_t best_h = 0;
+  for (int i = 15; i >= kMinTopScale; --i) {
+    const uint16_t h0 = clamp_h(F32ToF16(mmax * unscale / static_cast<float>(2 * i + 1)));
+    for (int dh = -1; dh <= 1; ++dh) {
+      const uint16_t h = clamp_h(static_cast<uint16_t>(h0 + dh));
+      const float dn = F16ToF32(h) * rescale;
+      const float inv_dn = 1.0f / dn;
+      float proxy = 0;
+      for (int sb = 0; sb < 8; ++sb) {
+        if (curv[sb] == 0) continue;
+        int lo, hi;
+        best_s(8.0f * tc[sb], inv_dn, &lo, &hi);
+        const float tlo = dn * (0.5f + lo) * 0.25f - tc[sb];
+        const float thi = dn * (0.5f + hi) * 0.25f - tc[sb];
+        proxy += curv[sb] * (tlo * tlo < thi * thi ? tlo * tlo : thi * thi);
+      }
+      if (proxy < best_proxy) {
+        best_proxy = proxy;
+        best_h = h;
+      }
+    }
+  }
+
+  const float dn = F16ToF32(best_h) * rescale;
+  uint32_t aux[16];
+  float total = 0;
+  for (int sb = 0; sb < 8; ++sb) {
+    const GroupAB* ab = &scratch.ab[4 * sb];
+    int lo, hi;
+    best_s(8.0f * tc[sb], 1.0f / dn, &lo, &hi);
+    if (!kFinalBothScales && hi != lo) {
+      const float tlo = dn * (0.5f + lo) * 0.25f - tc[sb];
+      const float thi = dn * (0.5f + hi) * 0.25f - tc[sb];
+      if (thi * thi < tlo * tlo) lo = hi;
+      hi = lo;
+    }
+    SubEval e = EvalSub(kn, ab, dn * (0.5f + lo) * 0.25f);
+    int s = lo;
+    if (hi != lo) {
+      SubEval e2 = EvalSub(kn, ab, dn * (0.5f + hi) * 0.25f);
+      if (e2.cost < e.cost) {
+        e = e2;
+        s = hi;
+      }
+    }
+    total += e.cost;
+    aux[2 * sb] = e.k[0] | (e.k[1] << 8) | (e.k[2] << 16) | (static_cast<uint32_t>(e.k[3]) << 24);
+    aux[2 * sb + 1] = signs[4 * sb] | (signs[4 * sb + 1] << 7) | (signs[4 * sb + 2] << 14) |
+                      (signs[4 * sb + 3] << 21) | (static_cast<uint32_t>(s) << 28);
+  }
+  // Zeros (cost 0) beat a block that only adds error.
+  if (!(total < 0)) return;
+  out[0] = static_cast<uint8_t>(best_h & 0xff);
+  out[1] = static_cast<uint8_t>(best_h >> 8);
+  std::memcpy(out + 2, aux, sizeof aux);
+}
+
+}  // namespace
+
+bool Avx2Supported() {
+#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+  // CPUID (clang before 16 lacks some __builtin_cpu_supports names): AVX,
+  // FMA and OSXSAVE in leaf 1, AVX2 in leaf 7, and the OS saving YMM state.
+  static const bool supported = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    constexpr unsigned kFma = 1u << 12, kOsxsave = 1u << 27, kAvx = 1u << 28;
+    if ((ecx & (kFma | kOsxsave | kAvx)) != (kFma | kOsxsave | kAvx)) return false;
+    unsigned xcr0_lo = 0, xcr0_hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 0x6u) != 0x6u) return false;
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+    return (ebx & (1u << 5)) != 0;  // AVX2
+  }();
+  return supported;
+#else
+  return false;
+#endif
+}
+
+void DecodeBlocksF32(const uint8_t* src, size_t nblocks, float* dst, Isa isa) {
+  if (isa == Isa::kAuto) isa = Avx2Supported() ? Isa::kAvx2 : Isa::kPortable;
+#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+  if (isa == Isa::kAvx2) {
+    DecodeAvx2(src, nblocks, dst);
+    return;
+  }
+#endif
+  DecodePortable(src, nblocks, dst);
+}
+
+void QuantizeRow(const float* x, const float* importance, size_t n, uint8_t* dst,
+                 const QuantizeOptions& options) {
+  const Kernels kn = SelectKernels(options.isa);
+  // 8 KiB per sub-block of A/N tables; one set per thread, reused.
+  thread_local std::unique_ptr<Scratch> scratch;
+  if (!scratch) scratch = std::make_unique<Scratch>();
+  for (size_t b = 0; b < n / kBlockElems; ++b) {
+    QuantizeBlock(kn, x + b * kBlockElems,
+                  importance != nullptr ? importance + b * kBlockElems : nullptr,
+                  dst + b * kBlockBytes, *scratch);
+  }
+}
+
+}  // namespace boltpack::iq2_xxs

@@ -1,0 +1,401 @@
+#include "codecs/nvfp4/nvfp4_codec.h"
+
+#include <algorithm>
+#include <array>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "boltpack/codec_registry.h"
+#include "codecs/float_convert.h"
+#include "common/checked_math.h"
+#include "common/status_macros.h"
+#include "common/str_cat.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define BOLTPACK_NVFP4_AVX2 1
+#else
+#define BOLTPACK_NVFP4_AVX2 0
+#endif
+
+namespace boltpack {
+
+uint8_t CastFp4ModelOpt(float x) {
+  const float a = std::fabs(x);
+  // searchsorted(bounds, a) (side left): how many bounds are < a.
+  static constexpr float kBounds[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  int idx = 0;
+  for (float b : kBounds) idx += b < a ? 1 : 0;
+  if (a == 0.75f || a == 1.75f || a == 3.5f) ++idx;  // ties to the even code
+  return static_cast<uint8_t>(idx | (x < 0.0f ? 8 : 0));
+}
+
+namespace {
+
+#if BOLTPACK_NVFP4_AVX2
+__attribute__((target("avx2,fma,f16c"))) inline __m256 cvt(__m128i v8) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v8));
+}
+#endif
+
+
+// E2M1 values; code 8 is +0 (as ModelOpt's table and ggml's integer table).
+constexpr float kE2M1Float[16] = {0.0f, 0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                  0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+const std::array<float, 256>& Ue4m3HalfTable() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int i = 0; i < 256; ++i) t[i] = Ue4m3ToF32Half(static_cast<uint8_t>(i));
+    return t;
+  }();
+  return table;
+}
+
+const std::array<float, 256>& E4m3fnTable() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int i = 0; i < 256; ++i) t[i] = E4m3fnToF32(static_cast<uint8_t>(i));
+    return t;
+  }();
+  return table;
+}
+
+// ---- nvfp4-ggml ---------------------------------------------------------------
+
+void DecodeGgmlPortable(const uint8_t* in, uint64_t nb, float* y) {
+  const auto& ue = Ue4m3HalfTable();
+  for (uint64_t b = 0; b < nb; ++b, in += kNvfp4GgmlBlockBytes) {
+    for (int s = 0; s < 4; ++s, y += 16) {
+      const float d = ue[in[s]];
+      const uint8_t* q = in + 4 + 8 * s;
+      for (int j = 0; j < 8; ++j) {
+        y[j] = static_cast<float>(kE2M1Doubled[q[j] & 0x0F]) * d;
+        y[j + 8] = static_cast<float>(kE2M1Doubled[q[j] >> 4]) * d;
+      }
+    }
+  }
+}
+
+#if BOLTPACK_NVFP4_AVX2
+__attribute__((target("avx2,fma,f16c"))) void DecodeGgmlAvx2(const uint8_t* in, uint64_t nb, float* y) {
+  const auto& ue = Ue4m3HalfTable();
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kE2M1Doubled));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  for (uint64_t b = 0; b < nb; ++b, in += kNvfp4GgmlBlockBytes, y += 64) {
+    for (int h = 0; h < 2; ++h) {  // sub-blocks 2h, 2h+1
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 4 + 16 * h));
+      const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(q, m4));
+      const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), m4));
+      const __m256 d0 = _mm256_set1_ps(ue[in[2 * h]]);
+      const __m256 d1 = _mm256_set1_ps(ue[in[2 * h + 1]]);
+      float* yy = y + 32 * h;
+      _mm256_storeu_ps(yy + 0, _mm256_mul_ps(cvt(lo), d0));
+      _mm256_storeu_ps(yy + 8, _mm256_mul_ps(cvt(hi), d0));
+      _mm256_storeu_ps(yy + 16, _mm256_mul_ps(cvt(_mm_srli_si128(lo, 8)), d1));
+      _mm256_storeu_ps(yy + 24, _mm256_mul_ps(cvt(_mm_srli_si128(hi, 8)), d1));
+    }
+  }
+}
+#endif
+
+class Nvfp4GgmlCodec : public BlockCodec {
+ public:
+  Nvfp4GgmlCodec()
+      : BlockCodec(BlockFormat{
+            "nvfp4-ggml",
+            "ggml NVFP4 blocks (GGUF type 40: 64 E2M1 values, 4 UE4M3 sub-scales), ggml-exact",
+            kNvfp4GgmlBlockElems,
+            {{"blocks", kNvfp4GgmlBlockBytes}}}) {}
+
+  absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
+                            const BlockParams& /*params*/) const override {
+    uint8_t* o = out[0];
+    for (uint64_t b = 0; b < nblocks; ++b, o += kNvfp4GgmlBlockBytes) {
+      for (int s = 0; s < 4; ++s, x += 16) {
+        float amax = 0.0f;
+        for (int j = 0; j < 16; ++j) {
+          if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
+        }
+        const uint8_t ue = F32ToUe4m3Ggml(amax / 6.0f);
+        o[s] = ue;
+        const float d = Ue4m3ToF32Half(ue);
+        for (int j = 0; j < 8; ++j) {
+          const int x0 = BestIndexE2M1(x[j], d);
+          const int x1 = BestIndexE2M1(x[8 + j], d);
+          o[4 + 8 * s + j] = static_cast<uint8_t>(x0 | (x1 << 4));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
+                       const BlockParams& /*params*/, bool avx2) const override {
+#if BOLTPACK_NVFP4_AVX2
+    if (avx2) return DecodeGgmlAvx2(in[0], nblocks, y);
+#endif
+    (void)avx2;
+    DecodeGgmlPortable(in[0], nblocks, y);
+  }
+};
+
+// ---- nvfp4 (two-level) --------------------------------------------------------
+
+absl::StatusOr<float> NumericParam(const MetaValue& v) {
+  double d;
+  switch (v.type) {
+    case ValueType::kFloat32: d = v.f32; break;
+    case ValueType::kFloat64: d = v.f64; break;
+    default:
+      if (IsUnsignedInt(v.type)) {
+        d = static_cast<double>(v.u);
+      } else if (IsSignedInt(v.type)) {
+        d = static_cast<double>(v.i);
+      } else {
+        return absl::InvalidArgumentError("codec 'nvfp4': parameter 'tensor_scale' must be a number");
+      }
+  }
+  const float f = static_cast<float>(d);
+  if (!(std::isfinite(f) && f > 0.0f)) {
+    return absl::InvalidArgumentError(
+        StrCat("codec 'nvfp4': tensor_scale ", d, " is not a finite positive float32"));
+  }
+  return f;
+}
+
+void DecodeTwoLevelPortable(const uint8_t* values, const uint8_t* scales, uint64_t nb, float* y,
+                            float ts) {
+  const auto& e4 = E4m3fnTable();
+  for (uint64_t b = 0; b < nb; ++b, values += 8, y += 16) {
+    const float s = e4[scales[b]] * ts;
+    for (int i = 0; i < 8; ++i) {
+      y[2 * i] = kE2M1Float[values[i] & 0x0F] * s;
+      y[2 * i + 1] = kE2M1Float[values[i] >> 4] * s;
+    }
+  }
+}
+
+#if BOLTPACK_NVFP4_AVX2
+// 8 codes (one per byte) -> their E2M1 values (code 8 -> +0).
+__attribute__((target("avx2,fma,f16c"))) inline __m256 Lookup(__m128i codes8, __m256 pos, __m256 neg) {
+  const __m256i idx = _mm256_cvtepu8_epi32(codes8);
+  const __m256 p = _mm256_permutevar8x32_ps(pos, idx);  // uses idx & 7
+  const __m256 n = _mm256_permutevar8x32_ps(neg, idx);
+  return _mm256_blendv_ps(p, n, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+}
+
+__attribute__((target("avx2,fma,f16c"))) void DecodeTwoLevelAvx2(const uint8_t* values,
+                                                                 const uint8_t* scales, uint64_t nb,
+                                                                 float* y, float ts) {
+  const auto& e4 = E4m3fnTable();
+  const __m256 pos = _mm256_loadu_ps(kE2M1Float);
+  const __m256 neg = _mm256_loadu_ps(kE2M1Float + 8);
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  for (uint64_t b = 0; b < nb; ++b, values += 8, y += 16) {
+    const __m256 s = _mm256_set1_ps(e4[scales[b]] * ts);
+    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(values));
+    const __m128i lo = _mm_and_si128(v, m4);
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+    const __m128i codes = _mm_unpacklo_epi8(lo, hi);  // element order
+    _mm256_storeu_ps(y, _mm256_mul_ps(Lookup(codes, pos, neg), s));
+    _mm256_storeu_ps(y + 8, _mm256_mul_ps(Lookup(_mm_srli_si128(codes, 8), pos, neg), s));
+  }
+}
+#endif
+
+class Nvfp4Codec : public BlockCodec {
+ public:
+  Nvfp4Codec()
+      : BlockCodec(BlockFormat{"nvfp4",
+                               "NVIDIA NVFP4 as ModelOpt: E2M1 values, E4M3 scale per 16, fp32 "
+                               "tensor scale",
+                               kNvfp4BlockElems,
+                               {{"values", 8}, {"scales", 1}}}) {}
+
+  absl::StatusOr<BlockParams> ParseStoredParams(const CodecParams& params) const override {
+    if (params.size() != 1 || params[0].first != kNvfp4TensorScaleParam) {
+      return absl::InvalidArgumentError(
+          StrCat("codec 'nvfp4' needs exactly one parameter, 'tensor_scale' (FLOAT32), got ",
+                 params.size(), params.empty() ? "" : StrCat(" starting with '", params[0].first, "'")));
+    }
+    const MetaValue& v = params[0].second;
+    if (v.type != ValueType::kFloat32) {
+      return absl::InvalidArgumentError(
+          StrCat("codec 'nvfp4': parameter 'tensor_scale' has type ", ValueTypeName(v.type),
+                 ", expected FLOAT32"));
+    }
+    if (!(std::isfinite(v.f32) && v.f32 > 0.0f)) {
+      return absl::InvalidArgumentError(
+          StrCat("codec 'nvfp4': tensor_scale ", v.f32, " is not finite and positive"));
+    }
+    BlockParams p;
+    p.tensor_scale = v.f32;
+    return p;
+  }
+
+  absl::Status CheckEncodeParams(const CodecParams& params) const override {
+    if (params.empty()) return absl::OkStatus();
+    if (params.size() != 1 || params[0].first != kNvfp4TensorScaleParam) {
+      return absl::InvalidArgumentError(StrCat(
+          "codec 'nvfp4' takes one optional parameter, 'tensor_scale', got '", params[0].first, "'"));
+    }
+    return NumericParam(params[0].second).status();
+  }
+
+  absl::StatusOr<CodecParams> EncodeParams(const CodecParams& requested, float amax) const override {
+    float ts;
+    if (!requested.empty()) {
+      BP_ASSIGN_OR_RETURN(ts, NumericParam(requested[0].second));
+    } else if (amax == 0.0f) {
+      ts = 1.0f;  // all zeros: any scale; 1 keeps the ggml export trivial
+    } else {
+      // ModelOpt: weight_scale_2 = amax / (6 * 448), in fp32. Kept normal so
+      // block scales and the division below stay finite.
+      ts = std::max(amax / 2688.0f, FLT_MIN);
+    }
+    CodecParams p;
+    p.emplace_back(kNvfp4TensorScaleParam, MetaValue::Float32(ts));
+    return p;
+  }
+
+  absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
+                            const BlockParams& params) const override {
+    const float ts = params.tensor_scale;
+    const float denom = 6.0f * ts;
+    uint8_t* values = out[0];
+    uint8_t* scales = out[1];
+    const auto& e4 = E4m3fnTable();
+    for (uint64_t b = 0; b < nblocks; ++b, x += 16, values += 8) {
+      float bamax = 0.0f;
+      for (int j = 0; j < 16; ++j) bamax = std::max(bamax, std::fabs(x[j]));
+      // ModelOpt: per_block_scale = block_amax / (6 * weight_scale_2); zeros
+      // -> 1.0; clamp [2^-9, 448]; cast to float8_e4m3fn (nearest even).
+      float pbs = bamax / denom;
+      if (pbs == 0.0f) pbs = 1.0f;
+      pbs = std::clamp(pbs, 0x1p-9f, 448.0f);
+      const uint8_t code = F32ToE4m3fnRne(pbs);
+      scales[b] = code;
+      const float s = e4[code] * ts;  // > 0
+      for (int i = 0; i < 8; ++i) {
+        const uint8_t c0 = CastFp4ModelOpt(x[2 * i] / s);
+        const uint8_t c1 = CastFp4ModelOpt(x[2 * i + 1] / s);
+        values[i] = static_cast<uint8_t>(c0 | (c1 << 4));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
+                       const BlockParams& params, bool avx2) const override {
+#if BOLTPACK_NVFP4_AVX2
+    if (avx2) return DecodeTwoLevelAvx2(in[0], in[1], nblocks, y, params.tensor_scale);
+#endif
+    (void)avx2;
+    DecodeTwoLevelPortable(in[0], in[1], nblocks, y, params.tensor_scale);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<BlockCodec> MakeNvfp4GgmlCodec() { return std::make_unique<Nvfp4GgmlCodec>(); }
+std::unique_ptr<BlockCodec> MakeNvfp4Codec() { return std::make_unique<Nvfp4Codec>(); }
+
+absl::Status RegisterNvfp4Codecs() {
+  BP_RETURN_IF_ERROR(RegisterCodec(MakeNvfp4GgmlCodec()));
+  return RegisterCodec(MakeNvfp4Codec());
+}
+
+absl::StatusOr<GgmlNvfp4Tensor> Nvfp4ToGgml(const TensorInfo& info, absl::Span<const uint8_t> values,
+                                            absl::Span<const uint8_t> scales) {
+  static const std::unique_ptr<BlockCodec> codec = MakeNvfp4Codec();
+  BP_RETURN_IF_ERROR(codec->ValidateRecord(info));
+  const uint64_t inner = info.shape.back();
+  if (inner % kNvfp4GgmlBlockElems != 0) {
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", info.name, "': GGUF NVFP4 needs rows of a multiple of 64 values, not ", inner));
+  }
+  const uint64_t n = info.element_count();
+  if (values.size() != n / 2 || scales.size() != n / 16) {
+    return absl::InvalidArgumentError(StrCat("tensor '", info.name, "': streams of ", values.size(), " and ",
+                                             scales.size(), " bytes, expected ", n / 2, " and ", n / 16));
+  }
+  GgmlNvfp4Tensor outt;
+  outt.tensor_scale = codec->ParseStoredParams(info.codec_params)->tensor_scale;
+  const uint64_t nb = n / kNvfp4GgmlBlockElems;
+  outt.blocks.resize(nb * kNvfp4GgmlBlockBytes);
+  for (uint64_t g = 0; g < nb; ++g) {
+    uint8_t* o = outt.blocks.data() + g * kNvfp4GgmlBlockBytes;
+    for (int s = 0; s < 4; ++s) {
+      const uint64_t blk = g * 4 + s;
+      const uint8_t sc = scales[blk];
+      if ((sc & 0x80) != 0 || sc == 0x7F) {
+        return absl::InvalidArgumentError(
+            StrCat("tensor '", info.name, "': scale byte ", static_cast<int>(sc), " of block ", blk,
+                   " is negative or NaN, which GGUF NVFP4 cannot hold"));
+      }
+      o[s] = sc;
+      const uint8_t* v = values.data() + blk * 8;
+      uint8_t codes[16];
+      for (int i = 0; i < 8; ++i) {
+        codes[2 * i] = v[i] & 0x0F;
+        codes[2 * i + 1] = v[i] >> 4;
+      }
+      for (int j = 0; j < 8; ++j) {
+        // Code 8 (-0) decodes as +0 in both layouts; ggml never writes it.
+        const uint8_t lo = codes[j] == 8 ? 0 : codes[j];
+        const uint8_t hi = codes[j + 8] == 8 ? 0 : codes[j + 8];
+        o[4 + 8 * s + j] = static_cast<uint8_t>(lo | (hi << 4));
+      }
+    }
+  }
+  return outt;
+}
+
+absl::StatusOr<Nvfp4Streams> GgmlToNvfp4(absl::Span<const uint64_t> shape, absl::Span<const uint8_t> blocks,
+                                         float tensor_scale) {
+  if (shape.empty() || shape.back() % kNvfp4GgmlBlockElems != 0) {
+    return absl::InvalidArgumentError("GGUF NVFP4 tensor: innermost dimension is not a multiple of 64");
+  }
+  auto n = CheckedProduct(shape);
+  if (!n || *n >= (uint64_t{1} << 56)) return absl::InvalidArgumentError("GGUF NVFP4 tensor: too many elements");
+  const uint64_t nb = *n / kNvfp4GgmlBlockElems;
+  if (blocks.size() != nb * kNvfp4GgmlBlockBytes) {
+    return absl::InvalidArgumentError(StrCat("GGUF NVFP4 tensor: ", blocks.size(), " bytes, expected ",
+                                             nb * kNvfp4GgmlBlockBytes));
+  }
+  if (!(std::isfinite(tensor_scale) && tensor_scale > 0.0f)) {
+    return absl::InvalidArgumentError(StrCat("GGUF NVFP4 tensor: scale ", tensor_scale,
+                                             " is not finite and positive"));
+  }
+  Nvfp4Streams out;
+  out.values.resize(*n / 2);
+  out.scales.resize(*n / 16);
+  for (uint64_t g = 0; g < nb; ++g) {
+    const uint8_t* in = blocks.data() + g * kNvfp4GgmlBlockBytes;
+    for (int s = 0; s < 4; ++s) {
+      const uint64_t blk = g * 4 + s;
+      // ggml reads 0x7F and 0x80 as 0, 0x81..0xFE as the byte without bit 7,
+      // and 0xFF as 480, which float8_e4m3fn cannot hold.
+      const uint8_t d = in[s];
+      if (d == 0xFF) {
+        return absl::InvalidArgumentError(StrCat("GGUF NVFP4 tensor: block ", g, " has sub-scale byte 0xFF (480), "
+                                                 "which float8_e4m3fn cannot hold"));
+      }
+      out.scales[blk] = d == 0x7F ? 0 : static_cast<uint8_t>(d & 0x7F);
+      uint8_t codes[16];
+      for (int j = 0; j < 8; ++j) {
+        codes[j] = in[4 + 8 * s + j] & 0x0F;
+        codes[j + 8] = in[4 + 8 * s + j] >> 4;
+      }
+      for (int i = 0; i < 8; ++i) {
+        out.values[blk * 8 + i] = static_cast<uint8_t>(codes[2 * i] | (codes[2 * i + 1] << 4));
+      }
+    }
+  }
+  out.params.emplace_back(kNvfp4TensorScaleParam, MetaValue::Float32(tensor_scale));
+  return out;
+}
+
+}  // namespace boltpack

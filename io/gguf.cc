@@ -1,0 +1,808 @@
+#include "io/gguf.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "common/checked_math.h"
+#include "common/status_macros.h"
+#include "common/str_cat.h"
+#include "format/limits.h"
+#include "io/atomic_file.h"
+#include "io/json.h"
+#include "io/mapped_file.h"
+
+namespace boltpack::io {
+namespace {
+
+// ggml.c type_traits (blck_size, type_size) at d99724f; removed ids absent.
+constexpr GgmlType kTypes[] = {
+    {0, "F32", 1, 4},        {1, "F16", 1, 2},        {2, "Q4_0", 32, 18},     {3, "Q4_1", 32, 20},
+    {6, "Q5_0", 32, 22},     {7, "Q5_1", 32, 24},     {8, "Q8_0", 32, 34},     {9, "Q8_1", 32, 36},
+    {10, "Q2_K", 256, 84},   {11, "Q3_K", 256, 110},  {12, "Q4_K", 256, 144},  {13, "Q5_K", 256, 176},
+    {14, "Q6_K", 256, 210},  {15, "Q8_K", 256, 292},  {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
+    {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50}, {20, "IQ4_NL", 32, 18},  {21, "IQ3_S", 256, 110},
+    {22, "IQ2_S", 256, 82},  {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},       {25, "I16", 1, 2},
+    {26, "I32", 1, 4},       {27, "I64", 1, 8},       {28, "F64", 1, 8},       {29, "IQ1_M", 256, 56},
+    {30, "BF16", 1, 2},      {34, "TQ1_0", 256, 54},  {35, "TQ2_0", 256, 66},  {39, "MXFP4", 32, 17},
+    {40, "NVFP4", 64, 36},   {41, "Q1_0", 128, 18},   {42, "Q2_0", 64, 18},
+};
+
+const GgmlType* const* TypeIndex() {
+  static const GgmlType* const* index = [] {
+    static const GgmlType* table[kGgmlTypeCount] = {};
+    for (const auto& t : kTypes) table[t.id] = &t;
+    return table;
+  }();
+  return index;
+}
+
+std::string Lower(std::string_view s) {
+  std::string r(s);
+  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+// Names in messages are quoted and cut short.
+std::string Quoted(std::string_view s) {
+  constexpr size_t kMax = 200;
+  if (s.size() <= kMax) return JsonQuote(s);
+  size_t cut = kMax;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return StrCat(JsonQuote(s.substr(0, cut)), "...");
+}
+
+// GGUF value type ids (enum gguf_type).
+enum GgufType : int32_t {
+  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
+  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+};
+
+ValueType ToValueType(int32_t t) {
+  switch (t) {
+    case kU8: return ValueType::kUint8;
+    case kI8: return ValueType::kInt8;
+    case kU16: return ValueType::kUint16;
+    case kI16: return ValueType::kInt16;
+    case kU32: return ValueType::kUint32;
+    case kI32: return ValueType::kInt32;
+    case kF32: return ValueType::kFloat32;
+    case kBool: return ValueType::kBool;
+    case kString: return ValueType::kString;
+    case kArray: return ValueType::kArray;
+    case kU64: return ValueType::kUint64;
+    case kI64: return ValueType::kInt64;
+    case kF64: return ValueType::kFloat64;
+    default: return ValueType::kUnspecified;
+  }
+}
+
+// Fixed byte size of a scalar GGUF type; 0 for string/array.
+uint64_t ScalarSize(int32_t t) {
+  switch (t) {
+    case kU8: case kI8: case kBool: return 1;
+    case kU16: case kI16: return 2;
+    case kU32: case kI32: case kF32: return 4;
+    case kU64: case kI64: case kF64: return 8;
+    default: return 0;
+  }
+}
+
+// Fewest bytes one element of this type takes (for count caps).
+uint64_t MinSize(int32_t t) {
+  if (t == kString) return 8;
+  if (t == kArray) return 12;
+  return ScalarSize(t);
+}
+
+// All metadata elements a file may hold, in total (each becomes a MetaValue;
+// a bolt-pack manifest could not hold more anyway).
+constexpr uint64_t kMaxMetadataElements = 16ull << 20;
+
+class Cursor {
+ public:
+  Cursor(absl::Span<const uint8_t> b, const std::string& file) : b_(b), file_(file) {}
+  uint64_t pos() const { return pos_; }
+  uint64_t left() const { return b_.size() - pos_; }
+  const std::string& file() const { return file_; }
+
+  absl::Status Fail(std::string_view what) const {
+    return absl::InvalidArgumentError(StrCat(file_, ": ", what));
+  }
+  // `what` names the field for messages; a callable is only called on failure.
+  template <typename T, typename W>
+  absl::Status Read(T* v, W&& what) {
+    if (left() < sizeof(T)) {
+      return Fail(StrCat("truncated at byte ", pos_, " reading ", Text(what), " (", sizeof(T), " bytes needed, ",
+                         left(), " left)"));
+    }
+    std::memcpy(v, b_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return absl::OkStatus();
+  }
+  template <typename W>
+  absl::Status ReadString(std::string* s, W&& what) {
+    uint64_t n = 0;
+    BP_RETURN_IF_ERROR(Read(&n, what));
+    if (n > kGgufMaxStringBytes) {
+      return Fail(StrCat(Text(what), " at byte ", pos_ - 8, " claims ", n, " bytes (limit 1 GiB)"));
+    }
+    if (n > left()) {
+      return Fail(StrCat(Text(what), " at byte ", pos_ - 8, " claims ", n, " bytes, only ", left(),
+                         " left in the file"));
+    }
+    s->assign(reinterpret_cast<const char*>(b_.data() + pos_), n);
+    pos_ += n;
+    return absl::OkStatus();
+  }
+
+ private:
+  static std::string Text(std::string_view w) { return std::string(w); }
+  template <typename F>
+    requires std::is_invocable_v<F>
+  static std::string Text(F&& f) {
+    return f();
+  }
+  absl::Span<const uint8_t> b_;
+  const std::string& file_;
+  uint64_t pos_ = 0;
+};
+
+struct ParsedFile {
+  std::string path;
+  std::unique_ptr<MappedFile> map;
+  absl::Span<const uint8_t> bytes;
+  uint32_t version = 0;
+  uint32_t alignment = kGgufDefaultAlignment;
+  Metadata kv;
+  std::vector<GgufTensor> tensors;
+  uint64_t data_offset = 0;
+};
+
+absl::Status ReadValue(Cursor& c, int32_t type, const std::string& key, int depth, uint64_t* budget,
+                       MetaValue* out) {
+  auto where = [&] { return StrCat("key ", Quoted(key)); };
+  out->type = ToValueType(type);
+  switch (type) {
+    case kU8: { uint8_t v = 0; BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); })); out->u = v; return absl::OkStatus(); }
+    case kU16: { uint16_t v = 0; BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); })); out->u = v; return absl::OkStatus(); }
+    case kU32: { uint32_t v = 0; BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); })); out->u = v; return absl::OkStatus(); }
+    case kU64: { uint64_t v = 0; BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); })); out->u = v; return absl::OkStatus(); }
+    case kI8: { int8_t v = 0; BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); })); out->i = v; return absl::OkStatus(); }
+    case kI16: { int16_t v = 0; BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); })); out->i = v; return absl::OkStatus(); }
+    case kI32: { int32_t v = 0; BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); })); out->i = v; return absl::OkStatus(); }
+    case kI64: { int64_t v = 0; BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); })); out->i = v; return absl::OkStatus(); }
+    case kF32: { float v = 0; BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); })); out->f32 = v; return absl::OkStatus(); }
+    case kF64: { double v = 0; BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); })); out->f64 = v; return absl::OkStatus(); }
+    case kBool: {
+      uint8_t v = 0;
+      BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); }));
+      if (v > 1) return c.Fail(StrCat(where(), ": bool byte ", static_cast<int>(v), " at byte ", c.pos() - 1, " is not 0 or 1"));
+      out->b = v != 0;
+      return absl::OkStatus();
+    }
+    case kString: return c.ReadString(&out->s, [&] { return StrCat(where(), ": string length"); });
+    case kArray: {
+      if (depth >= static_cast<int>(format::kMaxArrayDepth)) {
+        return c.Fail(StrCat(where(), ": arrays nested deeper than ", format::kMaxArrayDepth, " levels"));
+      }
+      int32_t et = 0;
+      uint64_t n = 0;
+      BP_RETURN_IF_ERROR(c.Read(&et, [&] { return StrCat(where(), ": array element type"); }));
+      if (et < 0 || et > kF64) return c.Fail(StrCat(where(), ": invalid array element type ", et));
+      BP_RETURN_IF_ERROR(c.Read(&n, [&] { return StrCat(where(), ": array length"); }));
+      if (n > kGgufMaxArrayElements) {
+        return c.Fail(StrCat(where(), ": array of ", n, " elements (limit 2^30)"));
+      }
+      if (n > c.left() / MinSize(et)) {
+        return c.Fail(StrCat(where(), ": array of ", n, " elements of type ", et, " cannot fit in the ", c.left(),
+                             " bytes left"));
+      }
+      if (n > *budget) {
+        return absl::ResourceExhaustedError(StrCat(c.file(), ": ", where(), ": more than ", kMaxMetadataElements,
+                                                   " metadata array elements in the file"));
+      }
+      *budget -= n;
+      out->element_type = ToValueType(et);
+      out->elements.resize(n);
+      for (uint64_t k = 0; k < n; ++k) {
+        BP_RETURN_IF_ERROR(ReadValue(c, et, key, depth + 1, budget, &out->elements[k]));
+      }
+      return absl::OkStatus();
+    }
+    default: return c.Fail(StrCat(where(), ": invalid value type ", type));
+  }
+}
+
+absl::Status ParseGguf(ParsedFile* f) {
+  Cursor c(f->bytes, f->path);
+  char magic[4];
+  if (f->bytes.size() < 4) return c.Fail(StrCat("not a GGUF file (", f->bytes.size(), " bytes)"));
+  std::memcpy(magic, f->bytes.data(), 4);
+  if (std::memcmp(magic, "GGUF", 4) != 0) {
+    return c.Fail("not a GGUF file (the first 4 bytes are not \"GGUF\")");
+  }
+  uint32_t skip;
+  BP_RETURN_IF_ERROR(c.Read(&skip, "magic"));
+  BP_RETURN_IF_ERROR(c.Read(&f->version, "version"));
+  if ((f->version & 0xFFFF) == 0) {
+    return c.Fail(StrCat("GGUF version ", f->version, " looks byte-swapped (a big-endian file?); only little-endian is read"));
+  }
+  if (f->version == 1) return c.Fail("GGUF version 1 is no longer supported (ggml reads only 2 and 3)");
+  if (f->version < 2 || f->version > 3) return c.Fail(StrCat("unsupported GGUF version ", f->version, " (2 and 3 are read)"));
+  int64_t n_tensors = 0, n_kv = 0;
+  BP_RETURN_IF_ERROR(c.Read(&n_tensors, "tensor count"));
+  BP_RETURN_IF_ERROR(c.Read(&n_kv, "key/value count"));
+  if (n_tensors < 0) return c.Fail(StrCat("negative tensor count ", n_tensors));
+  if (n_kv < 0) return c.Fail(StrCat("negative key/value count ", n_kv));
+  // Each key/value takes at least 13 bytes, each tensor info 24.
+  if (static_cast<uint64_t>(n_kv) > c.left() / 13) {
+    return c.Fail(StrCat("key/value count ", n_kv, " cannot fit in a file of ", f->bytes.size(), " bytes"));
+  }
+  if (static_cast<uint64_t>(n_tensors) > c.left() / 24) {
+    return c.Fail(StrCat("tensor count ", n_tensors, " cannot fit in a file of ", f->bytes.size(), " bytes"));
+  }
+  if (static_cast<uint64_t>(n_tensors) > format::kMaxTensors) {
+    return absl::ResourceExhaustedError(StrCat(f->path, ": ", n_tensors, " tensors (limit ", format::kMaxTensors, ")"));
+  }
+  uint64_t budget = kMaxMetadataElements;
+  absl::flat_hash_set<std::string> keys;
+  keys.reserve(n_kv);
+  f->kv.reserve(n_kv);
+  bool have_alignment = false;
+  for (int64_t i = 0; i < n_kv; ++i) {
+    std::string key;
+    BP_RETURN_IF_ERROR(c.ReadString(&key, [&] { return StrCat("key #", i, " length"); }));
+    if (key.empty()) return c.Fail(StrCat("key #", i, " is empty"));
+    if (key.size() > format::kMaxNameBytes) {
+      return c.Fail(StrCat("key ", Quoted(key), " is ", key.size(), " bytes (bolt-pack keys are at most 4096)"));
+    }
+    if (key.find('\0') != std::string::npos || !IsValidUtf8(key)) {
+      return c.Fail(StrCat("key #", i, " ", Quoted(key), " is not UTF-8 text without NUL"));
+    }
+    if (!keys.insert(key).second) return c.Fail(StrCat("duplicate key ", Quoted(key)));
+    int32_t type = 0;
+    BP_RETURN_IF_ERROR(c.Read(&type, [&] { return StrCat("key ", Quoted(key), ": value type"); }));
+    if (type < 0 || type > kF64) return c.Fail(StrCat("key ", Quoted(key), ": invalid value type ", type));
+    MetaValue v;
+    BP_RETURN_IF_ERROR(ReadValue(c, type, key, 0, &budget, &v));
+    if (key == "general.alignment") {
+      if (v.type != ValueType::kUint32) {
+        return c.Fail(StrCat("key \"general.alignment\" has type ", ValueTypeName(v.type), ", must be UINT32"));
+      }
+      if (!IsPowerOfTwo(v.u)) {
+        return c.Fail(StrCat("key \"general.alignment\" is ", v.u, ", must be a power of two"));
+      }
+      f->alignment = static_cast<uint32_t>(v.u);
+      have_alignment = true;
+    }
+    f->kv.emplace_back(std::move(key), std::move(v));
+  }
+  (void)have_alignment;
+  const uint64_t align = f->alignment;
+  f->tensors.resize(n_tensors);
+  absl::flat_hash_set<std::string_view> names;
+  names.reserve(n_tensors);
+  for (int64_t i = 0; i < n_tensors; ++i) {
+    GgufTensor& t = f->tensors[i];
+    BP_RETURN_IF_ERROR(c.ReadString(&t.name, [&] { return StrCat("tensor #", i, " name length"); }));
+    auto tw = [&] { return StrCat("tensor ", Quoted(t.name)); };
+    if (t.name.empty()) return c.Fail(StrCat("tensor #", i, " has an empty name"));
+    if (t.name.size() > kGgufMaxNameBytes) {
+      return c.Fail(StrCat(tw(), ": name is ", t.name.size(), " bytes (ggml allows at most 63)"));
+    }
+    if (t.name.find('\0') != std::string::npos) return c.Fail(StrCat(tw(), ": name holds a NUL byte"));
+    if (!names.insert(t.name).second) return c.Fail(StrCat("duplicate tensor name ", Quoted(t.name)));
+    uint32_t n_dims = 0;
+    BP_RETURN_IF_ERROR(c.Read(&n_dims, [&] { return StrCat(tw(), ": dimension count"); }));
+    if (n_dims > kGgufMaxDims) return c.Fail(StrCat(tw(), ": ", n_dims, " dimensions (ggml allows at most 4)"));
+    t.ne.resize(n_dims);
+    for (uint32_t d = 0; d < n_dims; ++d) {
+      int64_t ne = 0;
+      BP_RETURN_IF_ERROR(c.Read(&ne, [&] { return StrCat(tw(), ": ne[", d, "]"); }));
+      if (ne < 0) return c.Fail(StrCat(tw(), ": ne[", d, "] is negative (", ne, ")"));
+      t.ne[d] = static_cast<uint64_t>(ne);
+    }
+    auto elements = CheckedProduct(t.ne);
+    if (!elements || *elements >= static_cast<uint64_t>(INT64_MAX)) {
+      return c.Fail(StrCat(tw(), ": element count overflows int64"));
+    }
+    int32_t type = 0;
+    BP_RETURN_IF_ERROR(c.Read(&type, [&] { return StrCat(tw(), ": type"); }));
+    t.type = GgmlTypeById(type);
+    if (t.type == nullptr) {
+      return c.Fail(StrCat(tw(), ": unknown or removed ggml type ", type));
+    }
+    auto nbytes = GgmlTensorBytes(*t.type, t.ne);
+    if (!nbytes.ok()) return c.Fail(StrCat(tw(), ": ", nbytes.status().message()));
+    t.nbytes = *nbytes;
+    BP_RETURN_IF_ERROR(c.Read(&t.offset, [&] { return StrCat(tw(), ": offset"); }));
+  }
+  // Offsets: multiples of the alignment, and (ggml's rule) each the padded
+  // sum of the tensors before it, so tensors are contiguous in info order.
+  uint64_t expected = 0;
+  for (auto& t : f->tensors) {
+    if (t.offset % align != 0) {
+      return c.Fail(StrCat("tensor ", Quoted(t.name), " has offset ", t.offset, ", not a multiple of the alignment ",
+                           align, have_alignment ? " (general.alignment)" : " (the default)"));
+    }
+    if (t.offset != expected) {
+      return c.Fail(StrCat("tensor ", Quoted(t.name), " has offset ", t.offset, ", expected ", expected,
+                           " (tensors must follow each other in info order, each padded to ", align, " bytes)"));
+    }
+    auto padded = AlignUp(t.nbytes, align);
+    auto next = padded ? CheckedAdd(expected, *padded) : std::nullopt;
+    if (!next) return c.Fail(StrCat("tensor ", Quoted(t.name), ": data section size overflows"));
+    expected = *next;
+  }
+  uint64_t end = c.pos();
+  if (n_tensors == 0) {
+    // Vocab-only files end right after the key/values, unpadded.
+    f->data_offset = end;
+    return absl::OkStatus();
+  }
+  auto data = AlignUp(end, align);
+  if (!data || *data > f->bytes.size()) {
+    return c.Fail(StrCat("data section would start at byte ", data ? *data : end, ", past the end of the file (",
+                         f->bytes.size(), " bytes)"));
+  }
+  f->data_offset = *data;
+  for (auto& t : f->tensors) {
+    auto begin = CheckedAdd(*data, t.offset);
+    auto stop = begin ? CheckedAdd(*begin, t.nbytes) : std::nullopt;
+    if (!stop || *stop > f->bytes.size()) {
+      return c.Fail(StrCat("tensor ", Quoted(t.name), ": bytes [", begin ? *begin : 0, ", +", t.nbytes,
+                           ") run past the end of the file (", f->bytes.size(), " bytes)"));
+    }
+    t.file_offset = *begin;
+  }
+  return absl::OkStatus();
+}
+
+const MetaValue* FindKey(const Metadata& kv, std::string_view key) {
+  for (const auto& [k, v] : kv) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+// split.* keys: nullopt count when absent.
+struct SplitKeys {
+  std::optional<uint64_t> no, count;
+  std::optional<int64_t> tensors_count;
+};
+
+absl::StatusOr<SplitKeys> ReadSplitKeys(const ParsedFile& f) {
+  SplitKeys s;
+  auto check = [&](std::string_view key, ValueType want) -> absl::StatusOr<const MetaValue*> {
+    const MetaValue* v = FindKey(f.kv, key);
+    if (v != nullptr && v->type != want) {
+      return absl::InvalidArgumentError(StrCat(f.path, ": key \"", key, "\" has type ", ValueTypeName(v->type),
+                                               ", must be ", ValueTypeName(want)));
+    }
+    return v;
+  };
+  BP_ASSIGN_OR_RETURN(const MetaValue* no, check("split.no", ValueType::kUint16));
+  BP_ASSIGN_OR_RETURN(const MetaValue* count, check("split.count", ValueType::kUint16));
+  BP_ASSIGN_OR_RETURN(const MetaValue* tc, check("split.tensors.count", ValueType::kInt32));
+  if (no) s.no = no->u;
+  if (count) s.count = count->u;
+  if (tc) s.tensors_count = tc->i;
+  return s;
+}
+
+}  // namespace
+
+const GgmlType* GgmlTypeById(int id) {
+  if (id < 0 || id >= kGgmlTypeCount) return nullptr;
+  return TypeIndex()[id];
+}
+
+const GgmlType* GgmlTypeByName(std::string_view name) {
+  std::string up(name);
+  for (auto& ch : up) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  for (const auto& t : kTypes) {
+    if (t.name == up) return &t;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<uint64_t> GgmlTensorBytes(const GgmlType& type, absl::Span<const uint64_t> ne) {
+  uint64_t row = ne.empty() ? 1 : ne[0];
+  if (row % type.block_size != 0) {
+    return absl::InvalidArgumentError(StrCat("row length ne[0] = ", row, " is not a multiple of ", type.name,
+                                             "'s block size ", type.block_size));
+  }
+  std::optional<uint64_t> n = CheckedMul(row / type.block_size, type.type_size);
+  for (size_t d = 1; d < ne.size() && n; ++d) n = CheckedMul(*n, ne[d]);
+  if (!n || *n > (1ull << 62)) return absl::InvalidArgumentError("byte size overflows");
+  return *n;
+}
+
+std::string GgmlTypeCodecId(const GgmlType& type) {
+  switch (type.id) {
+    case 0: return "f32";
+    case 1: return "f16";
+    case 30: return "bf16";
+    case 24: case 25: case 26: case 27: case 28: return "raw";
+    case 8: return "q8_0";
+    case 39: return "mxfp4";
+    case 40: return "nvfp4-ggml";
+    case 16: return "iq2_xxs";
+    default: return StrCat("ggml-", Lower(type.name));
+  }
+}
+
+DType GgmlTypeDType(const GgmlType& type) {
+  switch (type.id) {
+    case 1: return DType::kF16;
+    case 30: return DType::kBF16;
+    case 24: return DType::kI8;
+    case 25: return DType::kI16;
+    case 26: return DType::kI32;
+    case 27: return DType::kI64;
+    case 28: return DType::kF64;
+    default: return DType::kF32;
+  }
+}
+
+const GgmlType* GgmlTypeForCodec(std::string_view codec_id, DType dtype, const CodecParams& params) {
+  auto by_dtype = [](DType d) -> const GgmlType* {
+    switch (d) {
+      case DType::kF32: return GgmlTypeById(0);
+      case DType::kF16: return GgmlTypeById(1);
+      case DType::kBF16: return GgmlTypeById(30);
+      case DType::kI8: return GgmlTypeById(24);
+      case DType::kI16: return GgmlTypeById(25);
+      case DType::kI32: return GgmlTypeById(26);
+      case DType::kI64: return GgmlTypeById(27);
+      case DType::kF64: return GgmlTypeById(28);
+      default: return nullptr;
+    }
+  };
+  if (codec_id == "f32") return GgmlTypeById(0);
+  if (codec_id == "f16") return GgmlTypeById(1);
+  if (codec_id == "bf16") return GgmlTypeById(30);
+  if (codec_id == "raw") return by_dtype(dtype);
+  if (codec_id == "q8_0") return GgmlTypeById(8);
+  if (codec_id == "mxfp4") return GgmlTypeById(39);
+  if (codec_id == "nvfp4-ggml") return GgmlTypeById(40);
+  if (codec_id == "iq2_xxs") return GgmlTypeById(16);
+  if (codec_id.substr(0, 5) == "ggml-") {
+    const GgmlType* t = GgmlTypeByName(codec_id.substr(5));
+    if (t == nullptr) return nullptr;
+    for (const auto& [k, v] : params) {
+      if (k == "ggml_type" && (v.type != ValueType::kInt32 || v.i != t->id)) return nullptr;
+    }
+    return GgmlTypeCodecId(*t) == codec_id ? t : nullptr;
+  }
+  return nullptr;
+}
+
+int GgufValueTypeId(ValueType type) {
+  switch (type) {
+    case ValueType::kUint8: return kU8;
+    case ValueType::kInt8: return kI8;
+    case ValueType::kUint16: return kU16;
+    case ValueType::kInt16: return kI16;
+    case ValueType::kUint32: return kU32;
+    case ValueType::kInt32: return kI32;
+    case ValueType::kFloat32: return kF32;
+    case ValueType::kBool: return kBool;
+    case ValueType::kString: return kString;
+    case ValueType::kArray: return kArray;
+    case ValueType::kUint64: return kU64;
+    case ValueType::kInt64: return kI64;
+    case ValueType::kFloat64: return kF64;
+    default: return -1;
+  }
+}
+
+std::string GgufSplitPath(std::string_view prefix, int index, int count) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "-%05d-of-%05d.gguf", index + 1, count);
+  return StrCat(prefix, buf);
+}
+
+// ---- reader -----------------------------------------------------------------
+
+struct GgufModel::Impl {
+  std::vector<ParsedFile> files;
+  std::vector<std::string> paths;
+  std::vector<GgufTensor> tensors;
+  absl::flat_hash_map<std::string, size_t> index;
+
+  absl::Status AddTensors(size_t shard) {
+    ParsedFile& f = files[shard];
+    for (auto& t : f.tensors) {
+      t.shard = static_cast<uint32_t>(shard);
+      if (!index.emplace(t.name, tensors.size()).second) {
+        return absl::InvalidArgumentError(StrCat(f.path, ": tensor ", Quoted(t.name), " also exists in an earlier shard"));
+      }
+      tensors.push_back(t);
+    }
+    return absl::OkStatus();
+  }
+};
+
+GgufModel::GgufModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GgufModel::~GgufModel() = default;
+
+absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::OpenBuffer(absl::Span<const uint8_t> bytes,
+                                                                 std::string display_name) {
+  auto impl = std::make_unique<Impl>();
+  ParsedFile f;
+  f.path = std::move(display_name);
+  f.bytes = bytes;
+  BP_RETURN_IF_ERROR(ParseGguf(&f));
+  BP_RETURN_IF_ERROR(ReadSplitKeys(f).status());
+  impl->paths.push_back(f.path);
+  impl->files.push_back(std::move(f));
+  BP_RETURN_IF_ERROR(impl->AddTensors(0));
+  return std::unique_ptr<GgufModel>(new GgufModel(std::move(impl)));
+}
+
+absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::Open(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  auto open_one = [&](const std::string& p) -> absl::StatusOr<ParsedFile> {
+    ParsedFile f;
+    f.path = p;
+    BP_ASSIGN_OR_RETURN(f.map, MappedFile::Open(p));
+    f.bytes = f.map->bytes();
+    BP_RETURN_IF_ERROR(ParseGguf(&f));
+    return f;
+  };
+  BP_ASSIGN_OR_RETURN(ParsedFile first, open_one(path));
+  BP_ASSIGN_OR_RETURN(SplitKeys split, ReadSplitKeys(first));
+  impl->paths.push_back(path);
+  impl->files.push_back(std::move(first));
+  BP_RETURN_IF_ERROR(impl->AddTensors(0));
+  uint64_t count = split.count.value_or(0);
+  if (count > 1) {
+    uint64_t no = split.no.value_or(0);
+    if (no != 0) {
+      return absl::InvalidArgumentError(StrCat(path, ": this is shard ", no + 1, " of ", count,
+                                               " of a split model; open the first shard (-00001-of-...)"));
+    }
+    std::string suffix = GgufSplitPath("", 0, static_cast<int>(count));
+    if (path.size() <= suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      return absl::InvalidArgumentError(StrCat(path, ": split.count is ", count, " but the file name does not end in \"",
+                                               suffix, "\", so the other shards cannot be found"));
+    }
+    std::string prefix = path.substr(0, path.size() - suffix.size());
+    for (uint64_t k = 1; k < count; ++k) {
+      std::string p = GgufSplitPath(prefix, static_cast<int>(k), static_cast<int>(count));
+      auto f = open_one(p);
+      if (!f.ok()) {
+        if (f.status().code() == absl::StatusCode::kNotFound) {
+          return absl::NotFoundError(StrCat(path, ": shard ", k + 1, " of ", count, " is missing: ", p));
+        }
+        return f.status();
+      }
+      BP_ASSIGN_OR_RETURN(SplitKeys s, ReadSplitKeys(*f));
+      if (s.no != k || s.count != count) {
+        return absl::InvalidArgumentError(StrCat(p, ": split.no/split.count are ", s.no ? StrCat(*s.no) : "absent", "/",
+                                                 s.count ? StrCat(*s.count) : "absent", ", expected ", k, "/", count));
+      }
+      impl->paths.push_back(p);
+      impl->files.push_back(std::move(*f));
+      BP_RETURN_IF_ERROR(impl->AddTensors(k));
+    }
+  }
+  if (split.tensors_count && count > 1 && static_cast<uint64_t>(*split.tensors_count) != impl->tensors.size()) {
+    return absl::InvalidArgumentError(StrCat(path, ": split.tensors.count is ", *split.tensors_count, " but the ",
+                                             count, " shards hold ", impl->tensors.size(), " tensors"));
+  }
+  return std::unique_ptr<GgufModel>(new GgufModel(std::move(impl)));
+}
+
+uint32_t GgufModel::version() const { return impl_->files[0].version; }
+uint32_t GgufModel::alignment() const { return impl_->files[0].alignment; }
+const Metadata& GgufModel::metadata() const { return impl_->files[0].kv; }
+const std::vector<GgufTensor>& GgufModel::tensors() const { return impl_->tensors; }
+const std::vector<std::string>& GgufModel::files() const { return impl_->paths; }
+uint64_t GgufModel::file_size(size_t shard) const { return impl_->files[shard].bytes.size(); }
+uint64_t GgufModel::data_offset(size_t shard) const { return impl_->files[shard].data_offset; }
+size_t GgufModel::shard_count() const { return impl_->files.size(); }
+
+std::optional<size_t> GgufModel::FindTensor(std::string_view name) const {
+  auto it = impl_->index.find(std::string(name));
+  if (it == impl_->index.end()) return std::nullopt;
+  return it->second;
+}
+
+absl::Span<const uint8_t> GgufModel::TensorBytes(size_t i) const {
+  const GgufTensor& t = impl_->tensors[i];
+  return impl_->files[t.shard].bytes.subspan(t.file_offset, t.nbytes);
+}
+
+// ---- writer -----------------------------------------------------------------
+
+namespace {
+
+class Out {
+ public:
+  std::vector<uint8_t> b;
+  template <typename T>
+  void Put(T v) {
+    uint8_t tmp[sizeof(T)];
+    std::memcpy(tmp, &v, sizeof(T));
+    b.insert(b.end(), tmp, tmp + sizeof(T));
+  }
+  void PutString(std::string_view s) {
+    Put<uint64_t>(s.size());
+    b.insert(b.end(), s.begin(), s.end());
+  }
+};
+
+absl::Status PutValue(Out& o, const MetaValue& v, std::string_view file, std::string_view key, int depth) {
+  auto fail = [&](std::string_view what) {
+    return absl::InvalidArgumentError(StrCat(file, ": key ", Quoted(key), ": ", what));
+  };
+  switch (v.type) {
+    case ValueType::kUint8: o.Put<uint8_t>(static_cast<uint8_t>(v.u)); break;
+    case ValueType::kUint16: o.Put<uint16_t>(static_cast<uint16_t>(v.u)); break;
+    case ValueType::kUint32: o.Put<uint32_t>(static_cast<uint32_t>(v.u)); break;
+    case ValueType::kUint64: o.Put<uint64_t>(v.u); break;
+    case ValueType::kInt8: o.Put<int8_t>(static_cast<int8_t>(v.i)); break;
+    case ValueType::kInt16: o.Put<int16_t>(static_cast<int16_t>(v.i)); break;
+    case ValueType::kInt32: o.Put<int32_t>(static_cast<int32_t>(v.i)); break;
+    case ValueType::kInt64: o.Put<int64_t>(v.i); break;
+    case ValueType::kFloat32: o.Put<float>(v.f32); break;
+    case ValueType::kFloat64: o.Put<double>(v.f64); break;
+    case ValueType::kBool: o.Put<uint8_t>(v.b ? 1 : 0); break;
+    case ValueType::kString:
+      if (v.s.size() > kGgufMaxStringBytes) return fail("string longer than 1 GiB");
+      o.PutString(v.s);
+      break;
+    case ValueType::kArray: {
+      if (depth >= static_cast<int>(format::kMaxArrayDepth)) return fail("arrays nested too deep");
+      int et = GgufValueTypeId(v.element_type);
+      if (et < 0) return fail("array element type has no GGUF type");
+      if (v.elements.size() > kGgufMaxArrayElements) return fail("array of more than 2^30 elements");
+      o.Put<int32_t>(et);
+      o.Put<uint64_t>(v.elements.size());
+      for (const auto& e : v.elements) {
+        if (e.type != v.element_type) return fail("array element of another type than the array's");
+        BP_RETURN_IF_ERROR(PutValue(o, e, file, key, depth + 1));
+      }
+      break;
+    }
+    default: return fail("value type has no GGUF type");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<uint32_t> GgufAlignmentOf(std::string_view file, const Metadata& kv) {
+  const MetaValue* a = FindKey(kv, "general.alignment");
+  if (a == nullptr) return kGgufDefaultAlignment;
+  if (a->type != ValueType::kUint32 || !IsPowerOfTwo(a->u)) {
+    return absl::InvalidArgumentError(StrCat(file, ": key \"general.alignment\" must be a UINT32 power of two"));
+  }
+  return static_cast<uint32_t>(a->u);
+}
+
+absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, const Metadata& kv,
+                                                      const std::vector<GgufTensorDecl>& tensors, uint32_t version,
+                                                      uint32_t alignment, bool pad_empty) {
+  if (version != 2 && version != 3) {
+    return absl::InvalidArgumentError(StrCat(file, ": GGUF version ", version, " cannot be written (2 or 3)"));
+  }
+  BP_ASSIGN_OR_RETURN(uint32_t key_align, GgufAlignmentOf(file, kv));
+  if (alignment == 0) alignment = key_align;
+  if (!IsPowerOfTwo(alignment) || alignment != key_align) {
+    return absl::InvalidArgumentError(StrCat(file, ": alignment ", alignment, " does not match general.alignment ",
+                                             key_align));
+  }
+  Out o;
+  o.Put<uint32_t>(0x46554747u);  // "GGUF"
+  o.Put<uint32_t>(version);
+  o.Put<int64_t>(static_cast<int64_t>(tensors.size()));
+  o.Put<int64_t>(static_cast<int64_t>(kv.size()));
+  absl::flat_hash_set<std::string_view> seen;
+  for (const auto& [k, v] : kv) {
+    if (k.empty() || k.size() > kGgufMaxStringBytes) return absl::InvalidArgumentError(StrCat(file, ": empty metadata key"));
+    if (!seen.insert(k).second) return absl::InvalidArgumentError(StrCat(file, ": duplicate key ", Quoted(k)));
+    o.PutString(k);
+    int t = GgufValueTypeId(v.type);
+    if (t < 0) return absl::InvalidArgumentError(StrCat(file, ": key ", Quoted(k), ": value type has no GGUF type"));
+    o.Put<int32_t>(t);
+    BP_RETURN_IF_ERROR(PutValue(o, v, file, k, 0));
+  }
+  seen.clear();
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    std::string tw = StrCat(file, ": tensor ", Quoted(t.name));
+    if (t.name.empty()) return absl::InvalidArgumentError(StrCat(file, ": empty tensor name"));
+    if (t.name.size() > kGgufMaxNameBytes) {
+      return absl::InvalidArgumentError(StrCat(tw, ": name is ", t.name.size(),
+                                               " bytes; GGUF (ggml's GGML_MAX_NAME) allows at most 63"));
+    }
+    if (!seen.insert(t.name).second) return absl::InvalidArgumentError(StrCat(file, ": duplicate tensor name ", Quoted(t.name)));
+    if (t.ne.size() > kGgufMaxDims) {
+      return absl::InvalidArgumentError(StrCat(tw, ": ", t.ne.size(), " dimensions; GGUF allows at most 4"));
+    }
+    const GgmlType* type = GgmlTypeById(t.type);
+    if (type == nullptr) return absl::InvalidArgumentError(StrCat(tw, ": unknown ggml type ", t.type));
+    for (uint64_t d : t.ne) {
+      if (d > static_cast<uint64_t>(INT64_MAX)) return absl::InvalidArgumentError(StrCat(tw, ": dimension too large"));
+    }
+    auto nbytes = GgmlTensorBytes(*type, t.ne);
+    if (!nbytes.ok()) return absl::InvalidArgumentError(StrCat(tw, ": ", nbytes.status().message()));
+    o.PutString(t.name);
+    o.Put<uint32_t>(static_cast<uint32_t>(t.ne.size()));
+    for (uint64_t d : t.ne) o.Put<int64_t>(static_cast<int64_t>(d));
+    o.Put<int32_t>(t.type);
+    o.Put<uint64_t>(offset);
+    auto padded = AlignUp(*nbytes, alignment);
+    auto next = padded ? CheckedAdd(offset, *padded) : std::nullopt;
+    if (!next) return absl::InvalidArgumentError(StrCat(tw, ": data section size overflows"));
+    offset = *next;
+  }
+  // ggml's writer pads the metadata even when there are no tensors.
+  if (!tensors.empty() || pad_empty) o.b.resize(*AlignUp(o.b.size(), alignment), 0);
+  return std::move(o.b);
+}
+
+struct GgufWriter::Impl {
+  std::unique_ptr<AtomicFile> file;
+  std::vector<GgufTensorDecl> tensors;
+  std::vector<uint64_t> sizes;
+  uint32_t alignment = kGgufDefaultAlignment;
+  size_t next = 0;
+};
+
+GgufWriter::GgufWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GgufWriter::~GgufWriter() = default;
+
+absl::StatusOr<std::unique_ptr<GgufWriter>> GgufWriter::Create(const std::string& path, const Metadata& kv,
+                                                               std::vector<GgufTensorDecl> tensors,
+                                                               const GgufWriterOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  BP_ASSIGN_OR_RETURN(impl->alignment, GgufAlignmentOf(path, kv));
+  if (options.alignment != 0 && options.alignment != impl->alignment) {
+    return absl::InvalidArgumentError(StrCat(path, ": alignment ", options.alignment,
+                                             " does not match general.alignment ", impl->alignment));
+  }
+  BP_ASSIGN_OR_RETURN(auto header, EncodeGgufHeader(path, kv, tensors, options.version, impl->alignment,
+                                                            options.pad_empty));
+  for (const auto& t : tensors) impl->sizes.push_back(*GgmlTensorBytes(*GgmlTypeById(t.type), t.ne));
+  impl->tensors = std::move(tensors);
+  BP_ASSIGN_OR_RETURN(impl->file, AtomicFile::Create(path, options.inputs));
+  BP_RETURN_IF_ERROR(impl->file->Write(header));
+  return std::unique_ptr<GgufWriter>(new GgufWriter(std::move(impl)));
+}
+
+absl::Status GgufWriter::WriteNext(absl::Span<const uint8_t> bytes) {
+  Impl& w = *impl_;
+  if (w.next >= w.tensors.size()) {
+    return absl::FailedPreconditionError(StrCat(w.file->path(), ": more tensors written than declared"));
+  }
+  const auto& t = w.tensors[w.next];
+  if (bytes.size() != w.sizes[w.next]) {
+    return absl::InvalidArgumentError(StrCat(w.file->path(), ": tensor ", Quoted(t.name), ": ", bytes.size(),
+                                             " bytes given, its type and shape need ", w.sizes[w.next]));
+  }
+  BP_RETURN_IF_ERROR(w.file->Write(bytes));
+  BP_RETURN_IF_ERROR(w.file->PadTo(w.alignment));
+  ++w.next;
+  return absl::OkStatus();
+}
+
+absl::Status GgufWriter::Finish() {
+  Impl& w = *impl_;
+  if (w.next != w.tensors.size()) {
+    return absl::FailedPreconditionError(StrCat(w.file->path(), ": ", w.next, " of ", w.tensors.size(),
+                                                " tensors written"));
+  }
+  return w.file->Commit();
+}
+
+}  // namespace boltpack::io

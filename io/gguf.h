@@ -1,0 +1,179 @@
+// GGUF (ggml's model file) reading and writing. See spec/gguf-mapping.md.
+//
+// The reader is at least as strict as ggml's gguf.cpp (snapshot d99724f):
+// magic, version 2 or 3, string and array caps (1 GiB / 2^30 elements, and
+// never more than the bytes left), non-empty unique keys, known value types,
+// bool bytes 0/1, `general.alignment` a UINT32 power of two, tensor names of
+// 1..63 bytes and unique, at most 4 dimensions, ne >= 0, overflow-checked
+// sizes, known ggml types only (removed ids rejected), ne[0] a multiple of
+// the block size, each tensor's offset a multiple of the alignment and equal
+// to the padded sum of the tensors before it (ggml's contiguity rule), and
+// tensor bytes inside the file. It differs from ggml where ggml is lax or
+// buggy: nested arrays (which GGUF's spec allows) are read (up to 8 levels),
+// keys must be valid UTF-8 without NUL and at most 4096 bytes (bolt-pack's
+// key rules), bools other than 0/1 are rejected, and opening is linear in
+// the number of keys and tensors.
+//
+// Split models (NAME-00001-of-0000N.gguf with split.no / split.count /
+// split.tensors.count) open as one model from the first shard.
+#ifndef BOLTPACK_IO_GGUF_H_
+#define BOLTPACK_IO_GGUF_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "boltpack/types.h"
+
+namespace boltpack::io {
+
+inline constexpr uint32_t kGgufDefaultAlignment = 32;
+inline constexpr uint64_t kGgufMaxStringBytes = 1ull << 30;    // GGUF_MAX_STRING_LENGTH
+inline constexpr uint64_t kGgufMaxArrayElements = 1ull << 30;  // GGUF_MAX_ARRAY_ELEMENTS
+inline constexpr size_t kGgufMaxNameBytes = 63;                // GGML_MAX_NAME - 1
+inline constexpr size_t kGgufMaxDims = 4;                      // GGML_MAX_DIMS
+inline constexpr int kGgmlTypeCount = 43;
+
+// Metadata keys bolt-pack adds when it imports a GGUF (and consumes when it
+// exports one): what an exact rewrite needs besides the GGUF keys.
+inline constexpr std::string_view kGgufKeyPrefix = "gguf.";
+inline constexpr std::string_view kGgufVersionKey = "gguf.version";      // UINT32
+inline constexpr std::string_view kGgufAlignmentKey = "gguf.alignment";  // UINT32
+// BOOL false, present only for a file without tensors that ends right after
+// its key/values (no padding; llama.cpp's vocab-only files).
+inline constexpr std::string_view kGgufPaddedKey = "gguf.padded";
+
+// One ggml tensor type (ggml.c type_traits, ggml-common.h block sizes).
+struct GgmlType {
+  int id;
+  std::string_view name;  // upper case as ggml_type_name prints it ("Q4_K")
+  uint32_t block_size;    // elements per block
+  uint32_t type_size;     // bytes per block
+};
+
+// nullptr for ids ggml does not know or removed (4, 5, 31-33, 36-38).
+const GgmlType* GgmlTypeById(int id);
+// Case-insensitive name ("q4_k", "Q4_K").
+const GgmlType* GgmlTypeByName(std::string_view name);
+// Bytes of a tensor of this type with GGUF dims `ne` (innermost first);
+// fails on a row length that is not a multiple of the block size or overflow.
+absl::StatusOr<uint64_t> GgmlTensorBytes(const GgmlType& type, absl::Span<const uint64_t> ne);
+
+// The bolt-pack codec that holds a tensor of this GGUF type: f32, f16, bf16,
+// raw (F64, I8..I64), q8_0, mxfp4, nvfp4-ggml, iq2_xxs, else "ggml-<name>".
+std::string GgmlTypeCodecId(const GgmlType& type);
+// The logical dtype of such a tensor (F32 for every block-quantized type).
+DType GgmlTypeDType(const GgmlType& type);
+// The reverse: the GGUF type of a bolt-pack tensor stored by `codec_id` with
+// `dtype` and `params` (ggml-* codecs carry an INT32 param "ggml_type"), or
+// nullptr when GGUF has no such type.
+const GgmlType* GgmlTypeForCodec(std::string_view codec_id, DType dtype, const CodecParams& params);
+
+struct GgufTensor {
+  std::string name;
+  std::vector<uint64_t> ne;  // GGUF order: innermost first
+  const GgmlType* type = nullptr;
+  uint64_t offset = 0;       // relative to its file's data section
+  uint64_t nbytes = 0;
+  uint32_t shard = 0;        // which file of a split model
+  uint64_t file_offset = 0;  // absolute, in that file
+
+  // bolt-pack shape: ne reversed (outermost first).
+  std::vector<uint64_t> Shape() const { return {ne.rbegin(), ne.rend()}; }
+};
+
+class GgufModel {
+ public:
+  // Opens a .gguf file; a first shard (split.count > 1) opens the whole
+  // split model (its siblings are found by the -0000K-of-0000N name).
+  static absl::StatusOr<std::unique_ptr<GgufModel>> Open(const std::string& path);
+  // One file's bytes, which the caller keeps alive (a split shard opens
+  // alone: its tensors are the shard's).
+  static absl::StatusOr<std::unique_ptr<GgufModel>> OpenBuffer(absl::Span<const uint8_t> bytes,
+                                                               std::string display_name);
+  ~GgufModel();
+
+  uint32_t version() const;    // of the first file
+  uint32_t alignment() const;  // general.alignment or 32
+  // Key/value pairs of the first file, in file order.
+  const Metadata& metadata() const;
+  // Tensors in file order, shards in order.
+  const std::vector<GgufTensor>& tensors() const;
+  std::optional<size_t> FindTensor(std::string_view name) const;
+  const std::vector<std::string>& files() const;
+  uint64_t file_size(size_t shard) const;
+  // Start of the data section of a shard.
+  uint64_t data_offset(size_t shard) const;
+  // Number of files (1 unless split).
+  size_t shard_count() const;
+  // Zero-copy bytes of tensor `i` (inside the mapping).
+  absl::Span<const uint8_t> TensorBytes(size_t i) const;
+
+  struct Impl;
+
+ private:
+  explicit GgufModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Key of a MetaValue in GGUF terms (gguf_type id), -1 if it has none.
+int GgufValueTypeId(ValueType type);
+
+struct GgufTensorDecl {
+  std::string name;
+  std::vector<uint64_t> ne;  // innermost first
+  int type = 0;              // ggml type id
+};
+
+struct GgufWriterOptions {
+  uint32_t version = 3;
+  // 0: `general.alignment` of the metadata if present, else 32.
+  uint32_t alignment = 0;
+  // Paths the output must not overwrite.
+  std::vector<std::string> inputs;
+  // False: a file without tensors ends right after its key/values (as
+  // llama.cpp's vocab-only files do); ggml's writer pads it.
+  bool pad_empty = true;
+};
+
+// The bytes before the data section, as ggml's gguf_write_to_file writes
+// them: header, key/values, tensor infos (offsets = running padded sums),
+// zero padding to the alignment. Validates everything a GGUF reader checks.
+absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, const Metadata& kv,
+                                                      const std::vector<GgufTensorDecl>& tensors,
+                                                      uint32_t version, uint32_t alignment,
+                                                      bool pad_empty = true);
+// The alignment a file with metadata `kv` gets (general.alignment or 32).
+absl::StatusOr<uint32_t> GgufAlignmentOf(std::string_view file, const Metadata& kv);
+
+// Streams a GGUF file: header from the declarations first, then each
+// tensor's bytes in declaration order, each padded to the alignment (also
+// the last, as ggml does). Atomic (temporary file + rename).
+class GgufWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<GgufWriter>> Create(const std::string& path, const Metadata& kv,
+                                                            std::vector<GgufTensorDecl> tensors,
+                                                            const GgufWriterOptions& options = {});
+  ~GgufWriter();
+  absl::Status WriteNext(absl::Span<const uint8_t> bytes);
+  absl::Status Finish();
+
+  struct Impl;
+
+ private:
+  explicit GgufWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// "NAME-00002-of-00005.gguf" for prefix NAME, shard index 1 (0-based) of 5.
+std::string GgufSplitPath(std::string_view prefix, int index, int count);
+
+}  // namespace boltpack::io
+
+#endif  // BOLTPACK_IO_GGUF_H_
