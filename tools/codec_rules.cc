@@ -6,8 +6,6 @@
 #include "common/str_cat.h"
 
 namespace boltpack::tools {
-namespace {
-
 MetaValue TypedParam(std::string_view text) {
   if (text == "true" || text == "false") return MetaValue::Bool(text == "true");
   int64_t i;
@@ -22,8 +20,6 @@ MetaValue TypedParam(std::string_view text) {
   return MetaValue::String(std::string(text));
 }
 
-}  // namespace
-
 absl::StatusOr<CodecRule> ParseCodecRule(std::string_view text) {
   size_t eq = text.rfind('=', text.find(':'));
   if (eq == std::string_view::npos || eq == 0) {
@@ -34,7 +30,7 @@ absl::StatusOr<CodecRule> ParseCodecRule(std::string_view text) {
   std::string_view rest = text.substr(eq + 1);
   size_t colon = rest.find(':');
   rule.codec_id = std::string(rest.substr(0, colon));
-  if (FindCodec(rule.codec_id) == nullptr) {
+  if (rule.codec_id != kKeepCodec && FindCodec(rule.codec_id) == nullptr) {
     std::string known;
     for (const auto& id : RegisteredCodecIds()) known += (known.empty() ? "" : ", ") + id;
     return absl::InvalidArgumentError(StrCat("--codec \"", text, "\": unknown codec \"", rule.codec_id,

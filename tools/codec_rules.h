@@ -13,11 +13,20 @@
 
 namespace boltpack::tools {
 
+// The codec id that means "the tensor's source form" (no re-encoding).
+inline constexpr std::string_view kKeepCodec = "keep";
+
 struct CodecRule {
   std::string pattern;
-  std::string codec_id;
+  std::string codec_id;  // a registered codec, or kKeepCodec
   CodecParams params;
+  // For a tensor `codec_id` cannot take; empty id: keep the source form.
+  std::string fallback_codec_id;
+  CodecParams fallback_params;
 };
+
+// A codec parameter typed by its text (see ParseCodecRule).
+MetaValue TypedParam(std::string_view text);
 
 // Parses one `--codec` argument. Values of params are typed by their text:
 // integers as INT64 (UINT64 if they need it), decimals as FLOAT64,

@@ -16,6 +16,7 @@ struct ConvertArgs {
   uint64_t alignment = 4096;
   int zstd_level = 0;
   std::string imatrix;  // llama.cpp importance matrix (GGUF or legacy .dat)
+  std::string recipe;   // textproto of codec rules (spec/recipe.proto)
 };
 int RunConvert(const ConvertArgs& args);
 

@@ -1,5 +1,6 @@
 // bolt-pack convert IN... -o OUT: the output format follows OUT's extension.
 #include <cstdio>
+#include <optional>
 
 #include "boltpack/codec_registry.h"
 #include "boltpack/writer.h"
@@ -9,7 +10,9 @@
 #include "io/gguf.h"
 #include "io/imatrix.h"
 #include "io/safetensors.h"
+#include "tools/codec_plan.h"
 #include "tools/codec_rules.h"
+#include "tools/recipe.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
 #include "tools/metadata_json.h"
@@ -19,6 +22,15 @@ namespace boltpack::tools {
 namespace {
 
 constexpr const char* kVersionString = "bolt-pack 0.1.0";
+
+using CodecPlan = std::vector<std::optional<CodecRule>>;
+
+// The planned rule of input tensor `t`, an element of in.tensors(); null
+// keeps the tensor's source form.
+const CodecRule* PlannedRule(const CodecPlan& plan, const Inputs& in, const InputTensor& t) {
+  const auto& entry = plan[static_cast<size_t>(&t - in.tensors().data())];
+  return entry ? &*entry : nullptr;
+}
 
 std::string Where(const InputTensor& t) { return StrCat(t.file, ": tensor \"", t.name, "\""); }
 
@@ -40,7 +52,7 @@ absl::StatusOr<absl::Span<const float>> ImportanceFor(const io::Imatrix* imatrix
   return imatrix->For(t.name, t.shape);
 }
 
-absl::Status ConvertToBolt(const Inputs& in, const std::vector<CodecRule>& rules, const ConvertArgs& args,
+absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args,
                            const io::Imatrix* imatrix) {
   WriterOptions options;
   options.alignment = args.alignment;
@@ -54,7 +66,7 @@ absl::Status ConvertToBolt(const Inputs& in, const std::vector<CodecRule>& rules
   ExecOptions exec;
   exec.threads = args.threads;
   for (const auto& t : in.tensors()) {
-    const CodecRule* rule = FindRule(rules, t.name);
+    const CodecRule* rule = PlannedRule(plan, in, t);
     if (rule == nullptr && t.kind == InputKind::kBolt) {
       // Stored bytes pass through untouched, whatever the codec.
       BP_RETURN_IF_ERROR(PrefixError(writer->CopyTensor(*t.reader, t.index), t));
@@ -120,10 +132,10 @@ OutputType OutputFor(DType d) {
   }
 }
 
-absl::Status ConvertToSafetensors(const Inputs& in, const std::vector<CodecRule>& rules, const ConvertArgs& args) {
+absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args) {
   std::vector<io::SafetensorsTensorDecl> decls;
   for (const auto& t : in.tensors()) {
-    BP_ASSIGN_OR_RETURN(DType d, SafetensorsDType(t, FindRule(rules, t.name)));
+    BP_ASSIGN_OR_RETURN(DType d, SafetensorsDType(t, PlannedRule(plan, in, t)));
     decls.push_back({t.name, d, t.shape});
   }
   std::vector<std::pair<std::string, std::string>> meta;
@@ -249,7 +261,7 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
   return absl::OkStatus();
 }
 
-absl::Status ConvertToGguf(const Inputs& in, const std::vector<CodecRule>& rules, const ConvertArgs& args,
+absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args,
                            const io::Imatrix* imatrix) {
   Metadata kv;
   uint32_t version = 3;
@@ -269,7 +281,7 @@ absl::Status ConvertToGguf(const Inputs& in, const std::vector<CodecRule>& rules
   std::vector<const io::GgmlType*> types;
   std::vector<uint64_t> sizes;
   for (const auto& t : in.tensors()) {
-    const CodecRule* rule = FindRule(rules, t.name);
+    const CodecRule* rule = PlannedRule(plan, in, t);
     BP_ASSIGN_OR_RETURN(const io::GgmlType* type, GgufTypeOf(t, rule));
     if (t.name.size() > io::kGgufMaxNameBytes) {
       return absl::InvalidArgumentError(StrCat(Where(t), ": name is ", t.name.size(),
@@ -294,7 +306,7 @@ absl::Status ConvertToGguf(const Inputs& in, const std::vector<CodecRule>& rules
   GgufData data;
   for (size_t i = 0; i < in.tensors().size(); ++i) {
     const auto& t = in.tensors()[i];
-    BP_RETURN_IF_ERROR(PrefixError(FillGgufData(t, FindRule(rules, t.name), types[i], sizes[i], imatrix,
+    BP_RETURN_IF_ERROR(PrefixError(FillGgufData(t, PlannedRule(plan, in, t), types[i], sizes[i], imatrix,
                                                 args.threads, &data), t));
     BP_RETURN_IF_ERROR(PrefixError(writer->WriteNext(data.bytes), t));
     progress.Advance(InputBytes(t));
@@ -314,6 +326,15 @@ int RunConvert(const ConvertArgs& args) {
       return 2;
     }
     rules.push_back(std::move(*rule));
+  }
+  // Command-line rules come first, so they override the recipe's.
+  if (!args.recipe.empty()) {
+    auto recipe = LoadRecipe(args.recipe);
+    if (!recipe.ok()) {
+      PrintError(std::string(recipe.status().message()));
+      return 2;
+    }
+    rules.insert(rules.end(), recipe->begin(), recipe->end());
   }
   std::string ext = Extension(args.output);
   if (ext != ".bolt" && ext != ".safetensors" && ext != ".gguf") {
@@ -336,9 +357,18 @@ int RunConvert(const ConvertArgs& args) {
   }
   ConvertArgs resolved = args;
   if (resolved.threads <= 0) resolved.threads = HardwareThreads();
-  absl::Status st = ext == ".bolt"   ? ConvertToBolt(**in, rules, resolved, imatrix.get())
-                    : ext == ".gguf" ? ConvertToGguf(**in, rules, resolved, imatrix.get())
-                                     : ConvertToSafetensors(**in, rules, resolved);
+  std::vector<std::string> fallbacks;
+  CodecPlan plan = PlanCodecs(**in, rules, &fallbacks);
+  if (!fallbacks.empty()) {
+    // One warning listing every such tensor, as llama-quantize does.
+    std::string list;
+    for (const auto& f : fallbacks) list += "\n  " + f;
+    std::fprintf(stderr, "bolt-pack: warning: %zu tensor%s cannot take their rule's codec and use the fallback:%s\n",
+                 fallbacks.size(), fallbacks.size() == 1 ? "" : "s", list.c_str());
+  }
+  absl::Status st = ext == ".bolt"   ? ConvertToBolt(**in, plan, resolved, imatrix.get())
+                    : ext == ".gguf" ? ConvertToGguf(**in, plan, resolved, imatrix.get())
+                                     : ConvertToSafetensors(**in, plan, resolved);
   if (!st.ok()) {
     PrintError(std::string(st.message()));
     return 1;

@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
                 "PATTERN=CODEC[:key=value,...]; first matching rule wins; '*' matches any characters")->take_all();
   c->add_option("--threads", convert.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
   c->add_option("--alignment", convert.alignment, "Stream alignment in bytes (power of two, >= 64; default 4096)");
+  c->add_option("--recipe", convert.recipe,
+                "Codec rules with fallbacks, protobuf text format (spec/recipe.proto); --codec rules come first")
+      ->check(CLI::ExistingFile);
   c->add_option("--imatrix", convert.imatrix,
                 "llama.cpp importance matrix (imatrix .gguf or legacy .dat) for codecs that use one (iq2_xxs)")
       ->check(CLI::ExistingFile);

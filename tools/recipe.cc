@@ -1,0 +1,88 @@
+#include "tools/recipe.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "boltpack/codec_registry.h"
+#include "boltpack_proto/recipe.pb.h"
+#include "common/str_cat.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace boltpack::tools {
+namespace {
+
+// Collects the parser's complaints so the error names line and column.
+class ErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (first_.empty()) first_ = StrCat("line ", line + 1, ", column ", column + 1, ": ", message);
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+absl::Status CheckCodec(const recipe::v1::CodecChoice& c, const std::string& where) {
+  if (c.codec() != kKeepCodec && FindCodec(c.codec()) == nullptr) {
+    return absl::InvalidArgumentError(StrCat(where, ": unknown codec \"", c.codec(), "\""));
+  }
+  for (const auto& p : c.params()) {
+    if (p.key().empty()) return absl::InvalidArgumentError(StrCat(where, ": a parameter has no key"));
+  }
+  return absl::OkStatus();
+}
+
+CodecParams Params(const recipe::v1::CodecChoice& c) {
+  CodecParams out;
+  for (const auto& p : c.params()) out.emplace_back(p.key(), TypedParam(p.value()));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<CodecRule>> LoadRecipe(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(StrCat(path, ": cannot read the recipe"));
+  std::stringstream text;
+  text << in.rdbuf();
+  recipe::v1::Recipe recipe;
+  google::protobuf::TextFormat::Parser parser;
+  ErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text.str(), &recipe)) {
+    return absl::InvalidArgumentError(StrCat(path, ": not a recipe: ", errors.first()));
+  }
+  bool has_default = !recipe.default_fallback().codec().empty();
+  if (has_default) {
+    absl::Status s = CheckCodec(recipe.default_fallback(), StrCat(path, ": default_fallback"));
+    if (!s.ok()) return s;
+  }
+  std::vector<CodecRule> rules;
+  for (int i = 0; i < recipe.rules_size(); ++i) {
+    const auto& r = recipe.rules(i);
+    std::string where = StrCat(path, ": rule ", i + 1, " (\"", r.pattern(), "\")");
+    if (r.pattern().empty()) return absl::InvalidArgumentError(StrCat(where, ": empty pattern"));
+    if (r.use().codec().empty()) return absl::InvalidArgumentError(StrCat(where, ": no codec in `use`"));
+    absl::Status s = CheckCodec(r.use(), where);
+    if (!s.ok()) return s;
+    CodecRule rule;
+    rule.pattern = r.pattern();
+    rule.codec_id = r.use().codec();
+    rule.params = Params(r.use());
+    const auto& fb = r.has_fallback() ? r.fallback() : recipe.default_fallback();
+    if (r.has_fallback()) {
+      s = CheckCodec(fb, where + " fallback");
+      if (!s.ok()) return s;
+    }
+    if (!fb.codec().empty() && fb.codec() != kKeepCodec) {
+      rule.fallback_codec_id = fb.codec();
+      rule.fallback_params = Params(fb);
+    }
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
+}  // namespace boltpack::tools
