@@ -1,58 +1,7 @@
-// libFuzzer target: codec "nvfp4" given arbitrary stream bytes. The first
-// bytes pick a shape (and, for nvfp4, the tensor scale); the rest fill the
-// streams. A record the codec accepts must decode to every output, whole
-// and by row range, without touching memory outside the buffers.
-#include <cstdint>
-#include <cstring>
-#include <vector>
-
-#include "boltpack/codec_registry.h"
-#include "codecs/block_common/block_codec.h"
-#include "codecs/block_common/record_util.h"
+// libFuzzer target: the "nvfp4" decoder on arbitrary stream bytes
+// (fuzz/block_decode_fuzz.h).
+#include "fuzz/block_decode_fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace boltpack;
-  const auto* codec = dynamic_cast<const BlockCodec*>(FindCodec("nvfp4"));
-  if (codec == nullptr || size < 6) return 0;
-  const uint64_t B = codec->format().block_elems;
-  const uint64_t rows = 1 + data[0] % 8;
-  const uint64_t row_blocks = 1 + data[1] % 8;
-  float ts;
-  std::memcpy(&ts, data + 2, 4);
-  data += 6;
-  size -= 6;
-  std::vector<uint64_t> shape = rows == 1 ? std::vector<uint64_t>{row_blocks * B}
-                                          : std::vector<uint64_t>{rows, row_blocks * B};
-  const uint64_t nblocks = rows * row_blocks;
-  EncodedTensor enc;
-  if (codec->format().streams.size() > 1 || codec->id() == "nvfp4") {
-    enc.params.emplace_back("tensor_scale", MetaValue::Float32(ts));
-  }
-  for (const auto& s : codec->format().streams) {
-    std::vector<uint8_t> bytes(nblocks * s.bytes_per_block);
-    const size_t take = bytes.size() < size ? bytes.size() : size;
-    if (take) std::memcpy(bytes.data(), data, take);
-    data += take;
-    size -= take;
-    enc.streams.push_back(EncodedStream{s.role, std::move(bytes), {}, true});
-  }
-  if (codec->id() != "nvfp4") enc.params.clear();
-  const TensorInfo info = RecordFor("f", DType::kF32, shape, codec->id(), enc);
-  if (!codec->ValidateRecord(info).ok()) return 0;
-  for (OutputType out : {OutputType::kF32, OutputType::kF16, OutputType::kBF16, OutputType::kNative}) {
-    if (!codec->CanDecodeTo(info, out)) continue;
-    (void)DecodeWhole(*codec, info, enc, out, 2);
-    const uint64_t r0 = shape.size() == 1 ? 0 : rows / 2, r1 = shape[0];
-    DecodeInput in;
-    in.info = &info;
-    for (size_t k = 0; k < enc.streams.size(); ++k) {
-      auto range = codec->RowRangeBytes(info, k, r0, r1);
-      if (!range.ok()) return 0;
-      in.streams.push_back(absl::MakeConstSpan(enc.streams[k].bytes).subspan(range->first, range->second - range->first));
-      in.raw_base.push_back(range->first);
-    }
-    std::vector<uint8_t> dst((r1 - r0) * (shape.size() == 1 ? shape[0] : shape[1]) * 4 + 64);
-    (void)codec->DecodeRows(in, r0, r1, out, absl::MakeSpan(dst));
-  }
-  return 0;
+  return boltpack::fuzz::FuzzBlockDecode("nvfp4", data, size);
 }
