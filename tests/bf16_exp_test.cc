@@ -78,7 +78,7 @@ std::vector<uint8_t> DecodeOrDie(const Codec& codec, const Encoded& e, OutputTyp
 
 std::vector<uint8_t> Bytes(const std::vector<uint16_t>& v) {
   std::vector<uint8_t> b(v.size() * 2);
-  std::memcpy(b.data(), v.data(), b.size());
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
   return b;
 }
 

@@ -486,7 +486,9 @@ absl::Status BlockCodec::DecodeRange(const TensorInfo& info, const BlockParams& 
       uint8_t* to = dst.data() + (t0 - e0) * out_size;
       const size_t cnt = static_cast<size_t>(t1 - t0);
       switch (out) {
-        case OutputType::kF32: std::memcpy(to, from, cnt * sizeof(float)); break;
+        case OutputType::kF32:
+          if (cnt > 0) std::memcpy(to, from, cnt * sizeof(float));  // `to` is null for an empty output
+          break;
         case OutputType::kF16: ConvertF32ToF16(from, to, cnt); break;
         case OutputType::kBF16: ConvertF32ToBF16(from, to, cnt); break;
         case OutputType::kNative: break;
