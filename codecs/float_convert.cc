@@ -1,9 +1,10 @@
 #include "codecs/float_convert.h"
 
+#include "common/cpu_features.h"
+
 #include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define BOLTPACK_HAVE_F16C_PATH 1
 #else
@@ -78,21 +79,7 @@ void F32ToF16Portable(const void* src, void* dst, size_t n) {
 
 #if BOLTPACK_HAVE_F16C_PATH
 
-bool F16CSupported() {
-  // CPUID rather than __builtin_cpu_supports: clang before 16 does not know
-  // "f16c" there. F16C's 256-bit forms need AVX, and AVX needs the OS to save
-  // the YMM state (OSXSAVE set and XCR0 bits 1 and 2).
-  static const bool supported = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
-    constexpr unsigned kOsxsave = 1u << 27, kAvx = 1u << 28, kF16c = 1u << 29;
-    if ((ecx & (kOsxsave | kAvx | kF16c)) != (kOsxsave | kAvx | kF16c)) return false;
-    unsigned xcr0_lo = 0, xcr0_hi = 0;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    return (xcr0_lo & 0x6u) == 0x6u;
-  }();
-  return supported;
-}
+bool F16CSupported() { return DetectCpuFeatures().f16c; }
 
 __attribute__((target("avx,f16c"))) void F16ToF32F16C(const void* src, void* dst,
                                                       size_t n) {

@@ -7,38 +7,17 @@
 
 #include "codecs/float_convert.h"
 #include "common/checked_math.h"
+#include "common/cpu_features.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "format/limits.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#define BOLTPACK_BLOCK_X86 1
-#else
-#define BOLTPACK_BLOCK_X86 0
-#endif
-
 namespace boltpack {
 
 bool CpuHasAvx2Fma16c() {
-#if BOLTPACK_BLOCK_X86
-  static const bool supported = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
-    constexpr unsigned kFma = 1u << 12, kOsxsave = 1u << 27, kAvx = 1u << 28, kF16c = 1u << 29;
-    constexpr unsigned kNeed = kFma | kOsxsave | kAvx | kF16c;
-    if ((ecx & kNeed) != kNeed) return false;
-    unsigned xcr0_lo = 0, xcr0_hi = 0;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0_lo & 0x6u) != 0x6u) return false;
-    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-    return (ebx & (1u << 5)) != 0;  // AVX2
-  }();
-  return supported;
-#else
-  return false;
-#endif
+  const CpuFeatures& cpu = DetectCpuFeatures();
+  return cpu.avx2 && cpu.fma && cpu.f16c;
 }
 
 // ---- number formats ---------------------------------------------------------

@@ -1,7 +1,6 @@
 #include "codecs/iq2_xxs/iq2_xxs_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define BOLTPACK_IQ2_HAVE_AVX2_PATH 1
 #else
@@ -15,6 +14,7 @@
 
 #include "codecs/float_convert.h"
 #include "codecs/iq2_xxs/iq2_xxs_tables.h"
+#include "common/cpu_features.h"
 
 namespace boltpack::iq2_xxs {
 namespace {
@@ -465,20 +465,8 @@ void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, u
 
 bool Avx2Supported() {
 #if BOLTPACK_IQ2_HAVE_AVX2_PATH
-  // CPUID (clang before 16 lacks some __builtin_cpu_supports names): AVX,
-  // FMA and OSXSAVE in leaf 1, AVX2 in leaf 7, and the OS saving YMM state.
-  static const bool supported = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
-    constexpr unsigned kFma = 1u << 12, kOsxsave = 1u << 27, kAvx = 1u << 28;
-    if ((ecx & (kFma | kOsxsave | kAvx)) != (kFma | kOsxsave | kAvx)) return false;
-    unsigned xcr0_lo = 0, xcr0_hi = 0;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0_lo & 0x6u) != 0x6u) return false;
-    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-    return (ebx & (1u << 5)) != 0;  // AVX2
-  }();
-  return supported;
+  const CpuFeatures& cpu = DetectCpuFeatures();
+  return cpu.avx2 && cpu.fma;
 #else
   return false;
 #endif
