@@ -11,6 +11,7 @@
 #include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
 #include "boltpack_proto/boltpack.pb.h"
+#include "codecs/encoded_record.h"
 #include "common/checked_math.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
@@ -176,20 +177,7 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
   BP_RETURN_IF_ERROR(CheckShape(shape, where));
   const Codec* codec = FindCodec(codec_id);
   if (codec == nullptr) return absl::NotFoundError(StrCat(where, ": unknown codec \"", codec_id, "\""));
-  TensorInfo info;
-  info.name = std::move(name);
-  info.shape = std::move(shape);
-  info.dtype = dtype;
-  info.codec_id = std::move(codec_id);
-  info.codec_params = std::move(encoded.params);
-  for (const auto& es : encoded.streams) {
-    StreamInfo s;
-    s.role = es.role;
-    s.raw_length = es.bytes.size();
-    for (const auto& c : es.chunks) s.chunks.push_back(ChunkInfo{c.raw_offset, c.raw_length, c.raw_offset, c.raw_length,
-                                                                 c.first_row, c.row_count, 0});
-    info.streams.push_back(std::move(s));
-  }
+  TensorInfo info = RecordFor(std::move(name), dtype, std::move(shape), codec_id, encoded);
   // An encoder bug must not produce a file its own reader rejects.
   absl::Status valid = codec->ValidateRecord(info);
   if (!valid.ok()) return absl::InternalError(StrCat(where, ": encoder produced an invalid record: ", valid.message()));

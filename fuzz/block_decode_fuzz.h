@@ -12,7 +12,7 @@
 
 #include "boltpack/codec_registry.h"
 #include "codecs/block_common/block_codec.h"
-#include "codecs/block_common/record_util.h"
+#include "codecs/encoded_record.h"
 
 namespace boltpack::fuzz {
 

@@ -14,34 +14,13 @@
 #include "boltpack/writer.h"
 #include "codecs/bf16_exp/exponent_code.h"
 #include "codecs/float_convert.h"
+#include "codecs/encoded_record.h"
 #include "gtest/gtest.h"
 #include "io/safetensors.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
 namespace {
-
-TensorInfo MakeInfo(const std::string& name, DType dtype, std::vector<uint64_t> shape, std::string_view codec_id,
-                    const EncodedTensor& encoded) {
-  TensorInfo info;
-  info.name = name;
-  info.shape = std::move(shape);
-  info.dtype = dtype;
-  info.codec_id = std::string(codec_id);
-  info.codec_params = encoded.params;
-  for (const EncodedStream& s : encoded.streams) {
-    StreamInfo si;
-    si.role = s.role;
-    si.length = s.bytes.size();
-    si.raw_length = s.bytes.size();
-    si.alignment = 64;
-    for (const EncodedChunk& c : s.chunks) {
-      si.chunks.push_back(ChunkInfo{c.raw_offset, c.raw_length, c.raw_offset, c.raw_length, c.first_row, c.row_count, 0});
-    }
-    info.streams.push_back(std::move(si));
-  }
-  return info;
-}
 
 struct Encoded {
   EncodedTensor tensor;
@@ -63,7 +42,7 @@ Encoded EncodeOrDie(const Codec& codec, DType dtype, const std::vector<uint64_t>
   EXPECT_TRUE(enc.ok()) << enc.status();
   Encoded out;
   if (enc.ok()) out.tensor = *std::move(enc);
-  out.info = MakeInfo("t", dtype, shape, codec.id(), out.tensor);
+  out.info = RecordFor("t", dtype, shape, codec.id(), out.tensor);
   return out;
 }
 
@@ -297,7 +276,7 @@ TEST(Bf16Exp, CorruptBytesFailCleanly) {
         } else {
           for (int k = 0; k < 1 + trial % 5; ++k) ex[rng() % ex.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
         }
-        e.info = MakeInfo("t", DType::kBF16, shape, c.id(), e.tensor);
+        e.info = RecordFor("t", DType::kBF16, shape, c.id(), e.tensor);
         if (!c.ValidateRecord(e.info).ok()) continue;
         std::vector<uint8_t> dst(v.size() * 2);
         failures += !c.Decode(e.Input(), OutputType::kBF16, absl::MakeSpan(dst), {2}).ok();

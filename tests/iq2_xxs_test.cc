@@ -15,6 +15,7 @@
 #include "boltpack/reader.h"
 #include "boltpack/writer.h"
 #include "codecs/float_convert.h"
+#include "codecs/encoded_record.h"
 #include "codecs/iq2_xxs/iq2_xxs_kernels.h"
 #include "codecs/iq2_xxs/iq2_xxs_tables.h"
 #include "gtest/gtest.h"
@@ -61,24 +62,7 @@ const Codec& Iq2() {
 }
 
 TensorInfo MakeInfo(const std::vector<uint64_t>& shape, DType dtype, const EncodedTensor& e) {
-  TensorInfo info;
-  info.name = "t";
-  info.shape = shape;
-  info.dtype = dtype;
-  info.codec_id = "iq2_xxs";
-  info.codec_params = e.params;
-  for (const EncodedStream& s : e.streams) {
-    StreamInfo si;
-    si.role = s.role;
-    si.length = s.bytes.size();
-    si.raw_length = s.bytes.size();
-    for (const EncodedChunk& c : s.chunks) {
-      si.chunks.push_back(ChunkInfo{c.raw_offset, c.raw_length, c.raw_offset, c.raw_length,
-                                    c.first_row, c.row_count, 0});
-    }
-    info.streams.push_back(std::move(si));
-  }
-  return info;
+  return RecordFor("t", dtype, shape, "iq2_xxs", e);
 }
 
 EncodedTensor Encode(const std::vector<uint64_t>& shape, const std::vector<float>& x,

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "boltpack/codec_registry.h"
-#include "codecs/block_common/record_util.h"
+#include "codecs/encoded_record.h"
 #include "gtest/gtest.h"
 
 namespace boltpack {

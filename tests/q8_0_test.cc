@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "boltpack/codec_registry.h"
-#include "codecs/block_common/record_util.h"
+#include "codecs/encoded_record.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 

@@ -14,7 +14,7 @@
 
 #include "boltpack/codec_registry.h"
 #include "codecs/block_common/block_codec.h"
-#include "codecs/block_common/record_util.h"
+#include "codecs/encoded_record.h"
 #include "codecs/float_convert.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"

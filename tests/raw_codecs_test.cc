@@ -14,6 +14,7 @@
 #include "boltpack/tensor_info.h"
 #include "boltpack/types.h"
 #include "codecs/float_convert.h"
+#include "codecs/encoded_record.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -22,30 +23,6 @@ namespace {
 
 std::vector<uint8_t> Conformance(const std::string& name) {
   return testing::ReadFileBytes(testing::SourceDir() + "/testdata/conformance/ggml/" + name);
-}
-
-// The record a writer would store for `encoded` (stored == raw: no zstd).
-TensorInfo MakeInfo(const std::string& name, DType dtype, std::vector<uint64_t> shape,
-                    std::string_view codec_id, const EncodedTensor& encoded) {
-  TensorInfo info;
-  info.name = name;
-  info.shape = std::move(shape);
-  info.dtype = dtype;
-  info.codec_id = std::string(codec_id);
-  info.codec_params = encoded.params;
-  for (const EncodedStream& s : encoded.streams) {
-    StreamInfo si;
-    si.role = s.role;
-    si.length = s.bytes.size();
-    si.raw_length = s.bytes.size();
-    si.alignment = 64;
-    for (const EncodedChunk& c : s.chunks) {
-      si.chunks.push_back(ChunkInfo{c.raw_offset, c.raw_length, c.raw_offset, c.raw_length,
-                                    c.first_row, c.row_count, 0});
-    }
-    info.streams.push_back(std::move(si));
-  }
-  return info;
 }
 
 struct Encoded {
@@ -60,7 +37,7 @@ Encoded EncodeOrDie(const Codec& codec, DType dtype, const std::vector<uint64_t>
   EXPECT_TRUE(enc.ok()) << enc.status();
   Encoded out;
   if (enc.ok()) out.tensor = *std::move(enc);
-  out.info = MakeInfo("t", dtype, shape, codec.id(), out.tensor);
+  out.info = RecordFor("t", dtype, shape, codec.id(), out.tensor);
   return out;
 }
 

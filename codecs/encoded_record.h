@@ -1,8 +1,9 @@
-// Small helpers for code that drives a codec without a container (tests,
-// benchmarks, fuzz targets): the record a writer would store for an encoded
-// tensor (stored == raw, no compression) and a whole-tensor decode.
-#ifndef BOLTPACK_CODECS_BLOCK_COMMON_RECORD_UTIL_H_
-#define BOLTPACK_CODECS_BLOCK_COMMON_RECORD_UTIL_H_
+// The record of an encoded tensor before it is placed in a file (stored ==
+// raw, no compression; the writer fills in offsets and checksums), and
+// helpers for code that drives a codec without a container (tests,
+// benchmarks, fuzz targets).
+#ifndef BOLTPACK_CODECS_ENCODED_RECORD_H_
+#define BOLTPACK_CODECS_ENCODED_RECORD_H_
 
 #include <cstdint>
 #include <string>
@@ -62,4 +63,4 @@ inline absl::StatusOr<std::vector<uint8_t>> DecodeWhole(const Codec& codec, cons
 
 }  // namespace boltpack
 
-#endif  // BOLTPACK_CODECS_BLOCK_COMMON_RECORD_UTIL_H_
+#endif  // BOLTPACK_CODECS_ENCODED_RECORD_H_
