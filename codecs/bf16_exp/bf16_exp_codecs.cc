@@ -1,5 +1,7 @@
 #include "codecs/bf16_exp/bf16_exp_codecs.h"
 
+#include "codecs/raw_range.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -380,10 +382,10 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     if (row_begin == row_end) return absl::OkStatus();
     const uint64_t sm_base = input.raw_base.size() > 0 ? input.raw_base[0] : 0;
     const uint64_t ex_base = input.raw_base.size() > 1 ? input.raw_base[1] : 0;
-    if (sm_range.first < sm_base || sm_range.second - sm_base > input.streams[0].size() ||
-        ex_range.first < ex_base || ex_range.second - ex_base > input.streams[1].size()) {
-      return Fail(info, StrCat("rows ", row_begin, "..", row_end, ": the input does not hold the bytes they need"));
-    }
+    BP_RETURN_IF_ERROR(
+        RawBytesInInput(info, input.streams, input.raw_base, 0, sm_range.first, sm_range.second).status());
+    BP_RETURN_IF_ERROR(
+        RawBytesInInput(info, input.streams, input.raw_base, 1, ex_range.first, ex_range.second).status());
     const uint64_t n = *CheckedProduct(info.shape);
     const uint64_t row_elems = n / info.row_count();
     if (dst.size() < (row_end - row_begin) * row_elems * OutSize(out)) {
@@ -654,9 +656,7 @@ class Bf16MxCodec : public Bf16CodecBase {
     for (size_t s = 0; s < 3 && s < input.raw_base.size(); ++s) base[s] = input.raw_base[s];
     for (size_t s = 0; s < 3; ++s) {
       BP_ASSIGN_OR_RETURN(auto r, RowRangeBytes(info, s, row_begin, row_end));
-      if (r.first < base[s] || r.second - base[s] > input.streams[s].size()) {
-        return Fail(info, "the input does not hold the bytes the rows need");
-      }
+      BP_RETURN_IF_ERROR(RawBytesInInput(info, input.streams, input.raw_base, s, r.first, r.second).status());
     }
     const uint64_t b0 = e0 / kMxBlock, b1 = (e1 + kMxBlock - 1) / kMxBlock;
     DecodeBlocks(input.streams[0].data(), input.streams[1].data(), input.streams[2].data(), base, e1, b0, b1, e0,

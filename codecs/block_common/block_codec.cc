@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "codecs/float_convert.h"
+#include "codecs/raw_range.h"
 #include "common/checked_math.h"
 #include "common/cpu_features.h"
 #include "common/parallel_for.h"
@@ -404,14 +405,8 @@ absl::Status BlockCodec::DecodeRange(const TensorInfo& info, const BlockParams& 
   for (size_t k = 0; k < ns; ++k) {
     const uint64_t bpb = format_.streams[k].bytes_per_block;
     const uint64_t lo = b0 * bpb, hi = b1 * bpb;  // bounded by the validated shape
-    const uint64_t bk = base.empty() ? 0 : base[k];
-    if (lo < bk || hi - bk > streams[k].size()) {
-      return absl::InvalidArgumentError(StrCat("tensor '", info.name, "': stream \"",
-                                               format_.streams[k].role, "\" needs raw bytes ", lo, "..",
-                                               hi, " but the input holds ", bk, "..",
-                                               bk + streams[k].size()));
-    }
-    in0[k] = streams[k].data() + (lo - bk);
+    BP_ASSIGN_OR_RETURN(const absl::Span<const uint8_t> held, RawBytesInInput(info, streams, base, k, lo, hi));
+    in0[k] = held.data();
   }
   if (out == OutputType::kNative) {
     if (e0 % B != 0 || e1 % B != 0) {

@@ -9,6 +9,7 @@
 #include "boltpack/codec_registry.h"
 #include "codecs/float_convert.h"
 #include "codecs/iq2_xxs/iq2_xxs_kernels.h"
+#include "codecs/raw_range.h"
 #include "common/checked_math.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
@@ -268,14 +269,8 @@ class Iq2XxsCodec : public Codec {
     const TensorInfo& info = *input.info;
     BP_RETURN_IF_ERROR(CheckDecodeTarget(info, out));
     BP_ASSIGN_OR_RETURN(const auto range, RowRangeBytes(info, 0, row_begin, row_end));
-    const uint64_t base = input.raw_base.empty() ? 0 : input.raw_base[0];
-    const absl::Span<const uint8_t> data = input.streams[0];
-    if (range.first < base || range.second - base > data.size()) {
-      return absl::InvalidArgumentError(
-          StrCat("tensor '", info.name, "': rows ", row_begin, "..", row_end, " need raw bytes ",
-                 range.first, "..", range.second, " but the input holds ", base, "..",
-                 base + data.size()));
-    }
+    BP_ASSIGN_OR_RETURN(const absl::Span<const uint8_t> blocks,
+                        RawBytesInInput(info, input.streams, input.raw_base, 0, range.first, range.second));
     const uint64_t nblocks = (range.second - range.first) / kBlockBytes;
     const uint64_t out_block = OutBlockBytes(out);
     if (dst.size() < nblocks * out_block) {
@@ -284,7 +279,7 @@ class Iq2XxsCodec : public Codec {
                  row_begin, "..", row_end, " to ", OutputName(out), " need ",
                  nblocks * out_block));
     }
-    DecodeBlocksTo(data.data() + (range.first - base), nblocks, out, dst.data());
+    DecodeBlocksTo(blocks.data(), nblocks, out, dst.data());
     return absl::OkStatus();
   }
 

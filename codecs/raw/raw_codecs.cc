@@ -8,6 +8,7 @@
 
 #include "boltpack/codec_registry.h"
 #include "codecs/float_convert.h"
+#include "codecs/raw_range.h"
 #include "common/checked_math.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
@@ -215,15 +216,8 @@ class ElementCodec : public Codec {
     const TensorInfo& info = *input.info;
     BP_RETURN_IF_ERROR(CheckDecodeTarget(info, out));
     BP_ASSIGN_OR_RETURN(const auto range, RowRangeBytes(info, 0, row_begin, row_end));
-    const uint64_t base = input.raw_base.empty() ? 0 : input.raw_base[0];
-    const absl::Span<const uint8_t> data = input.streams[0];
-    // The span must cover [range.first, range.second) of the raw stream.
-    if (range.first < base || range.second - base > data.size()) {
-      return absl::InvalidArgumentError(StrCat(
-          "tensor '", info.name, "': rows ", row_begin, "..", row_end, " need raw bytes ",
-          range.first, "..", range.second, " but the input holds ", base, "..",
-          base + data.size()));
-    }
+    BP_ASSIGN_OR_RETURN(const absl::Span<const uint8_t> rows,
+                        RawBytesInInput(info, input.streams, input.raw_base, 0, range.first, range.second));
     const DType stored = StoredDType(info.dtype);
     const uint64_t stored_size = static_cast<uint64_t>(DTypeSize(stored));
     const uint64_t out_size = OutElementSize(info, out);
@@ -234,8 +228,7 @@ class ElementCodec : public Codec {
                        " bytes, rows ", row_begin, "..", row_end, " to ", OutputName(out),
                        " need ", n * out_size));
     }
-    Convert(stored, OutputDType(out).value_or(stored), data.data() + (range.first - base),
-            dst.data(), n);
+    Convert(stored, OutputDType(out).value_or(stored), rows.data(), dst.data(), n);
     return absl::OkStatus();
   }
 
