@@ -89,9 +89,11 @@ const int kRegistered = [] {
     benchmark::RegisterBenchmark((std::string("BM_Encode/") + s).c_str(),
                                  [s](benchmark::State& st) { BM_Encode(st, s); })
         ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
-    for (auto [out, name] : {std::pair{OutputType::kF32, "f32"}, std::pair{OutputType::kBF16, "bf16"},
-                             std::pair{OutputType::kF16, "f16"}}) {
-      benchmark::RegisterBenchmark((std::string("BM_Decode/") + s + "/" + name).c_str(),
+    // A plain pair, not a structured binding: clang 14 cannot capture those.
+    for (const auto& target : {std::pair{OutputType::kF32, "f32"}, std::pair{OutputType::kBF16, "bf16"},
+                               std::pair{OutputType::kF16, "f16"}}) {
+      const OutputType out = target.first;
+      benchmark::RegisterBenchmark((std::string("BM_Decode/") + s + "/" + target.second).c_str(),
                                    [s, out](benchmark::State& st) { BM_Decode(st, s, out); })
           ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
     }
