@@ -307,16 +307,52 @@ const char* bp_dtype_name(int dtype) {
 
 const char* bp_version_string(void) { return BOLTPACK_VERSION_STRING; }
 
-bp_status bp_open(const char* path, bp_reader** out) {
+bp_status bp_open(const char* path, bp_reader** out) { return bp_open_view(path, nullptr, out); }
+
+bp_status bp_open_view(const char* path, const char* view, bp_reader** out) {
   return Guard(nullptr, "bp_open", [&]() -> bp_status {
     if (out == nullptr) return NullArg(nullptr, "bp_open", "out");
     *out = nullptr;
     if (path == nullptr) return NullArg(nullptr, "bp_open", "path");
-    auto opened = boltpack::Reader::Open(path);
+    boltpack::ReaderOptions options;
+    if (view != nullptr && view[0] != '\0') options.view = view;
+    auto opened = boltpack::Reader::Open(path, options);
     if (!opened.ok()) return Fail(nullptr, opened.status());
     auto handle = std::make_unique<bp_reader>();
     handle->reader = std::move(*opened);
     *out = handle.release();
+    return BP_OK;
+  });
+}
+
+size_t bp_view_count(const bp_reader* r) {
+  if (r == nullptr) {
+    Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_view_count: reader is NULL");
+    return 0;
+  }
+  return r->reader->views().size();
+}
+
+const char* bp_view_name(const bp_reader* r, size_t i) {
+  if (r == nullptr) {
+    Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_view_name: reader is NULL");
+    return nullptr;
+  }
+  const auto& views = r->reader->views();
+  if (i >= views.size()) {
+    Fail(r, BP_ERR_OUT_OF_RANGE, "bp_view_name: no such view");
+    return nullptr;
+  }
+  return views[i].name.c_str();
+}
+
+bp_status bp_view_bytes(const bp_reader* r, const char* view, uint64_t* bytes) {
+  return Guard(r, "bp_view_bytes", [&]() -> bp_status {
+    if (r == nullptr) return NullArg(r, "bp_view_bytes", "reader");
+    if (bytes == nullptr) return NullArg(r, "bp_view_bytes", "bytes");
+    auto n = r->reader->ViewBytes(view != nullptr ? std::string_view(view) : std::string_view(r->reader->view()));
+    if (!n.ok()) return Fail(r, n.status());
+    *bytes = *n;
     return BP_OK;
   });
 }

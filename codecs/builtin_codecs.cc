@@ -7,6 +7,7 @@
 #include "codecs/nvfp4/nvfp4_codec.h"
 #include "codecs/q8_0/q8_0_codec.h"
 #include "codecs/bf16_exp/bf16_exp_codecs.h"
+#include "codecs/bf16_spec/bf16_spec_codec.h"
 #include "codecs/raw/raw_codecs.h"
 #include "common/status_macros.h"
 
@@ -16,6 +17,7 @@ absl::Status RegisterBuiltinCodecs() {
   // Codec families append their registrations below.
   BP_RETURN_IF_ERROR(RegisterRawCodecs());
   BP_RETURN_IF_ERROR(RegisterBf16ExpCodecs());
+  BP_RETURN_IF_ERROR(RegisterBf16SpecCodec());
   BP_RETURN_IF_ERROR(RegisterQ8_0Codec());
   BP_RETURN_IF_ERROR(RegisterMxfp4Codec());
   BP_RETURN_IF_ERROR(RegisterNvfp4Codecs());

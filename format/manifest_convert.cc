@@ -91,6 +91,7 @@ TensorInfo FromProto(const v1::Tensor& tensor) {
       si.chunks.push_back(ChunkInfo{c.stored_offset(), c.stored_length(), c.raw_offset(),
                                     c.raw_length(), c.first_row(), c.row_count(), c.xxh3()});
     }
+    si.views.assign(s.views().begin(), s.views().end());
     info.streams.push_back(std::move(si));
   }
   info.required_features.assign(tensor.required_features().begin(),
@@ -128,6 +129,7 @@ void ToProto(const TensorInfo& info, v1::Tensor* out) {
       pc->set_row_count(c.row_count);
       pc->set_xxh3(c.xxh3);
     }
+    for (const auto& v : s.views) ps->add_views(v);
   }
   for (const auto& f : info.required_features) out->add_required_features(f);
 }

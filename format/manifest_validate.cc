@@ -4,6 +4,7 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/escaping.h"
@@ -12,6 +13,7 @@
 #include "boltpack/codec_registry.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
+#include "format/elastic_validate.h"
 #include "format/layout.h"
 #include "format/limits.h"
 
@@ -113,6 +115,153 @@ struct Extent {
   uint64_t end;
   const std::string* tensor;
 };
+
+// Views (format 1.1, spec/container.md "Views"). The limits live here until
+// format/limits.h takes them with the 1.1 bump.
+constexpr uint64_t kMaxViews = 64;
+constexpr uint64_t kMaxViewNameBytes = 64;
+constexpr uint64_t kMaxViewDescriptionBytes = 4096;
+constexpr std::string_view kFullView = "full";
+
+bool IsValidViewName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxViewNameBytes) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '_' || c == '-'));
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Declared views by name -> bit (declaration order).
+using ViewBits = absl::flat_hash_map<std::string_view, int>;
+
+absl::Status ValidateViewDeclarations(const v1::Manifest& m, const std::string& file,
+                                      const std::vector<uint64_t>& shard_data_end, ViewBits* bits) {
+  if (static_cast<uint64_t>(m.views_size()) > kMaxViews) {
+    return TooMany(file, StrCat(m.views_size(), " views exceed the limit of ", kMaxViews));
+  }
+  for (int v = 0; v < m.views_size(); ++v) {
+    const auto& view = m.views(v);
+    const std::string& name = view.name();
+    if (!IsValidViewName(name)) {
+      return Invalid(file, StrCat("view name \"", absl::CHexEscape(name),
+                                  "\" is not 1..64 bytes of [a-z0-9_-] starting with a letter or digit"));
+    }
+    if (name == kFullView) return Invalid(file, "the \"full\" view is implicit and must not be declared");
+    if (!bits->emplace(name, v).second) return Invalid(file, StrCat("duplicate view \"", name, "\""));
+    if (view.description().size() > kMaxViewDescriptionBytes) {
+      return TooMany(file, StrCat("view \"", name, "\": description of ", view.description().size(),
+                                  " bytes exceeds the limit of ", kMaxViewDescriptionBytes));
+    }
+    // Ranges: syntax here; that they match the streams, after the tensors.
+    int64_t prev_shard = -1;
+    for (const auto& r : view.ranges()) {
+      auto end = CheckedAdd(r.offset(), r.length());
+      if (r.shard() >= shard_data_end.size() || static_cast<int64_t>(r.shard()) <= prev_shard) {
+        return Invalid(file, StrCat("view \"", name, "\": ranges must name existing shards in increasing order"));
+      }
+      if (r.length() == 0 || r.offset() < kHeaderSize || !end || *end > shard_data_end[r.shard()]) {
+        return Invalid(file, StrCat("view \"", name, "\": range [", r.offset(), ", +", r.length(), ") of shard ",
+                                    r.shard(), " is empty or lies outside the data section"));
+      }
+      prev_shard = r.shard();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Bit v set: declared view v reads the stream (the implicit "full" view reads
+// every stream). Checks the stream's list: each name "full" or declared,
+// no repeats, and "full" present when the list is not empty.
+absl::StatusOr<uint64_t> StreamViewMask(const v1::Stream& s, const ViewBits& bits, size_t declared,
+                                        absl::FunctionRef<std::string()> where) {
+  if (s.views_size() == 0) return declared >= 64 ? ~0ull : (1ull << declared) - 1;
+  uint64_t mask = 0;
+  bool full = false;
+  for (const auto& name : s.views()) {
+    bool repeated;
+    if (name == kFullView) {
+      repeated = full;
+      full = true;
+    } else {
+      auto it = bits.find(name);
+      if (it == bits.end()) {
+        return absl::DataLossError(StrCat(where(), ": names view \"", absl::CHexEscape(name),
+                                          "\", which the manifest does not declare"));
+      }
+      uint64_t bit = 1ull << it->second;
+      repeated = (mask & bit) != 0;
+      mask |= bit;
+    }
+    if (repeated) return absl::DataLossError(StrCat(where(), ": lists view \"", name, "\" twice"));
+  }
+  if (!full) {
+    return absl::DataLossError(StrCat(where(), ": lists views without \"full\" (the full view reads every stream)"));
+  }
+  return mask;
+}
+
+struct ViewedStream {
+  uint32_t shard;
+  uint64_t begin;
+  uint64_t end;
+  uint64_t mask;
+  const std::string* tensor;
+};
+
+// Layout: per shard, every stream a view reads lies before every stream it
+// does not read, and the view's ranges are exactly the span of its streams.
+absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, size_t shards,
+                                const std::vector<ViewedStream>& streams) {
+  constexpr uint64_t kNone = ~0ull;
+  struct Acc {
+    uint64_t read_begin, read_end, unread_begin;
+    const std::string* read_last;
+    const std::string* unread_first;
+  };
+  std::vector<Acc> acc(shards);
+  for (int v = 0; v < m.views_size(); ++v) {
+    const auto& view = m.views(v);
+    std::fill(acc.begin(), acc.end(), Acc{kNone, 0, kNone, nullptr, nullptr});
+    const uint64_t bit = 1ull << v;
+    for (const auto& s : streams) {
+      Acc& a = acc[s.shard];
+      if (s.mask & bit) {
+        a.read_begin = std::min(a.read_begin, s.begin);
+        if (s.end > a.read_end) {
+          a.read_end = s.end;
+          a.read_last = s.tensor;
+        }
+      } else if (s.begin < a.unread_begin) {
+        a.unread_begin = s.begin;
+        a.unread_first = s.tensor;
+      }
+    }
+    int r = 0;
+    for (size_t shard = 0; shard < shards; ++shard) {
+      const Acc& a = acc[shard];
+      if (a.read_begin == kNone) continue;
+      if (a.read_end > a.unread_begin) {
+        return Invalid(file, StrCat("view \"", view.name(), "\": a stream of tensor \"", *a.unread_first,
+                                    "\" it does not read lies before a stream of tensor \"", *a.read_last,
+                                    "\" it reads (shard ", shard, ")"));
+      }
+      bool match = r < view.ranges_size() && view.ranges(r).shard() == shard &&
+                   view.ranges(r).offset() == a.read_begin && view.ranges(r).length() == a.read_end - a.read_begin;
+      if (!match) {
+        return Invalid(file, StrCat("view \"", view.name(), "\": its ranges do not match its streams (shard ",
+                                    shard, " needs [", a.read_begin, ", ", a.read_end, "))"));
+      }
+      ++r;
+    }
+    if (r != view.ranges_size()) {
+      return Invalid(file, StrCat("view \"", view.name(), "\": range of shard ", view.ranges(r).shard(),
+                                  " holds no stream the view reads"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t tensor_rows,
                             const std::vector<uint64_t>& shard_data_end, bool zstd_declared,
@@ -276,6 +425,9 @@ absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
   }
   bool zstd_declared = std::find(m.required_features().begin(), m.required_features().end(), "zstd") !=
                        m.required_features().end();
+  ViewBits view_bits;
+  BP_RETURN_IF_ERROR(ValidateViewDeclarations(m, file, shard_data_end, &view_bits));
+  std::vector<ViewedStream> viewed;  // only when views are declared
   std::vector<std::vector<Extent>> extents(shard_data_end.size());
   absl::flat_hash_set<std::string_view> names;
   names.reserve(m.tensors_size());
@@ -336,6 +488,13 @@ absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
         return absl::DataLossError(StrCat(where(), ": two streams have the role \"", s.role(), "\""));
       }
       BP_RETURN_IF_ERROR(ValidateStream(s, t, rows, shard_data_end, zstd_declared, file, &extents));
+      BP_ASSIGN_OR_RETURN(uint64_t mask,
+                          StreamViewMask(s, view_bits, static_cast<size_t>(m.views_size()), [&] {
+                            return StrCat(where(), " stream \"", s.role(), "\"");
+                          }));
+      if (m.views_size() > 0 && s.length() > 0) {
+        viewed.push_back({s.shard(), s.offset(), s.offset() + s.length(), mask, &t.name()});
+      }
     }
   }
   // No two streams share a byte.
@@ -349,6 +508,8 @@ absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
       }
     }
   }
+  if (m.views_size() > 0) BP_RETURN_IF_ERROR(ValidateViewLayout(m, file, shard_data_end.size(), viewed));
+  if (m.has_elastic()) BP_RETURN_IF_ERROR(ValidateElasticOf(m, file));  // format 1.1, spec/elastic.md
   return absl::OkStatus();
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/str_cat.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/arena.h"
 #include "boltpack/codec_registry.h"
@@ -14,6 +15,7 @@
 #include "common/checked_math.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
+#include "format/elastic_manifest.h"
 #include "format/layout.h"
 #include "format/limits.h"
 #include "format/manifest_convert.h"
@@ -37,8 +39,22 @@ struct Reader::Impl {
   std::vector<std::string> required_features;
   std::vector<std::string> missing_features;
   absl::flat_hash_map<std::string_view, size_t> by_name;
+  std::optional<ElasticManifest> elastic;
+  std::vector<ViewInfo> views;  // [0] is "full"
 
   absl::Status Load(absl::Span<const uint8_t> bytes, bool allow_siblings);
+  void LoadViews(const v1::Manifest& manifest);
+  // The view named `name` ("" is "full"), or NOT_FOUND naming the file's views.
+  absl::StatusOr<const ViewInfo*> FindView(std::string_view name) const {
+    if (name.empty()) return &views[0];
+    for (const auto& v : views) {
+      if (v.name == name) return &v;
+    }
+    std::string known;
+    for (const auto& v : views) known += StrCat(known.empty() ? "" : ", ", v.name);
+    return absl::NotFoundError(StrCat(path, ": no view \"", absl::CHexEscape(absl::string_view(name.data(), name.size())),
+                                      "\" (the file has: ", known, ")"));
+  }
   std::string Where(size_t t) const { return StrCat(path, ": tensor \"", tensors[t].name, "\""); }
   absl::Span<const uint8_t> Stored(const StreamInfo& s) const {
     return shard_bytes[s.shard].subspan(s.offset, s.length);
@@ -150,9 +166,51 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   for (const auto& t : manifest.tensors()) tensors.push_back(format::FromProto(t));
   metadata = format::MetadataFromProto(manifest);
   writer = manifest.writer();
+  if (manifest.has_elastic()) elastic = format::ElasticFromProto(manifest.elastic());
   by_name.reserve(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) by_name.emplace(tensors[i].name, i);
-  return absl::OkStatus();
+  LoadViews(manifest);
+  return FindView(options.view).status();
+}
+
+void Reader::Impl::LoadViews(const v1::Manifest& manifest) {
+  // Validated: declared views are unique, not "full", and their ranges match
+  // their streams. "full" reads every stream; its ranges are computed.
+  ViewInfo full;
+  full.name = "full";
+  full.description = "every stream: every original bit";
+  std::vector<std::pair<uint64_t, uint64_t>> span(shard_bytes.size(), {~0ull, 0});
+  for (const auto& t : tensors) {
+    for (const auto& st : t.streams) {
+      if (st.length == 0) continue;
+      full.bytes += st.length;
+      span[st.shard].first = std::min(span[st.shard].first, st.offset);
+      span[st.shard].second = std::max(span[st.shard].second, st.offset + st.length);
+    }
+  }
+  for (size_t k = 0; k < span.size(); ++k) {
+    if (span[k].first < span[k].second) {
+      full.ranges.push_back({static_cast<uint32_t>(k), span[k].first, span[k].second - span[k].first});
+    }
+  }
+  views.push_back(std::move(full));
+  for (const auto& v : manifest.views()) {
+    ViewInfo info;
+    info.name = v.name();
+    info.description = v.description();
+    for (const auto& r : v.ranges()) info.ranges.push_back({r.shard(), r.offset(), r.length()});
+    for (const auto& t : tensors) {
+      for (const auto& st : t.streams) {
+        if (ViewReadsStream(info.name, st)) info.bytes += st.length;
+      }
+    }
+    views.push_back(std::move(info));
+  }
+}
+
+bool ViewReadsStream(std::string_view view, const StreamInfo& s) {
+  if (view.empty() || view == "full" || s.views.empty()) return true;
+  return std::find(s.views.begin(), s.views.end(), view) != s.views.end();
 }
 
 Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -186,6 +244,16 @@ const std::vector<std::string>& Reader::required_features() const { return impl_
 const std::vector<std::string>& Reader::missing_features() const { return impl_->missing_features; }
 const Metadata& Reader::metadata() const { return impl_->metadata; }
 const std::vector<TensorInfo>& Reader::tensors() const { return impl_->tensors; }
+
+const std::vector<ViewInfo>& Reader::views() const { return impl_->views; }
+const std::string& Reader::view() const { return impl_->options.view; }
+
+absl::StatusOr<uint64_t> Reader::ViewBytes(std::string_view view) const {
+  BP_ASSIGN_OR_RETURN(const ViewInfo* v, impl_->FindView(view));
+  return v->bytes;
+}
+
+const ElasticManifest* Reader::elastic() const { return impl_->elastic ? &*impl_->elastic : nullptr; }
 
 std::optional<size_t> Reader::FindTensor(std::string_view name) const {
   auto it = impl_->by_name.find(name);
@@ -352,7 +420,29 @@ absl::StatusOr<RawBytes> RawRange(const Reader::Impl& impl, size_t tensor, size_
 
 }  // namespace
 
+namespace {
+
+// For an error of a decode in a view that leaves streams out: which ones (a
+// codec that does not decode views rejects their empty bytes).
+std::string ViewNote(const TensorInfo& info, const ViewInfo* view) {
+  std::string left_out;
+  for (const auto& s : info.streams) {
+    if (!ViewReadsStream(view->name, s)) left_out += StrCat(left_out.empty() ? "" : ", ", "\"", s.role, "\"");
+  }
+  if (left_out.empty()) return {};
+  return StrCat(" (view \"", view->name, "\" does not read stream ", left_out, ")");
+}
+
+}  // namespace
+
 absl::Status Reader::Decode(size_t tensor, OutputType out, absl::Span<uint8_t> dst, const ExecOptions& exec) const {
+  return Decode(tensor, impl_->options.view, out, dst, exec);
+}
+
+absl::Status Reader::Decode(size_t tensor, std::string_view view, OutputType out, absl::Span<uint8_t> dst,
+                            const ExecOptions& exec) const {
+  BP_ASSIGN_OR_RETURN(const ViewInfo* v, impl_->FindView(view));
+  const bool full = v == &impl_->views[0];
   BP_ASSIGN_OR_RETURN(uint64_t need, DecodedBytes(tensor, out));
   const auto& info = impl_->tensors[tensor];
   if (dst.size() < need) {
@@ -362,7 +452,14 @@ absl::Status Reader::Decode(size_t tensor, OutputType out, absl::Span<uint8_t> d
   std::vector<RawBytes> raws;
   DecodeInput input;
   input.info = &info;
+  if (!full) input.view = v->name;
   for (size_t s = 0; s < info.streams.size(); ++s) {
+    if (!full && !ViewReadsStream(v->name, info.streams[s])) {
+      // Not read in this view: its bytes are neither touched nor checked.
+      input.streams.emplace_back();
+      input.raw_base.push_back(0);
+      continue;
+    }
     if (impl_->options.verify_checksums) BP_RETURN_IF_ERROR(VerifyStream(tensor, s));
     BP_ASSIGN_OR_RETURN(auto raw, RawRange(*impl_, tensor, s, 0, info.streams[s].raw_length, exec.threads));
     input.streams.push_back(raw.view);
@@ -370,12 +467,19 @@ absl::Status Reader::Decode(size_t tensor, OutputType out, absl::Span<uint8_t> d
     raws.push_back(std::move(raw));
   }
   absl::Status st = FindCodec(info.codec_id)->Decode(input, out, dst.subspan(0, need), exec);
-  if (!st.ok()) return absl::Status(st.code(), StrCat(impl_->path, ": ", st.message()));
+  if (!st.ok()) return absl::Status(st.code(), StrCat(impl_->path, ": ", st.message(), ViewNote(info, v)));
   return st;
 }
 
 absl::Status Reader::DecodeRows(size_t tensor, uint64_t row_begin, uint64_t row_end, OutputType out,
                                 absl::Span<uint8_t> dst) const {
+  return DecodeRows(tensor, impl_->options.view, row_begin, row_end, out, dst);
+}
+
+absl::Status Reader::DecodeRows(size_t tensor, std::string_view view, uint64_t row_begin, uint64_t row_end,
+                                OutputType out, absl::Span<uint8_t> dst) const {
+  BP_ASSIGN_OR_RETURN(const ViewInfo* v, impl_->FindView(view));
+  const bool full = v == &impl_->views[0];
   BP_RETURN_IF_ERROR(CanDecode(tensor, out));
   const auto& info = impl_->tensors[tensor];
   if (row_begin > row_end || row_end > info.row_count()) {
@@ -386,7 +490,13 @@ absl::Status Reader::DecodeRows(size_t tensor, uint64_t row_begin, uint64_t row_
   std::vector<RawBytes> raws;
   DecodeInput input;
   input.info = &info;
+  if (!full) input.view = v->name;
   for (size_t s = 0; s < info.streams.size(); ++s) {
+    if (!full && !ViewReadsStream(v->name, info.streams[s])) {
+      input.streams.emplace_back();
+      input.raw_base.push_back(0);
+      continue;
+    }
     BP_ASSIGN_OR_RETURN(auto range, codec->RowRangeBytes(info, s, row_begin, row_end));
     BP_ASSIGN_OR_RETURN(auto raw, RawRange(*impl_, tensor, s, range.first, range.second, 1));
     input.streams.push_back(raw.view);
@@ -394,7 +504,7 @@ absl::Status Reader::DecodeRows(size_t tensor, uint64_t row_begin, uint64_t row_
     raws.push_back(std::move(raw));
   }
   absl::Status st = codec->DecodeRows(input, row_begin, row_end, out, dst);
-  if (!st.ok()) return absl::Status(st.code(), StrCat(impl_->path, ": ", st.message()));
+  if (!st.ok()) return absl::Status(st.code(), StrCat(impl_->path, ": ", st.message(), ViewNote(info, v)));
   return st;
 }
 

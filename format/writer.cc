@@ -1,11 +1,20 @@
 #include "boltpack/writer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <random>
 #include <unordered_set>
 
 #include <zstd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "common/str_cat.h"
 #include "boltpack/codec_registry.h"
@@ -15,6 +24,7 @@
 #include "common/checked_math.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
+#include "format/elastic_manifest.h"
 #include "format/layout.h"
 #include "format/limits.h"
 #include "format/manifest_convert.h"
@@ -22,6 +32,32 @@
 #include "io/atomic_file.h"
 
 namespace boltpack {
+
+namespace {
+
+constexpr std::string_view kFullView = "full";
+constexpr uint64_t kCopyBlock = 4u << 20;
+
+// A stream only the "full" view reads: it goes after every other stream
+// (spec container.md "Views"), so until Finish its bytes wait in a spill file.
+bool FullOnly(const StreamInfo& s) {
+  return !s.views.empty() && std::all_of(s.views.begin(), s.views.end(), [](const std::string& v) { return v == kFullView; });
+}
+
+bool IsViewName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '_' || c == '-')))) return false;
+  }
+  return true;
+}
+
+absl::Status ErrnoError(const std::string& path, std::string_view what) {
+  return absl::InternalError(StrCat(path, ": ", what, ": ", std::strerror(errno)));
+}
+
+}  // namespace
 
 struct Writer::Impl {
   WriterOptions options;
@@ -35,6 +71,24 @@ struct Writer::Impl {
   // depend on them), declared again in the output.
   std::vector<std::string> inherited_features;
   bool finished = false;
+  // Views named by streams (besides "full"), in order of first use, with
+  // their descriptions; written to Manifest.views at Finish.
+  std::vector<std::pair<std::string, std::string>> views;
+  // Streams only "full" reads, in the spill file until Finish appends them.
+  struct Spilled {
+    int tensor;
+    int stream;
+    uint64_t spill_offset;
+    uint64_t length;
+    uint64_t xxh3;
+  };
+  std::vector<Spilled> spilled;
+  int spill_fd = -1;
+  uint64_t spill_size = 0;
+
+  ~Impl() {
+    if (spill_fd >= 0) ::close(spill_fd);
+  }
 
   absl::Status CheckOpen() const {
     if (finished) return absl::FailedPreconditionError(StrCat(file->path(), ": writer already finished"));
@@ -53,9 +107,63 @@ struct Writer::Impl {
     }
     return absl::OkStatus();
   }
-  // Appends stored bytes at the next aligned offset and fills in the stream's
-  // location and checksums.
-  absl::Status Append(absl::Span<const uint8_t> stored, StreamInfo* s) {
+  // Checks the streams' view lists (names, no repeats, "full" in every
+  // non-empty list) and declares the views they name, and "draft" when a
+  // stream only "full" reads.
+  absl::Status CheckViews(const TensorInfo& info, const std::string& where,
+                          const std::vector<ViewInfo>* source_views = nullptr) {
+    std::vector<std::string> fresh;
+    for (const auto& s : info.streams) {
+      bool full = false;
+      for (size_t k = 0; k < s.views.size(); ++k) {
+        const std::string& v = s.views[k];
+        if (!IsViewName(v)) {
+          return absl::InvalidArgumentError(StrCat(where, " stream \"", s.role, "\": view name \"", v,
+                                                   "\" is not 1..64 bytes of [a-z0-9_-]"));
+        }
+        if (std::find(s.views.begin(), s.views.begin() + k, v) != s.views.begin() + k) {
+          return absl::InvalidArgumentError(StrCat(where, " stream \"", s.role, "\": view \"", v, "\" listed twice"));
+        }
+        full |= v == kFullView;
+        bool known = v == kFullView || std::find(fresh.begin(), fresh.end(), v) != fresh.end() ||
+                     std::any_of(views.begin(), views.end(), [&](const auto& d) { return d.first == v; });
+        if (!known) fresh.push_back(v);
+      }
+      if (!s.views.empty() && !full) {
+        return absl::InvalidArgumentError(StrCat(where, " stream \"", s.role,
+                                                 "\": a non-empty view list must include \"full\""));
+      }
+    }
+    // A stream only "full" reads implies the "draft" view: every other
+    // stream, the prefix of the file a draft model loads.
+    bool full_only = std::any_of(info.streams.begin(), info.streams.end(), FullOnly);
+    bool draft_known = std::find(fresh.begin(), fresh.end(), "draft") != fresh.end() ||
+                       std::any_of(views.begin(), views.end(), [](const auto& d) { return d.first == "draft"; });
+    if (full_only && !draft_known) fresh.insert(fresh.begin(), "draft");
+    if (views.size() + fresh.size() > 64) {
+      return absl::InvalidArgumentError(StrCat(where, ": more than 64 views"));
+    }
+    for (auto& v : fresh) {
+      std::string description;
+      if (v == "draft") description = "draft model for self-speculative decoding";
+      if (source_views != nullptr) {
+        for (const auto& sv : *source_views) {
+          if (sv.name == v) description = sv.description;
+        }
+      }
+      views.emplace_back(std::move(v), std::move(description));
+    }
+    return absl::OkStatus();
+  }
+  // Appends stored bytes at the next aligned offset (or, for a stream only
+  // "full" reads, to the spill file) and fills in the stream's location and
+  // checksums. `stream` is its index in the tensor about to be added.
+  absl::Status Append(absl::Span<const uint8_t> stored, StreamInfo* s, int stream) {
+    if (stream == 0) {
+      // Spilled streams of a tensor whose add failed are not placed.
+      while (!spilled.empty() && spilled.back().tensor >= manifest.tensors_size()) spilled.pop_back();
+    }
+    if (FullOnly(*s)) return Spill(stored, s, stream);
     BP_RETURN_IF_ERROR(file->PadTo(options.alignment));
     s->shard = 0;
     s->offset = file->position();
@@ -64,6 +172,92 @@ struct Writer::Impl {
     s->xxh3 = format::Xxh3(stored);
     for (auto& c : s->chunks) c.xxh3 = format::Xxh3(stored.subspan(c.stored_offset, c.stored_length));
     return file->Write(stored);
+  }
+  absl::Status OpenSpill() {
+    std::filesystem::path out(file->path());
+    std::string dir = out.parent_path().empty() ? std::string(".") : out.parent_path().string();
+#ifdef O_TMPFILE
+    spill_fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+    if (spill_fd < 0) {
+      std::string templ = StrCat(dir, "/.", out.filename().string(), ".views-XXXXXX");
+      std::vector<char> buf(templ.begin(), templ.end());
+      buf.push_back('\0');
+      spill_fd = ::mkstemp(buf.data());
+      if (spill_fd < 0) return ErrnoError(file->path(), "cannot create a spill file beside it");
+      ::unlink(buf.data());
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Spill(absl::Span<const uint8_t> stored, StreamInfo* s, int stream) {
+    if (spill_fd < 0) BP_RETURN_IF_ERROR(OpenSpill());
+    s->shard = 0;
+    s->offset = 0;  // placed at Finish
+    s->length = stored.size();
+    s->alignment = options.alignment;
+    s->xxh3 = format::Xxh3(stored);
+    for (auto& c : s->chunks) c.xxh3 = format::Xxh3(stored.subspan(c.stored_offset, c.stored_length));
+    spilled.push_back({manifest.tensors_size(), stream, spill_size, stored.size(), s->xxh3});
+    uint64_t done = 0;
+    while (done < stored.size()) {
+      ssize_t n = ::pwrite(spill_fd, stored.data() + done, std::min<uint64_t>(stored.size() - done, 1u << 30),
+                           static_cast<off_t>(spill_size + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return ErrnoError(file->path(), "cannot write the spill file");
+      done += static_cast<uint64_t>(n);
+    }
+    spill_size += stored.size();
+    return absl::OkStatus();
+  }
+  // Appends the spilled streams after every other stream, in blocks, and
+  // records their final offsets.
+  absl::Status PlaceSpilled() {
+    while (!spilled.empty() && spilled.back().tensor >= manifest.tensors_size()) spilled.pop_back();
+    std::vector<uint8_t> block;
+    XXH3_state_t state;
+    for (const Spilled& sp : spilled) {
+      BP_RETURN_IF_ERROR(file->PadTo(options.alignment));
+      manifest.mutable_tensors(sp.tensor)->mutable_streams(sp.stream)->set_offset(file->position());
+      block.resize(std::min<uint64_t>(sp.length, kCopyBlock));
+      XXH3_64bits_reset(&state);
+      for (uint64_t done = 0; done < sp.length;) {
+        uint64_t want = std::min<uint64_t>(sp.length - done, kCopyBlock);
+        ssize_t n = ::pread(spill_fd, block.data(), want, static_cast<off_t>(sp.spill_offset + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return ErrnoError(file->path(), "cannot read the spill file");
+        auto piece = absl::MakeConstSpan(block.data(), static_cast<size_t>(n));
+        XXH3_64bits_update(&state, piece.data(), piece.size());
+        BP_RETURN_IF_ERROR(file->Write(piece));
+        done += static_cast<uint64_t>(n);
+      }
+      if (XXH3_64bits_digest(&state) != sp.xxh3) {
+        return absl::DataLossError(StrCat(file->path(), ": the spill file changed under the writer"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  // Manifest.views: per declared view, the span of the streams it reads.
+  void RecordViews() {
+    for (const auto& [name, description] : views) {
+      uint64_t begin = ~0ull, end = 0;
+      for (const auto& t : manifest.tensors()) {
+        for (const auto& s : t.streams()) {
+          bool reads = s.views_size() == 0 || std::find(s.views().begin(), s.views().end(), name) != s.views().end();
+          if (!reads || s.length() == 0) continue;
+          begin = std::min<uint64_t>(begin, s.offset());
+          end = std::max<uint64_t>(end, s.offset() + s.length());
+        }
+      }
+      auto* v = manifest.add_views();
+      v->set_name(name);
+      v->set_description(description);
+      if (begin < end) {
+        auto* r = v->add_ranges();
+        r->set_shard(0);
+        r->set_offset(begin);
+        r->set_length(end - begin);
+      }
+    }
   }
 };
 
@@ -178,6 +372,8 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
   const Codec* codec = FindCodec(codec_id);
   if (codec == nullptr) return absl::NotFoundError(StrCat(where, ": unknown codec \"", codec_id, "\""));
   TensorInfo info = RecordFor(std::move(name), dtype, std::move(shape), codec_id, encoded);
+  for (size_t k = 0; k < encoded.streams.size(); ++k) info.streams[k].views = encoded.streams[k].views;
+  BP_RETURN_IF_ERROR(impl_->CheckViews(info, where));
   // An encoder bug must not produce a file its own reader rejects.
   absl::Status valid = codec->ValidateRecord(info);
   if (!valid.ok()) return absl::InternalError(StrCat(where, ": encoder produced an invalid record: ", valid.message()));
@@ -191,9 +387,9 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
     if (packed) {
       s.compression = Compression::kZstd;
       impl_->uses_zstd = true;
-      BP_RETURN_IF_ERROR(impl_->Append(*packed, &s));
+      BP_RETURN_IF_ERROR(impl_->Append(*packed, &s, static_cast<int>(k)));
     } else {
-      BP_RETURN_IF_ERROR(impl_->Append(es.bytes, &s));
+      BP_RETURN_IF_ERROR(impl_->Append(es.bytes, &s, static_cast<int>(k)));
     }
   }
   format::ToProto(info, impl_->manifest.add_tensors());
@@ -231,8 +427,11 @@ absl::Status Writer::AddStoredTensor(TensorInfo info, const std::vector<absl::Sp
       return absl::InvalidArgumentError(StrCat(where, ": not a valid \"", info.codec_id, "\" record: ", valid.message()));
     }
   }
+  BP_RETURN_IF_ERROR(impl_->CheckViews(info, where));
   BP_RETURN_IF_ERROR(impl_->CheckName(info.name));
-  for (size_t k = 0; k < streams.size(); ++k) BP_RETURN_IF_ERROR(impl_->Append(streams[k], &info.streams[k]));
+  for (size_t k = 0; k < streams.size(); ++k) {
+    BP_RETURN_IF_ERROR(impl_->Append(streams[k], &info.streams[k], static_cast<int>(k)));
+  }
   format::ToProto(info, impl_->manifest.add_tensors());
   return absl::OkStatus();
 }
@@ -248,6 +447,8 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
       impl_->inherited_features.push_back(f);
     }
   }
+  BP_RETURN_IF_ERROR(impl_->CheckViews(info, StrCat(impl_->file->path(), ": tensor \"", info.name, "\""),
+                                        &reader.views()));
   BP_RETURN_IF_ERROR(impl_->CheckName(info.name));
   for (size_t k = 0; k < info.streams.size(); ++k) {
     // Bytes copied through are checked first: a corrupt source is reported,
@@ -256,9 +457,19 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
     BP_ASSIGN_OR_RETURN(auto stored, reader.StoredStream(tensor, k));
     StreamInfo& s = info.streams[k];
     if (s.compression == Compression::kZstd) impl_->uses_zstd = true;
-    BP_RETURN_IF_ERROR(impl_->Append(stored, &s));
+    BP_RETURN_IF_ERROR(impl_->Append(stored, &s, static_cast<int>(k)));
   }
   format::ToProto(info, impl_->manifest.add_tensors());
+  return absl::OkStatus();
+}
+
+absl::Status Writer::SetElastic(const ElasticManifest& elastic) {
+  BP_RETURN_IF_ERROR(impl_->CheckOpen());
+  format::ElasticToProto(elastic, impl_->manifest.mutable_elastic());
+  auto& features = *impl_->manifest.mutable_optional_features();
+  if (std::find(features.begin(), features.end(), "elastic") == features.end()) {
+    impl_->manifest.add_optional_features("elastic");
+  }
   return absl::OkStatus();
 }
 
@@ -268,6 +479,9 @@ absl::Status Writer::Finish() {
   auto& m = impl_->manifest;
   if (impl_->uses_zstd) m.add_required_features("zstd");
   for (const auto& f : impl_->inherited_features) m.add_required_features(f);
+  // Streams only "full" reads come last, so every other view reads a prefix.
+  BP_RETURN_IF_ERROR(impl_->PlaceSpilled());
+  impl_->RecordViews();
   uint64_t manifest_offset = impl_->file->position();
   std::string bytes;
   if (!m.SerializeToString(&bytes)) return absl::InternalError(StrCat(impl_->file->path(), ": cannot serialize the manifest"));

@@ -15,7 +15,8 @@
 // the number of keys and tensors.
 //
 // Split models (NAME-00001-of-0000N.gguf with split.no / split.count /
-// split.tensors.count) open as one model from the first shard.
+// split.tensors.count) open as one model from the first shard; io/gguf_split.h
+// writes them.
 #ifndef BOLTPACK_IO_GGUF_H_
 #define BOLTPACK_IO_GGUF_H_
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # README command 2: every test. Builds with g++ and clang (-Werror), runs the
 # GoogleTest suite through CTest, again under ASan+UBSan, runs each libFuzzer
-# target for a while and replays its corpus, and builds the examples against
-# the installed package.
+# target for a while and replays its corpus, builds the examples against
+# the installed package, and runs llama.cpp on GGUF files bolt-pack wrote
+# (scripts/llama_cpp_check.sh; SKIP when npm's registry cannot be reached).
 #   FUZZ_SECONDS (default 60) sets the time per fuzz target.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -18,6 +19,9 @@ echo "== g++ build + tests"
 echo "== installed package: examples built against it"
 "$ROOT/build-test/gcc/bolt-pack" convert "$ROOT/testdata/tinystories-656k/model.safetensors" -o "$B/example.bolt"
 "$ROOT/scripts/test_installed_package.sh" "$B/gcc" "$B/example.bolt"
+
+echo "== llama.cpp (node-llama-cpp from npm, CPU) runs the GGUF files bolt-pack writes"
+"$ROOT/scripts/llama_cpp_check.sh" "$B/gcc/bolt-pack" "$B/llama_cpp"
 
 echo "== clang + ASan/UBSan build (benchmarks too, so clang compiles every target) + tests"
 "$ROOT/scripts/build.sh" "$B/asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \

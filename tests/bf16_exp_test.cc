@@ -1,5 +1,7 @@
 #include "codecs/bf16_exp/bf16_exp_codecs.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +14,8 @@
 #include "boltpack/reader.h"
 #include "boltpack/tensor_info.h"
 #include "boltpack/writer.h"
+#include "codecs/bf16_exp/byte_split.h"
+#include "codecs/bf16_exp/bit_io.h"
 #include "codecs/bf16_exp/exponent_code.h"
 #include "codecs/float_convert.h"
 #include "codecs/encoded_record.h"
@@ -160,6 +164,145 @@ TEST(Bf16Exp, AdversarialDistributions) {
   for (auto l : lengths) longest = std::max<int>(longest, l);
   EXPECT_EQ(longest, 12);
   EXPECT_TRUE(bf16_exp::ExponentCode::Huffman(lengths).ok());
+}
+
+TEST(Bf16Exp, LaneEdges) {
+  // One value; lane splits that are not multiples of 4; sizes around the
+  // 4-lane threshold and the decoder's 32-byte fast-loop steps; one exponent
+  // only; all 256 exponents in every lane.
+  std::mt19937 rng(31);
+  for (const char* id : kLossless) {
+    const Codec& c = *FindCodec(id);
+    for (uint64_t m : {1ull, 2ull, 3ull, 7ull, 31ull, 32ull, 33ull, 100ull, 16383ull, 16384ull, 16385ull, 16386ull,
+                       16387ull, 20001ull, 65537ull}) {
+      auto v = GaussianBf16(m, 0.02f, static_cast<uint32_t>(m));
+      ExpectLossless(c, {m}, v);
+      std::vector<uint16_t> same(m, 0x3c12);
+      for (size_t i = 0; i < m; ++i) same[i] = static_cast<uint16_t>(0x3c00 | (rng() & 0x807f));
+      ExpectLossless(c, {m}, same);
+      if (m >= 256) {
+        std::vector<uint16_t> all = v;
+        // Every exponent at the start, middle and end of each lane.
+        for (int k = 0; k < 4; ++k) {
+          const uint64_t b = m * k / 4, e = m * (k + 1) / 4;
+          for (uint64_t j = 0; j < 64 && b + j < e; ++j) all[b + j] = static_cast<uint16_t>(((rng() % 256) << 7) | (rng() & 0x807f));
+          for (uint64_t j = 0; j < 64 && e - 1 - j > b; ++j) all[e - 1 - j] = static_cast<uint16_t>(((rng() % 256) << 7) | (rng() & 0x807f));
+        }
+        for (int ex = 0; ex < 256; ++ex) all[(ex * 7919u) % m] = static_cast<uint16_t>(ex << 7 | (ex & 1 ? 0x8000 : 0));
+        ExpectLossless(c, {m}, all);
+      }
+    }
+  }
+}
+
+TEST(Bf16Exp, ByteSplitPathsAgree) {
+  // The dispatched (AVX2 or SSE2) split and join equal the portable ones on
+  // every bf16 pattern, at unaligned offsets and odd lengths.
+  std::vector<uint8_t> src(2 * 65536 + 64);
+  for (uint32_t i = 0; i < src.size() / 2; ++i) {
+    const uint16_t x = static_cast<uint16_t>(i * 40503u);
+    src[2 * i] = static_cast<uint8_t>(x);
+    src[2 * i + 1] = static_cast<uint8_t>(x >> 8);
+  }
+  for (size_t off : {0, 1, 3}) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{17}, size_t{33}, size_t{65536 + 7}}) {
+      std::vector<uint8_t> sm1(n), ex1(n), sm2(n), ex2(n), back1(2 * n), back2(2 * n);
+      bf16_exp::SplitBf16(src.data() + 2 * off, n, sm1.data(), ex1.data());
+      bf16_exp::SplitBf16Scalar(src.data() + 2 * off, n, sm2.data(), ex2.data());
+      ASSERT_EQ(sm1, sm2) << off << " " << n;
+      ASSERT_EQ(ex1, ex2) << off << " " << n;
+      bf16_exp::JoinBf16(sm1.data(), ex1.data(), n, back1.data());
+      bf16_exp::JoinBf16Scalar(sm1.data(), ex1.data(), n, back2.data());
+      ASSERT_EQ(back1, back2);
+      ASSERT_TRUE(std::equal(back1.begin(), back1.end(), src.begin() + 2 * off));
+      std::vector<uint64_t> hist(256, 0), want(256, 0);
+      bf16_exp::CountExponents(ex1.data(), n, hist.data());
+      for (uint8_t e : ex1) ++want[e];
+      ASSERT_EQ(hist, want);
+    }
+  }
+}
+
+TEST(Bf16Exp, ChunkCodesRoundTripAndRejectBadWords) {
+  // EncodeChunk/DecodeChunk for every unary K (code words up to 28 bits: the
+  // bit writer's 2-codes-per-store path) and length-limited Huffman codes;
+  // an escape of a ranked exponent deep inside a 4-lane chunk is rejected.
+  std::mt19937 rng(41);
+  std::vector<uint8_t> syms(40000);
+  std::vector<uint64_t> freq(256);
+  for (auto& s : syms) {
+    // Geometric-ish over 40 exponents around 120, a few anywhere.
+    s = rng() % 100 == 0 ? static_cast<uint8_t>(rng()) : static_cast<uint8_t>(120 + std::min<int>(39, std::countr_zero(rng() | 0x80000000u)));
+    ++freq[s];
+  }
+  std::vector<uint8_t> ranked;
+  for (int s = 0; s < 256 && ranked.size() < 20; ++s) {
+    if (freq[s]) ranked.push_back(static_cast<uint8_t>(s));
+  }
+  for (size_t k = 0; k <= 20; ++k) {
+    std::vector<uint8_t> r(ranked.begin(), ranked.begin() + static_cast<long>(std::min(k, ranked.size())));
+    auto code = bf16_exp::ExponentCode::Unary(r);
+    ASSERT_TRUE(code.ok());
+    for (uint64_t m : {uint64_t{1}, uint64_t{999}, uint64_t{40000}}) {
+      std::vector<uint8_t> bytes, back(m);
+      bf16_exp::EncodeChunk(*code, syms.data(), m, &bytes);
+      ASSERT_TRUE(bf16_exp::DecodeChunk(*code, bytes, m, back.data()).ok()) << k << " " << m;
+      ASSERT_TRUE(std::equal(back.begin(), back.end(), syms.begin())) << k << " " << m;
+      // The single-symbol tables decode the same bits.
+      auto single = bf16_exp::ExponentCode::Unary(r, bf16_exp::ExponentCode::Tables::kSingle);
+      ASSERT_TRUE(single.ok());
+      std::vector<uint8_t> back1(m);
+      ASSERT_TRUE(bf16_exp::DecodeChunk(*single, bytes, m, back1.data()).ok()) << k << " " << m;
+      ASSERT_EQ(back1, back);
+    }
+  }
+  for (int max_bits : {12, 9}) {
+    std::vector<uint64_t> f(256);
+    for (int i = 0; i < 256; ++i) f[i] = freq[i] + 1;
+    auto lengths = bf16_exp::HuffmanLengths(f, max_bits);
+    auto code = bf16_exp::ExponentCode::Huffman(lengths);
+    ASSERT_TRUE(code.ok());
+    std::vector<uint8_t> bytes, back(syms.size());
+    bf16_exp::EncodeChunk(*code, syms.data(), syms.size(), &bytes);
+    ASSERT_TRUE(bf16_exp::DecodeChunk(*code, bytes, syms.size(), back.data()).ok());
+    EXPECT_EQ(back, syms);
+    auto single = bf16_exp::ExponentCode::Huffman(lengths, bf16_exp::ExponentCode::Tables::kSingle);
+    ASSERT_TRUE(single.ok());
+    std::vector<uint8_t> back1(syms.size());
+    ASSERT_TRUE(bf16_exp::DecodeChunk(*single, bytes, syms.size(), back1.data()).ok());
+    EXPECT_EQ(back1, syms);
+    // A corrupted chunk fails (or decodes) the same way with both tables.
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<uint8_t> bad = bytes;
+      bad[12 + rng() % (bad.size() - 12)] ^= static_cast<uint8_t>(1 + rng() % 255);
+      const bool ok_full = bf16_exp::DecodeChunk(*code, bad, syms.size(), back.data()).ok();
+      const bool ok_single = bf16_exp::DecodeChunk(*single, bad, syms.size(), back1.data()).ok();
+      EXPECT_EQ(ok_full, ok_single);
+      if (ok_full && ok_single) {
+        EXPECT_EQ(back, back1);
+      }
+    }
+  }
+  // Unary, K = 3: put an escape of rank-1's exponent in lane 2's middle.
+  const std::vector<uint8_t> r3 = {ranked[0], ranked[1], ranked[2]};
+  auto code = bf16_exp::ExponentCode::Unary(r3);
+  ASSERT_TRUE(code.ok());
+  std::vector<uint8_t> out(20000 + 64);
+  {
+    // Hand-made lane: 10000 rank-0 codes ("1"), an escape "000" + byte of a
+    // ranked exponent, then rank-0 codes, zero padded.
+    std::vector<uint8_t> buf(20000);
+    bf16_exp::BitWriter w(buf.data());
+    for (int i = 0; i < 10000; ++i) w.Put(1, 1);
+    w.Put(ranked[1], 11);
+    for (int i = 0; i < 9999; ++i) w.Put(1, 1);
+    const size_t n = w.Finish();
+    const uint8_t* data[1] = {buf.data()};
+    const size_t size[1] = {n};
+    uint8_t* dst[1] = {out.data()};
+    const size_t count[1] = {20000};
+    EXPECT_FALSE(code->DecodeLanes(data, size, dst, count, 1).ok());
+  }
 }
 
 TEST(Bf16Exp, F32SourceNeedsOptIn) {
@@ -335,6 +478,42 @@ TEST(Bf16Exp, MxIsNearLossless) {
   std::sort(sorted.begin(), sorted.end(), [](uint16_t a, uint16_t b) { return (a & 0x7f80) < (b & 0x7f80); });
   Encoded ea = EncodeOrDie(c, DType::kBF16, {65536}, Bytes(sorted));
   EXPECT_TRUE(DecodeOrDie(c, ea, OutputType::kBF16) == Bytes(sorted));
+}
+
+TEST(Bf16Exp, MxBlockFastPathEqualsPerValueDecode) {
+  // Random stream bytes (any bytes are a valid bf16-mx payload): the whole-
+  // block decode (exact offsets vectorised, offset 7 patched) equals the
+  // value-by-value decode that one-row ranges take, for every output type.
+  const Codec& c = *FindCodec("bf16-mx");
+  const uint64_t n = 32 * 700 + 5;
+  std::mt19937 rng(51);
+  Encoded e = EncodeOrDie(c, DType::kBF16, {n, 1}, Bytes(GaussianBf16(n, 0.02f, 52)));
+  for (int round = 0; round < 3; ++round) {
+    for (auto& stream : e.tensor.streams) {
+      for (auto& b : stream.bytes) b = static_cast<uint8_t>(rng());
+    }
+    // Shared exponents around 120..136 so both paths (E >= 7) and E < 7 occur.
+    for (size_t k = 0; k < e.tensor.streams[0].bytes.size(); ++k) {
+      if (round < 2 && k % 9 != 0) e.tensor.streams[0].bytes[k] = static_cast<uint8_t>(120 + rng() % 17);
+    }
+    ASSERT_TRUE(c.ValidateRecord(e.info).ok());
+    for (OutputType out : {OutputType::kBF16, OutputType::kF32}) {
+      const auto full = DecodeOrDie(c, e, out);
+      const size_t osz = out == OutputType::kF32 ? 4 : 2;
+      for (uint64_t r = 0; r < n; r += 1 + rng() % 3) {
+        DecodeInput in{&e.info, {}, {}};
+        for (size_t s = 0; s < 3; ++s) {
+          auto range = c.RowRangeBytes(e.info, s, r, r + 1);
+          ASSERT_TRUE(range.ok());
+          in.streams.push_back(absl::MakeConstSpan(e.tensor.streams[s].bytes).subspan(range->first, range->second - range->first));
+          in.raw_base.push_back(range->first);
+        }
+        std::vector<uint8_t> one(osz);
+        ASSERT_TRUE(c.DecodeRows(in, r, r + 1, out, absl::MakeSpan(one)).ok());
+        ASSERT_TRUE(std::equal(one.begin(), one.end(), full.begin() + r * osz)) << round << " " << r;
+      }
+    }
+  }
 }
 
 // ---- real weights ------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -16,6 +17,8 @@
 #include "codecs/block_common/block_codec.h"
 #include "codecs/encoded_record.h"
 #include "codecs/float_convert.h"
+#include "codecs/mxfp4/mxfp4_codec.h"
+#include "common/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -200,6 +203,31 @@ TEST(QuantConformance, ErrorPerDistribution) {
   std::printf("relative RMS error per distribution:\n%s", table.c_str());
 }
 
+// The shared exponent skips log2f where the float's exponent field already
+// is floor(log2f(amax)); check that against log2f itself.
+TEST(QuantConformance, Mxfp4SharedExponentIsGgmls) {
+  auto ggml = [](float amax) -> uint8_t {
+    if (!(amax > 0.0f)) return 0;
+    const float fe = std::floor(std::log2(amax)) - 2.0f + 127.0f;
+    return static_cast<uint8_t>(std::clamp(fe, 0.0f, 254.0f));
+  };
+  std::mt19937 rng(5);
+  for (uint32_t exp = 0; exp < 255; ++exp) {
+    for (uint32_t man : {0u, 1u, 0x400000u, 0x7fdfffu, 0x7fe000u, 0x7ffffeu, 0x7fffffu}) {
+      const uint32_t u = (exp << 23) | man;
+      float f;
+      std::memcpy(&f, &u, 4);
+      ASSERT_EQ(Mxfp4SharedExponent(f), ggml(f)) << std::hex << u;
+    }
+    for (int k = 0; k < 2000; ++k) {
+      const uint32_t u = (exp << 23) | (rng() & 0x7fffffu);
+      float f;
+      std::memcpy(&f, &u, 4);
+      ASSERT_EQ(Mxfp4SharedExponent(f), ggml(f)) << std::hex << u;
+    }
+  }
+}
+
 // ---- properties of every block codec -------------------------------------------
 
 class BlockCodecTest : public ::testing::TestWithParam<const char*> {
@@ -363,6 +391,145 @@ TEST_P(BlockCodecTest, Avx2AndPortableDecodersGiveTheSameBitsOnAnyBytes) {
     codec().DecodeBlocksF32(in, nb, a.data(), p, false);
     codec().DecodeBlocksF32(in, nb, c.data(), p, true);
     EXPECT_EQ(std::memcmp(a.data(), c.data(), a.size() * 4), 0) << GetParam();
+  }
+}
+
+// Adversarial encoder input, one block per entry: zeros, subnormals, huge
+// values, exact rounding ties, values next to powers of two, random bit
+// patterns, and blocks holding NaN or infinity.
+std::vector<float> AdversarialBlocks(int b, uint32_t seed, std::vector<bool>* finite) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<uint32_t> bits;
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  auto from_bits = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  std::vector<float> x;
+  const int kinds = 14;
+  for (int blk = 0; blk < kinds * 40; ++blk) {
+    const int kind = blk % kinds;
+    const float scale = std::ldexp(1.0f, static_cast<int>(rng() % 200) - 100);
+    bool ok = true;
+    for (int i = 0; i < b; ++i) {
+      float v = 0.0f;
+      switch (kind) {
+        case 0: v = g(rng) * scale; break;                                  // ordinary
+        case 1: v = 0.0f; break;                                            // all zero
+        case 2: v = (i % 3 == 0) ? -0.0f : 0.0f; break;                     // signed zeros
+        case 3: v = from_bits((bits(rng) & 0x807fffffu)); break;           // subnormals
+        case 4: v = from_bits((bits(rng) & 0x80ffffffu)); break;           // subnormal / tiny normal
+        case 5: v = (rng() & 1 ? 1 : -1) * std::numeric_limits<float>::max() * (0.5f + 0.5f * (i == 0)); break;
+        case 6: v = g(rng) * 1e30f; break;                                  // huge
+        case 7: v = (static_cast<float>(static_cast<int>(rng() % 255) - 127) + 0.5f) * scale; break;  // ties
+        case 8: v = from_bits((bits(rng) & 0x80000000u) | ((100u + rng() % 60) << 23) | 0x7fffffu); break;
+        case 9: v = from_bits((bits(rng) & 0x80000000u) | ((1u + rng() % 253) << 23) | (0x7fe000u + (bits(rng) & 0x1fffu))); break;
+        case 10: {  // any finite bit pattern
+          uint32_t u;
+          do u = bits(rng); while ((u & 0x7f800000u) == 0x7f800000u);
+          v = from_bits(u);
+          break;
+        }
+        case 11: v = (i == b / 2) ? std::numeric_limits<float>::quiet_NaN() : g(rng); break;
+        case 12: v = (i == b - 1) ? -std::numeric_limits<float>::infinity() : g(rng); break;
+        case 13: v = (i == 3) ? from_bits(0x7f800001u | (bits(rng) & 0x807fffffu)) : g(rng) * scale; break;
+      }
+      // Grid points and midpoints of the E2M1 codes for a block scale.
+      if (kind == 7 && i % 4 == 1) {
+        static constexpr float kMid[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 0.5f, 1.5f, 3.0f, 6.0f};
+        v = kMid[rng() % 11] * scale * ((rng() & 1) ? 1.0f : -1.0f);
+      }
+      if (!std::isfinite(v)) ok = false;
+      x.push_back(v);
+    }
+    finite->push_back(ok);
+  }
+  return x;
+}
+
+TEST_P(BlockCodecTest, Avx2AndPortableEncodersWriteTheSameBytes) {
+  if (!CpuHasAvx2Fma16c()) GTEST_SKIP() << "no AVX2/FMA/F16C";
+  const size_t ns = codec().format().streams.size();
+  std::vector<bool> finite;
+  std::vector<float> x = AdversarialBlocks(B(), 17, &finite);
+  // Plus ordinary data of several scales.
+  for (float sigma : {0.02f, 1e-6f, 3e4f}) {
+    const std::vector<float> gx = Gaussian(64 * B(), sigma, 23);
+    x.insert(x.end(), gx.begin(), gx.end());
+    finite.insert(finite.end(), 64, true);
+  }
+  const uint64_t nb = finite.size();
+  for (float ts : {1.0f, 3.7e-5f, 1.2e-38f, 1e30f}) {
+    BlockParams p;
+    p.tensor_scale = ts;
+    // Block by block: the same success, and the same bytes.
+    uint64_t ok_blocks = 0;
+    for (uint64_t blk = 0; blk < nb; ++blk) {
+      std::vector<uint8_t> a[2], c[2];
+      uint8_t* pa[2] = {nullptr, nullptr};
+      uint8_t* pc[2] = {nullptr, nullptr};
+      for (size_t k = 0; k < ns; ++k) {
+        a[k].assign(codec().format().streams[k].bytes_per_block, 0xAA);
+        c[k].assign(codec().format().streams[k].bytes_per_block, 0xAA);
+        pa[k] = a[k].data();
+        pc[k] = c[k].data();
+      }
+      const float* xb = x.data() + blk * B();
+      const absl::Status sa = codec().EncodeBlocks(xb, 1, pa, p, false);
+      const absl::Status sc = codec().EncodeBlocks(xb, 1, pc, p, true);
+      ASSERT_EQ(sa.ok(), sc.ok()) << GetParam() << " block " << blk << " ts " << ts << ": " << sa << " / " << sc;
+      if (!finite[blk]) {
+        EXPECT_FALSE(sa.ok()) << GetParam() << " block " << blk;
+      }
+      if (!sa.ok()) continue;
+      ++ok_blocks;
+      for (size_t k = 0; k < ns; ++k) {
+        EXPECT_TRUE(a[k] == c[k]) << GetParam() << " block " << blk << " stream " << k << " ts " << ts;
+      }
+    }
+    EXPECT_GT(ok_blocks, nb / 2) << GetParam();
+    // And the finite blocks encoded together in one call.
+    std::vector<float> fx;
+    for (uint64_t blk = 0; blk < nb; ++blk) {
+      if (!finite[blk]) continue;
+      std::vector<uint8_t> one[2];
+      uint8_t* po[2] = {nullptr, nullptr};
+      for (size_t k = 0; k < ns; ++k) {
+        one[k].resize(codec().format().streams[k].bytes_per_block);
+        po[k] = one[k].data();
+      }
+      if (codec().EncodeBlocks(x.data() + blk * B(), 1, po, p, false).ok()) {
+        fx.insert(fx.end(), x.begin() + blk * B(), x.begin() + (blk + 1) * B());
+      }
+    }
+    const uint64_t fnb = fx.size() / B();
+    std::vector<uint8_t> a[2], c[2];
+    uint8_t* pa[2] = {nullptr, nullptr};
+    uint8_t* pc[2] = {nullptr, nullptr};
+    for (size_t k = 0; k < ns; ++k) {
+      a[k].assign(fnb * codec().format().streams[k].bytes_per_block, 0);
+      c[k].assign(fnb * codec().format().streams[k].bytes_per_block, 1);
+      pa[k] = a[k].data();
+      pc[k] = c[k].data();
+    }
+    ASSERT_TRUE(codec().EncodeBlocks(fx.data(), fnb, pa, p, false).ok());
+    ASSERT_TRUE(codec().EncodeBlocks(fx.data(), fnb, pc, p, true).ok());
+    for (size_t k = 0; k < ns; ++k) EXPECT_TRUE(a[k] == c[k]) << GetParam() << " stream " << k;
+  }
+  // Through Encode: NaN anywhere is refused and named, whichever path runs.
+  std::vector<float> t = Gaussian(8 * B(), 1.0f, 3);
+  t[5 * B() + 7] = -std::numeric_limits<float>::infinity();
+  t[6 * B()] = 1e30f;  // a q8_0 / int4 scale overflow after the infinity
+  TensorSource src{"t", DType::kF32, std::vector<uint64_t>{8, static_cast<uint64_t>(B())},
+                   absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(t.data()), t.size() * 4)};
+  const std::vector<uint64_t> shape = {8, static_cast<uint64_t>(B())};
+  src.shape = shape;
+  for (int threads : {1, 3}) {
+    auto enc = codec().Encode(src, {}, ExecOptions{threads});
+    ASSERT_FALSE(enc.ok());
+    EXPECT_NE(std::string(enc.status().message()).find(StrCat("element ", 5 * B() + 7)), std::string::npos)
+        << enc.status();
   }
 }
 

@@ -17,6 +17,10 @@ struct ConvertArgs {
   int zstd_level = 0;
   std::string imatrix;  // llama.cpp importance matrix (GGUF or legacy .dat)
   std::string recipe;   // textproto of codec rules (spec/recipe.proto)
+  std::string elastic;  // elastic authoring JSON (spec/elastic.md)
+  std::string split_max_size;  // .gguf output: split like gguf-split ("500M", "2G", bytes)
+  uint64_t split_max_tensors = 0;  // .gguf output: at most this many tensors per file
+  std::string view = "full";  // the view .bolt inputs are decoded in (.safetensors output)
 };
 int RunConvert(const ConvertArgs& args);
 
@@ -29,6 +33,9 @@ int RunInspect(const InspectArgs& args);
 struct VerifyArgs {
   std::string input;
   int threads = 0;
+  std::string target;   // "llama.cpp": check what llama.cpp's loader needs instead
+  bool json = false;    // with --target
+  bool strict = false;  // with --target: warnings fail too
 };
 int RunVerify(const VerifyArgs& args);
 
@@ -37,6 +44,8 @@ struct SliceArgs {
   std::string output;
   std::string budget;
   bool list_budgets = false;
+  std::vector<std::string> keep;  // ad-hoc budget: AXIS=FRACTION or AXIS=COUNT
+  int threads = 0;
 };
 int RunSlice(const SliceArgs& args);
 

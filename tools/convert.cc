@@ -4,16 +4,20 @@
 
 #include "boltpack/codec_registry.h"
 #include "boltpack/writer.h"
+#include "codecs/float_convert.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "io/gguf.h"
+#include "io/gguf_split.h"
 #include "io/imatrix.h"
 #include "io/safetensors.h"
 #include "tools/codec_plan.h"
 #include "tools/codec_rules.h"
 #include "tools/recipe.h"
 #include "tools/commands.h"
+#include "tools/elastic_convert.h"
+#include "tools/gguf_nvfp4.h"
 #include "tools/inputs.h"
 #include "tools/metadata_json.h"
 #include "tools/progress.h"
@@ -53,7 +57,7 @@ absl::StatusOr<absl::Span<const float>> ImportanceFor(const io::Imatrix* imatrix
 }
 
 absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args,
-                           const io::Imatrix* imatrix) {
+                           const io::Imatrix* imatrix, const io::ElasticAuthoring* elastic) {
   WriterOptions options;
   options.alignment = args.alignment;
   options.zstd_level = args.zstd_level;
@@ -67,6 +71,17 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
   exec.threads = args.threads;
   for (const auto& t : in.tensors()) {
     const CodecRule* rule = PlannedRule(plan, in, t);
+    // --elastic: bound dimensions are stored in importance order.
+    format::ElementMaps maps = elastic != nullptr ? elastic->MapsFor(t.name, t.shape) : format::ElementMaps{};
+    bool permuted = Moves(maps);
+    bool stored_form = t.kind == InputKind::kBolt ||
+                       (t.kind == InputKind::kGguf && t.SourceCodec() != "f32" && t.SourceCodec() != "f16" &&
+                        t.SourceCodec() != "bf16" && t.SourceCodec() != "raw");
+    if (permuted && rule == nullptr && stored_form) {
+      BP_RETURN_IF_ERROR(PrefixError(AddPermutedStored(*writer, t, maps), t));
+      progress.Advance(InputBytes(t));
+      continue;
+    }
     if (rule == nullptr && t.kind == InputKind::kBolt) {
       // Stored bytes pass through untouched, whatever the codec.
       BP_RETURN_IF_ERROR(PrefixError(writer->CopyTensor(*t.reader, t.index), t));
@@ -92,6 +107,14 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
       decoded = std::move(*d);
       bytes = decoded;
     }
+    std::vector<uint8_t> moved;
+    if (permuted) {
+      // Permuted as elements, then encoded (a q8_0 tensor is quantized after).
+      auto g = format::GatherCells(bytes, t.shape, static_cast<uint64_t>(DTypeSize(t.dtype)), maps);
+      if (!g.ok()) return PrefixError(g.status(), t);
+      moved = std::move(*g);
+      bytes = moved;
+    }
     TensorSource src{t.name, t.dtype, t.shape, bytes};
     if (rule != nullptr) {
       auto importance = ImportanceFor(imatrix, t);
@@ -104,6 +127,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
     progress.Advance(InputBytes(t));
   }
   progress.Finish();
+  if (elastic != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(elastic->manifest));
   return writer->Finish();
 }
 
@@ -178,7 +202,7 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
       auto n = t.reader->DecodedBytes(t.index, out);
       if (!n.ok()) return PrefixError(n.status(), t);
       buf.resize(*n);
-      BP_RETURN_IF_ERROR(PrefixError(t.reader->Decode(t.index, out, absl::MakeSpan(buf), exec), t));
+      BP_RETURN_IF_ERROR(PrefixError(t.reader->Decode(t.index, args.view, out, absl::MakeSpan(buf), exec), t));
     }
     BP_RETURN_IF_ERROR(PrefixError(writer->WriteNext(buf), t));
     progress.Advance(t.kind == InputKind::kBolt ? t.reader->tensors()[t.index].stored_bytes() : t.bytes.size());
@@ -192,11 +216,13 @@ struct GgufData {
   const io::GgmlType* type = nullptr;
   absl::Span<const uint8_t> bytes;
   std::vector<uint8_t> owned;
+  float nvfp4_scale = 1.0f;  // two-level nvfp4: the tensor scale (tools/gguf_nvfp4.h)
 };
 
 absl::StatusOr<const io::GgmlType*> GgufTypeOf(const InputTensor& t, const CodecRule* rule) {
   const io::GgmlType* type = nullptr;
   std::string codec;
+  if (IsTwoLevelNvfp4(t, rule)) return io::GgmlTypeById(40);  // NVFP4 + <name>.scale
   if (rule != nullptr) {
     codec = rule->codec_id;
     type = io::GgmlTypeForCodec(codec, t.dtype, rule->params);
@@ -222,7 +248,12 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
                           const io::Imatrix* imatrix, int threads, GgufData* out) {
   out->type = type;
   out->owned.clear();
-  if (rule == nullptr && t.kind != InputKind::kBolt) {
+  if (IsTwoLevelNvfp4(t, rule)) {
+    BP_ASSIGN_OR_RETURN(GgmlNvfp4Tensor g, Nvfp4GgufBlocks(t, rule, threads));
+    out->owned = std::move(g.blocks);
+    out->bytes = out->owned;
+    out->nvfp4_scale = g.tensor_scale;
+  } else if (rule == nullptr && t.kind != InputKind::kBolt) {
     out->bytes = t.bytes;
   } else if (rule == nullptr) {
     const TensorInfo& info = t.reader->tensors()[t.index];
@@ -262,7 +293,8 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
 }
 
 absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args,
-                           const io::Imatrix* imatrix) {
+                           const io::Imatrix* imatrix, uint64_t split_max_bytes) {
+  bool split_output = split_max_bytes > 0 || args.split_max_tensors > 0;
   Metadata kv;
   uint32_t version = 3;
   bool padded = true;
@@ -280,6 +312,7 @@ absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const Conver
   std::vector<io::GgufTensorDecl> decls;
   std::vector<const io::GgmlType*> types;
   std::vector<uint64_t> sizes;
+  std::vector<bool> scale_tensors;  // an F32 <name>.scale follows (two-level nvfp4)
   for (const auto& t : in.tensors()) {
     const CodecRule* rule = PlannedRule(plan, in, t);
     BP_ASSIGN_OR_RETURN(const io::GgmlType* type, GgufTypeOf(t, rule));
@@ -296,23 +329,48 @@ absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const Conver
     sizes.push_back(*n);
     types.push_back(type);
     decls.push_back(std::move(d));
+    auto scale = IsTwoLevelNvfp4(t, rule) ? Nvfp4HasScaleTensor(t, rule) : absl::StatusOr<bool>(false);
+    if (!scale.ok()) return scale.status();
+    scale_tensors.push_back(*scale);
+    if (*scale) decls.push_back(io::GgufTensorDecl{Nvfp4ScaleTensorName(t.name), {1}, 0});
   }
   io::GgufWriterOptions options;
   options.version = version;
   options.pad_empty = padded;
   options.inputs = in.files();
-  BP_ASSIGN_OR_RETURN(auto writer, io::GgufWriter::Create(args.output, kv, std::move(decls), options));
+  std::unique_ptr<io::GgufWriter> writer;
+  std::unique_ptr<io::GgufSplitWriter> split;
+  if (split_output) {
+    io::GgufSplitOptions split_options;
+    split_options.writer = options;
+    split_options.max_bytes = split_max_bytes;
+    split_options.max_tensors = args.split_max_tensors;
+    BP_ASSIGN_OR_RETURN(split, io::GgufSplitWriter::Create(args.output, kv, std::move(decls), split_options));
+  } else {
+    BP_ASSIGN_OR_RETURN(writer, io::GgufWriter::Create(args.output, kv, std::move(decls), options));
+  }
   Progress progress("convert", in.total_bytes());
   GgufData data;
   for (size_t i = 0; i < in.tensors().size(); ++i) {
     const auto& t = in.tensors()[i];
     BP_RETURN_IF_ERROR(PrefixError(FillGgufData(t, PlannedRule(plan, in, t), types[i], sizes[i], imatrix,
                                                 args.threads, &data), t));
-    BP_RETURN_IF_ERROR(PrefixError(writer->WriteNext(data.bytes), t));
+    BP_RETURN_IF_ERROR(PrefixError(split ? split->WriteNext(data.bytes) : writer->WriteNext(data.bytes), t));
+    if (scale_tensors[i]) {
+      uint8_t le[4];  // F32, little-endian
+      const uint32_t u = FloatBits(data.nvfp4_scale);
+      for (int b = 0; b < 4; ++b) le[b] = static_cast<uint8_t>(u >> (8 * b));
+      BP_RETURN_IF_ERROR(PrefixError(split ? split->WriteNext(le) : writer->WriteNext(le), t));
+    }
     progress.Advance(InputBytes(t));
   }
   progress.Finish();
-  return writer->Finish();
+  if (!split) return writer->Finish();
+  BP_RETURN_IF_ERROR(split->Finish());
+  for (size_t k = 0; k < split->paths().size(); ++k) {
+    std::fprintf(stderr, "wrote %s (%zu tensors)\n", split->paths()[k].c_str(), split->tensor_counts()[k]);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -341,6 +399,20 @@ int RunConvert(const ConvertArgs& args) {
     PrintError(StrCat(args.output, ": unknown output format \"", ext, "\" (expected .bolt, .safetensors or .gguf)"));
     return 2;
   }
+  uint64_t split_max_bytes = 0;
+  if ((!args.split_max_size.empty() || args.split_max_tensors > 0) && ext != ".gguf") {
+    PrintError(StrCat(args.output, ": --split-max-size and --split-max-tensors split GGUF output only (the output is \"",
+                      ext, "\")"));
+    return 2;
+  }
+  if (!args.split_max_size.empty()) {
+    auto n = io::ParseGgufSplitSize(args.split_max_size);
+    if (!n.ok()) {
+      PrintError(StrCat("--split-max-size: ", n.status().message()));
+      return 2;
+    }
+    split_max_bytes = *n;
+  }
   std::unique_ptr<io::Imatrix> imatrix;
   if (!args.imatrix.empty()) {
     auto im = io::Imatrix::Load(args.imatrix);
@@ -355,6 +427,23 @@ int RunConvert(const ConvertArgs& args) {
     PrintError(std::string(in.status().message()));
     return 1;
   }
+  if (args.view != "full") {
+    // A view is a way to decode a .bolt file; other outputs copy or re-encode.
+    if (ext != ".safetensors") {
+      PrintError(StrCat("--view applies to .safetensors output, not ", ext));
+      return 2;
+    }
+    for (const auto& t : (*in)->tensors()) {
+      absl::Status has = t.kind == InputKind::kBolt
+                             ? t.reader->ViewBytes(args.view).status()
+                             : absl::NotFoundError(StrCat(t.file, ": only .bolt files have views (asked for \"",
+                                                          args.view, "\")"));
+      if (!has.ok()) {
+        PrintError(std::string(has.message()));
+        return 2;
+      }
+    }
+  }
   ConvertArgs resolved = args;
   if (resolved.threads <= 0) resolved.threads = HardwareThreads();
   std::vector<std::string> fallbacks;
@@ -366,14 +455,29 @@ int RunConvert(const ConvertArgs& args) {
     std::fprintf(stderr, "bolt-pack: warning: %zu tensor%s cannot take their rule's codec and use the fallback:%s\n",
                  fallbacks.size(), fallbacks.size() == 1 ? "" : "s", list.c_str());
   }
-  absl::Status st = ext == ".bolt"   ? ConvertToBolt(**in, plan, resolved, imatrix.get())
-                    : ext == ".gguf" ? ConvertToGguf(**in, plan, resolved, imatrix.get())
+  std::unique_ptr<io::ElasticAuthoring> elastic;
+  if (!args.elastic.empty()) {
+    if (ext != ".bolt") {
+      PrintError(StrCat(args.output, ": --elastic stores an elastic manifest, which only a .bolt output holds"));
+      return 2;
+    }
+    auto e = LoadElastic(args.elastic, **in, plan);
+    if (!e.ok()) {
+      PrintError(std::string(e.status().message()));
+      return 1;
+    }
+    elastic = std::move(*e);
+  }
+  absl::Status st = ext == ".bolt"   ? ConvertToBolt(**in, plan, resolved, imatrix.get(), elastic.get())
+                    : ext == ".gguf" ? ConvertToGguf(**in, plan, resolved, imatrix.get(), split_max_bytes)
                                      : ConvertToSafetensors(**in, plan, resolved);
   if (!st.ok()) {
     PrintError(std::string(st.message()));
     return 1;
   }
-  std::fprintf(stderr, "wrote %s (%zu tensors)\n", args.output.c_str(), (*in)->tensors().size());
+  if (split_max_bytes == 0 && args.split_max_tensors == 0) {  // a split output listed its files
+    std::fprintf(stderr, "wrote %s (%zu tensors)\n", args.output.c_str(), (*in)->tensors().size());
+  }
   return 0;
 }
 

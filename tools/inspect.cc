@@ -1,4 +1,5 @@
 // bolt-pack inspect IN [--json]: what a .bolt or .safetensors file holds.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -22,6 +23,8 @@ struct Row {
   uint64_t elements;
   const TensorInfo* info;  // null for safetensors
   std::string ggml_type = {};  // GGUF inputs
+  const Reader* reader = nullptr;  // .bolt inputs
+  size_t index = 0;
 };
 
 struct Summary {
@@ -34,7 +37,59 @@ struct Summary {
   std::vector<std::string> missing_features;
   const Metadata* metadata = nullptr;
   std::vector<Row> rows;
+  // .bolt: the file's views ("full" first); empty otherwise (only "full").
+  std::vector<ViewInfo> views;
 };
+
+// Codecs that entropy-code the bf16 exponent: inspect --json reports the
+// order-0 entropy of the exponent byte, the bound such a code approaches.
+bool CodesExponents(const std::string& codec) {
+  return codec == "bf16-huffman" || codec == "bf16-unary" || codec == "bf16-spec";
+}
+
+// Order-0 entropy (bits) of the 8-bit exponent of the tensor's bf16 values,
+// decoded in row blocks of at most ~8 MiB (the whole tensor if the codec has
+// no row decode). nullopt when the tensor does not decode.
+std::optional<double> ExponentEntropy(const Reader& reader, size_t index) {
+  const TensorInfo& info = reader.tensors()[index];
+  auto whole = reader.DecodedBytes(index, OutputType::kBF16);
+  if (!whole.ok() || *whole != info.element_count() * 2) return std::nullopt;
+  uint64_t hist[256] = {};
+  auto count = [&](const std::vector<uint8_t>& buf, uint64_t bytes) {
+    for (uint64_t i = 0; i + 1 < bytes; i += 2) ++hist[((buf[i + 1] & 0x7f) << 1) | (buf[i] >> 7)];
+  };
+  const uint64_t rows = info.row_count();
+  const uint64_t row_elems = info.row_elements();
+  const uint64_t step = std::max<uint64_t>(1, (4u << 20) / std::max<uint64_t>(1, row_elems));
+  std::vector<uint8_t> buf;
+  bool by_rows = info.shape.size() >= 1;
+  for (uint64_t r = 0; by_rows && r < rows; r += step) {
+    uint64_t end = std::min(rows, r + step);
+    buf.resize((end - r) * row_elems * 2);
+    absl::Status st = reader.DecodeRows(index, "full", r, end, OutputType::kBF16, absl::MakeSpan(buf));
+    if (!st.ok()) {
+      if (r != 0) return std::nullopt;
+      by_rows = false;  // no row decode: decode it whole below
+      break;
+    }
+    count(buf, buf.size());
+  }
+  if (!by_rows) {
+    std::fill(std::begin(hist), std::end(hist), 0);
+    buf.resize(*whole);
+    if (!reader.Decode(index, "full", OutputType::kBF16, absl::MakeSpan(buf)).ok()) return std::nullopt;
+    count(buf, buf.size());
+  }
+  uint64_t n = 0;
+  for (uint64_t h : hist) n += h;
+  double bits = 0;
+  for (uint64_t h : hist) {
+    if (h == 0) continue;
+    double p = static_cast<double>(h) / static_cast<double>(n);
+    bits -= p * std::log2(p);
+  }
+  return bits;
+}
 
 std::string ShapeText(const std::vector<uint64_t>& shape) {
   std::string s = "[";
@@ -62,6 +117,18 @@ void PrintText(const Summary& s) {
     std::string f;
     for (const auto& x : s.required_features) f += (f.empty() ? "" : ", ") + x;
     std::printf("required features: %s\n", f.c_str());
+  }
+  if (s.views.size() > 1) {
+    std::printf("views (%zu):\n", s.views.size());
+    for (const auto& v : s.views) {
+      std::string ranges;
+      for (const auto& r : v.ranges) {
+        ranges += StrCat(ranges.empty() ? "" : " ", r.shard ? StrCat("shard ", r.shard, " ") : "", "[", r.offset,
+                         ", ", r.offset + r.length, ")");
+      }
+      std::printf("  %-10s %14llu bytes  %s%s%s\n", v.name.c_str(), static_cast<unsigned long long>(v.bytes),
+                  ranges.c_str(), v.description.empty() ? "" : "  ", v.description.c_str());
+    }
   }
   for (const auto& x : s.missing_features) {
     std::printf("warning: this reader lacks required feature \"%s\": tensors can be listed, not decoded\n", x.c_str());
@@ -99,7 +166,7 @@ void PrintText(const Summary& s) {
               Fixed(BitsPerWeight(all_bytes, all_elems), 3).c_str());
 }
 
-void PrintJson(const Summary& s, const std::string& path) {
+void PrintJson(const Summary& s, const std::string& path, bool entropy) {
   std::string o = "{";
   o += StrCat("\"file\":", io::JsonQuote(path), ",\"format\":", io::JsonQuote(s.format),
               ",\"format_version\":", io::JsonQuote(s.format_version), ",\"file_size\":", s.file_size);
@@ -150,9 +217,18 @@ void PrintJson(const Summary& s, const std::string& path) {
         o += StrCat(k ? "," : "", "{\"role\":", io::JsonQuote(st.role), ",\"shard\":", st.shard, ",\"offset\":", st.offset,
                     ",\"stored_bytes\":", st.length, ",\"raw_bytes\":", st.raw_length, ",\"compression\":",
                     st.compression == Compression::kZstd ? "\"zstd\"" : "\"none\"", ",\"chunks\":", st.chunks.size(),
-                    ",\"bits_per_weight\":", Fixed(BitsPerWeight(st.length, r.elements), 4), "}");
+                    ",\"bits_per_weight\":", Fixed(BitsPerWeight(st.length, r.elements), 4));
+        if (!st.views.empty()) {
+          o += ",\"views\":[";
+          for (size_t v = 0; v < st.views.size(); ++v) o += StrCat(v ? "," : "", io::JsonQuote(st.views[v]));
+          o += "]";
+        }
+        o += "}";
       }
       o += "]";
+      if (entropy && r.reader != nullptr && CodesExponents(r.info->codec_id)) {
+        if (auto h = ExponentEntropy(*r.reader, r.index)) o += StrCat(",\"exponent_entropy\":", Fixed(*h, 4));
+      }
     }
     o += "}";
   }
@@ -162,7 +238,22 @@ void PrintJson(const Summary& s, const std::string& path) {
     o += StrCat(n++ ? "," : "", io::JsonQuote(codec), ":{\"tensors\":", t.first, ",\"elements\":", t.second.first,
                 ",\"stored_bytes\":", t.second.second, "}");
   }
-  o += StrCat("},\"views\":{\"full\":{\"bytes\":", total, "}}}\n");
+  if (s.views.empty()) {
+    o += StrCat("},\"views\":{\"full\":{\"bytes\":", total, "}}}\n");
+  } else {
+    o += "},\"views\":{";
+    for (size_t v = 0; v < s.views.size(); ++v) {
+      const ViewInfo& view = s.views[v];
+      o += StrCat(v ? "," : "", io::JsonQuote(view.name), ":{\"bytes\":", view.bytes, ",\"description\":",
+                  io::JsonQuote(view.description), ",\"ranges\":[");
+      for (size_t k = 0; k < view.ranges.size(); ++k) {
+        o += StrCat(k ? "," : "", "{\"shard\":", view.ranges[k].shard, ",\"offset\":", view.ranges[k].offset,
+                    ",\"length\":", view.ranges[k].length, "}");
+      }
+      o += "]}";
+    }
+    o += "}}\n";
+  }
   std::fwrite(o.data(), 1, o.size(), stdout);
 }
 
@@ -187,6 +278,8 @@ int RunInspect(const InspectArgs& args) {
     if (t.kind == InputKind::kBolt) {
       r.info = &t.reader->tensors()[t.index];
       r.stored_bytes = r.info->stored_bytes();
+      r.reader = t.reader;
+      r.index = t.index;
     } else {
       r.stored_bytes = t.bytes.size();
     }
@@ -211,7 +304,8 @@ int RunInspect(const InspectArgs& args) {
     s.writer = reader->writer();
     s.required_features = reader->required_features();
     s.missing_features = reader->missing_features();
-    if (args.json) PrintJson(s, args.input);
+    s.views = reader->views();
+    if (args.json) PrintJson(s, args.input, /*entropy=*/true);
     else PrintText(s);
   } else if (ext == ".gguf") {
     // The metadata seen through Inputs carries bolt-pack's gguf.* facts too.
@@ -226,7 +320,7 @@ int RunInspect(const InspectArgs& args) {
     for (size_t k = 0; k < (*model)->shard_count(); ++k) s.file_size += (*model)->file_size(k);
     if ((*model)->shard_count() > 1) s.writer = StrCat("(", (*model)->shard_count(), " split files)");
     s.metadata = &(*model)->metadata();
-    if (args.json) PrintJson(s, args.input);
+    if (args.json) PrintJson(s, args.input, /*entropy=*/false);
     else PrintText(s);
   } else {
     s.format = "safetensors";
@@ -235,7 +329,7 @@ int RunInspect(const InspectArgs& args) {
       std::error_code ec;
       s.file_size += std::filesystem::file_size(f, ec);
     }
-    if (args.json) PrintJson(s, args.input);
+    if (args.json) PrintJson(s, args.input, /*entropy=*/false);
     else PrintText(s);
   }
   return 0;

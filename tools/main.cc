@@ -35,8 +35,19 @@ int main(int argc, char** argv) {
   c->add_option("--recipe", convert.recipe,
                 "Codec rules with fallbacks, protobuf text format (spec/recipe.proto); --codec rules come first")
       ->check(CLI::ExistingFile);
-  c->add_option("--imatrix", convert.imatrix,
-                "llama.cpp importance matrix (imatrix .gguf or legacy .dat) for codecs that use one (iq2_xxs)")
+  c->add_option("--imatrix,--activations", convert.imatrix,
+                "llama.cpp importance matrix (imatrix .gguf or legacy .dat) for codecs that use one (iq2_xxs; bf16-spec Wanda scores); --activations is an alias")
+      ->check(CLI::ExistingFile);
+  c->add_option("--view", convert.view,
+                "Decode .bolt inputs as this view sees them (e.g. draft; default full); .safetensors output only");
+  c->add_option("--split-max-size", convert.split_max_size,
+                "GGUF output: write split files OUT-00001-of-0000N.gguf (as gguf-split) of at most N bytes of "
+                "tensor data each (N, NK, NM or NG)");
+  c->add_option("--split-max-tensors", convert.split_max_tensors,
+                "GGUF output: write split files of at most N tensors each (as gguf-split --split-max-tensors)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--elastic", convert.elastic,
+                "Elastic authoring JSON (spec/elastic.md): axes, bindings, importance, budgets; .bolt output only")
       ->check(CLI::ExistingFile);
   c->add_option("--zstd", convert.zstd_level, "Compress streams with zstd at this level where it pays (0 = off)")->check(CLI::Range(0, 22));
 
@@ -49,13 +60,19 @@ int main(int argc, char** argv) {
   auto* v = app.add_subcommand("verify", "Check every checksum and decode every tensor; non-zero exit on any problem");
   v->add_option("input", verify.input, "A .bolt, .safetensors or .gguf file")->required()->check(CLI::ExistingFile);
   v->add_option("--threads", verify.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  v->add_option("--target", verify.target,
+                "llama.cpp: check the metadata keys, types and tensor shapes llama.cpp needs (.gguf or .bolt)")
+      ->check(CLI::IsMember({"llama.cpp"}));
+  v->add_flag("--json", verify.json, "With --target: machine-readable report");
+  v->add_flag("--strict", verify.strict, "With --target: warnings are problems too (exit 1)");
 
   SliceArgs slice;
   auto* s = app.add_subcommand("slice", "Cut a budget out of an elastic .bolt file");
   s->add_option("input", slice.input, "An elastic .bolt file")->required()->check(CLI::ExistingFile);
-  s->add_option("-o,--output", slice.output, "Output file");
+  s->add_option("-o,--output", slice.output, "Output file (.bolt, .gguf or .safetensors)");
   s->add_option("--budget", slice.budget, "Budget name");
   s->add_flag("--list-budgets", slice.list_budgets, "List the file's budgets");
+  s->add_option("--keep", slice.keep, "Ad-hoc budget, AXIS=FRACTION (0.5) or AXIS=COUNT (48); repeatable")->take_all();
 
   try {
     app.parse(argc, argv);

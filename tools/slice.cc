@@ -1,18 +1,206 @@
-// bolt-pack slice: cuts a budget out of an elastic file. Format 1.0 reserves
-// the elastic manifest but does not define it yet, so every file answers
-// that it has none.
+// bolt-pack slice IN.bolt --budget NAME -o OUT (.bolt, .gguf, .safetensors)
+// | --keep AXIS=VALUE... -o OUT | --list-budgets: cuts a budget out of an
+// elastic file (spec/elastic.md "Slicing"). Stored bytes are copied, not
+// re-quantized; one tensor is in memory at a time; outputs are atomic.
+#include <chrono>
 #include <cstdio>
 
+#include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
+#include "boltpack/writer.h"
+#include "common/status_macros.h"
 #include "common/str_cat.h"
+#include "format/elastic_cut.h"
+#include "format/elastic_plan.h"
+#include "format/elastic_validate.h"
+#include "io/gguf.h"
+#include "io/safetensors.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
+#include "tools/metadata_json.h"
+#include "tools/progress.h"
 
 namespace boltpack::tools {
+namespace {
+
+constexpr const char* kVersionString = "bolt-pack 0.1.0";
+
+std::vector<format::ElasticTensorRef> RefsOf(const Reader& r) {
+  std::vector<format::ElasticTensorRef> refs;
+  for (const auto& t : r.tensors()) refs.push_back({t.name, t.shape, t.codec_id, t.dtype, &t.codec_params});
+  return refs;
+}
+
+void ListBudgets(const Reader& r) {
+  const ElasticManifest& m = *r.elastic();
+  std::printf("%s: %u layers, axes:", r.path().c_str(), m.layer_count);
+  for (const auto& a : m.axes) {
+    uint64_t total = 0;
+    for (uint64_t p : a.parent) total += p;
+    std::printf(" %s(%s, %llu units, granularity %llu)", a.name.c_str(),
+                a.scope == ElasticScope::kLayer ? "per layer" : "global", static_cast<unsigned long long>(total),
+                static_cast<unsigned long long>(a.granularity));
+  }
+  std::printf("\n");
+  for (const auto& b : m.budgets) {
+    uint32_t kept = 0;
+    for (bool k : b.layer_keep) kept += k;
+    std::printf("%s: layers %u/%u", b.name.c_str(), kept, m.layer_count);
+    for (const auto& a : m.axes) {
+      uint64_t keep = 0, total = 0;
+      for (uint32_t l = 0; l < a.parent.size(); ++l) {
+        keep += m.KeptUnits(b, a, l);
+        total += a.parent[l];
+      }
+      std::printf(", %s %llu/%llu", a.name.c_str(), static_cast<unsigned long long>(keep),
+                  static_cast<unsigned long long>(total));
+    }
+    if (!b.nested_in.empty()) std::printf(" (nested in %s)", b.nested_in.c_str());
+    std::printf("\n");
+  }
+}
+
+OutputType ElementOutput(DType d) {
+  switch (d) {
+    case DType::kF32: return OutputType::kF32;
+    case DType::kF16: return OutputType::kF16;
+    case DType::kBF16: return OutputType::kBF16;
+    default: return OutputType::kNative;
+  }
+}
+
+// Decodes a cut tensor to the elements of its dtype.
+absl::StatusOr<std::vector<uint8_t>> DecodeCut(const format::CutTensor& cut) {
+  const Codec* codec = FindCodec(cut.info.codec_id);
+  std::string where = StrCat("tensor \"", cut.info.name, "\"");
+  if (codec == nullptr) return absl::UnimplementedError(StrCat(where, ": unknown codec \"", cut.info.codec_id, "\""));
+  BP_RETURN_IF_ERROR(codec->ValidateRecord(cut.info));
+  OutputType out = ElementOutput(cut.info.dtype);
+  if (!codec->CanDecodeTo(cut.info, out)) {
+    return absl::UnimplementedError(StrCat(where, ": codec \"", cut.info.codec_id, "\" cannot decode to ",
+                                           DTypeName(cut.info.dtype)));
+  }
+  BP_ASSIGN_OR_RETURN(uint64_t n, codec->DecodedBytes(cut.info, out));
+  std::vector<uint8_t> bytes(n);
+  DecodeInput in;
+  in.info = &cut.info;
+  for (const auto& s : cut.streams) in.streams.emplace_back(s);
+  BP_RETURN_IF_ERROR(codec->Decode(in, out, absl::MakeSpan(bytes), {}));
+  return bytes;
+}
+
+absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const SliceArgs& args) {
+  WriterOptions options;
+  options.alignment = r.alignment();
+  options.inputs = {args.input};
+  options.writer_name = kVersionString;
+  BP_ASSIGN_OR_RETURN(auto writer, Writer::Create(args.output, options));
+  for (const auto& [key, value] : plan.metadata) BP_RETURN_IF_ERROR(writer->AddMetadata(key, value));
+  Progress progress("slice", plan.tensors.size());
+  for (const auto& p : plan.tensors) {
+    if (p.whole) {
+      BP_RETURN_IF_ERROR(writer->CopyTensor(r, p.source, p.name));
+    } else {
+      BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, format::PrefixMaps(r.tensors()[p.source].shape, p.kept), p.name));
+      std::vector<absl::Span<const uint8_t>> spans(cut.streams.begin(), cut.streams.end());
+      BP_RETURN_IF_ERROR(writer->AddStoredTensor(std::move(cut.info), spans));
+    }
+    progress.Advance(1);
+  }
+  progress.Finish();
+  BP_RETURN_IF_ERROR(writer->SetElastic(plan.elastic));
+  return writer->Finish();
+}
+
+absl::Status SliceToSafetensors(const Reader& r, const format::SlicePlan& plan, const SliceArgs& args) {
+  std::vector<io::SafetensorsTensorDecl> decls;
+  for (const auto& p : plan.tensors) decls.push_back({p.name, r.tensors()[p.source].dtype, p.kept});
+  std::vector<std::pair<std::string, std::string>> meta;
+  for (const auto& [key, value] : plan.metadata) {
+    meta.emplace_back(key, value.type == ValueType::kString ? value.s : MetaValueToJson(value));
+  }
+  BP_ASSIGN_OR_RETURN(auto writer, io::SafetensorsWriter::Create(args.output, meta, decls, {args.input}));
+  Progress progress("slice", plan.tensors.size());
+  for (const auto& p : plan.tensors) {
+    BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, format::PrefixMaps(r.tensors()[p.source].shape, p.kept), p.name));
+    BP_ASSIGN_OR_RETURN(auto bytes, DecodeCut(cut));
+    BP_RETURN_IF_ERROR(writer->WriteNext(bytes));
+    progress.Advance(1);
+  }
+  progress.Finish();
+  return writer->Finish();
+}
+
+absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const SliceArgs& args) {
+  Metadata kv;
+  uint32_t version = 3;
+  bool padded = true;
+  for (const auto& [key, value] : plan.metadata) {
+    if (key == io::kGgufPaddedKey && value.type == ValueType::kBool) padded = value.b;
+    if (key == io::kGgufVersionKey && value.type == ValueType::kUint32 && (value.u == 2 || value.u == 3)) {
+      version = static_cast<uint32_t>(value.u);
+    }
+    if (key.rfind(io::kGgufKeyPrefix, 0) == 0) continue;  // layout facts, not GGUF keys
+    kv.emplace_back(key, value);
+  }
+  std::vector<io::GgufTensorDecl> decls;
+  std::vector<bool> decode;  // element types GGUF has, reached by decoding
+  for (const auto& p : plan.tensors) {
+    const TensorInfo& info = r.tensors()[p.source];
+    std::string where = StrCat(r.path(), ": tensor \"", info.name, "\"");
+    const io::GgmlType* type = io::GgmlTypeForCodec(info.codec_id, info.dtype, info.codec_params);
+    bool via_decode = false;
+    if (type == nullptr && (info.dtype == DType::kF32 || info.dtype == DType::kF16 || info.dtype == DType::kBF16)) {
+      type = io::GgmlTypeByName(DTypeName(info.dtype));
+      via_decode = true;
+    }
+    if (type == nullptr || (!via_decode && info.streams.size() != 1)) {
+      return absl::InvalidArgumentError(StrCat(where, ": codec \"", info.codec_id, "\" has no GGUF type; convert it "
+                                               "with --codec to a GGUF codec (q8_0, f16, ...) before slicing"));
+    }
+    if (p.name.size() > io::kGgufMaxNameBytes || p.kept.size() > io::kGgufMaxDims) {
+      return absl::InvalidArgumentError(StrCat(where, ": GGUF allows names of at most 63 bytes and 4 dimensions"));
+    }
+    decls.push_back({p.name, {p.kept.rbegin(), p.kept.rend()}, type->id});
+    decode.push_back(via_decode);
+  }
+  io::GgufWriterOptions options;
+  options.version = version;
+  options.pad_empty = padded;
+  options.inputs = {args.input};
+  BP_ASSIGN_OR_RETURN(auto writer, io::GgufWriter::Create(args.output, kv, decls, options));
+  Progress progress("slice", plan.tensors.size());
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const auto& p = plan.tensors[i];
+    BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, format::PrefixMaps(r.tensors()[p.source].shape, p.kept), p.name));
+    if (decode[i]) {
+      BP_ASSIGN_OR_RETURN(auto bytes, DecodeCut(cut));
+      BP_RETURN_IF_ERROR(writer->WriteNext(bytes));
+    } else {
+      BP_RETURN_IF_ERROR(writer->WriteNext(cut.streams.at(0)));
+    }
+    progress.Advance(1);
+  }
+  progress.Finish();
+  return writer->Finish();
+}
+
+}  // namespace
 
 int RunSlice(const SliceArgs& args) {
   if (Extension(args.input) != ".bolt") {
     PrintError(StrCat(args.input, ": slice reads .bolt files only"));
+    return 2;
+  }
+  int given = !args.budget.empty() + !args.keep.empty() + args.list_budgets;
+  if (given != 1) {
+    PrintError("slice needs exactly one of --budget NAME, --keep AXIS=VALUE... or --list-budgets");
+    return 2;
+  }
+  std::string ext = Extension(args.output);
+  if (!args.list_budgets && ext != ".bolt" && ext != ".gguf" && ext != ".safetensors") {
+    PrintError(StrCat(args.output.empty() ? std::string("(no -o)") : args.output,
+                      ": slice writes .bolt, .gguf or .safetensors (give -o OUT)"));
     return 2;
   }
   auto reader = Reader::Open(args.input);
@@ -20,9 +208,65 @@ int RunSlice(const SliceArgs& args) {
     PrintError(std::string(reader.status().message()));
     return 1;
   }
-  PrintError(StrCat(args.input, ": has no elastic manifest, so there is no budget to slice; "
-                                "slicing needs a file written with an elastic manifest (not yet supported by this version)"));
-  return 1;
+  const Reader& r = **reader;
+  if (r.elastic() == nullptr) {
+    PrintError(StrCat(args.input, ": has no elastic manifest, so there is no budget to slice "
+                                  "(write one with `bolt-pack convert ... --elastic FILE.json`)"));
+    return 1;
+  }
+  const ElasticManifest& m = *r.elastic();
+  if (args.list_budgets) {
+    ListBudgets(r);
+    return 0;
+  }
+  ElasticBudget budget;
+  if (!args.budget.empty()) {
+    const ElasticBudget* b = m.FindBudget(args.budget);
+    if (b == nullptr) {
+      std::string names;
+      for (const auto& x : m.budgets) names += StrCat(names.empty() ? "" : ", ", x.name);
+      PrintError(StrCat(args.input, ": no budget \"", args.budget, "\" (budgets: ", names.empty() ? "none" : names, ")"));
+      return 1;
+    }
+    budget = *b;
+  } else {
+    auto b = format::AdHocBudget(m, args.keep);
+    if (!b.ok()) {
+      PrintError(StrCat(args.input, ": ", b.status().message()));
+      return 2;
+    }
+    // The same rules as a stored budget (granularity, at-most, blocks).
+    ElasticManifest with = m;
+    with.budgets.push_back(*b);
+    if (with.FindBudget(b->name) != &with.budgets.back()) with.budgets.back().name += "'";
+    absl::Status valid = format::ValidateElastic(with, RefsOf(r), args.input);
+    if (!valid.ok()) {
+      PrintError(std::string(valid.message()));
+      return 1;
+    }
+    budget = with.budgets.back();
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto plan = format::PlanSlice(m, r.tensors(), r.metadata(), budget);
+  absl::Status st = plan.status();
+  if (st.ok()) {
+    st = ext == ".bolt" ? SliceToBolt(r, *plan, args)
+         : ext == ".gguf" ? SliceToGguf(r, *plan, args)
+                          : SliceToSafetensors(r, *plan, args);
+  }
+  if (!st.ok()) {
+    std::string msg(st.message());
+    if (msg.find(args.input) == std::string::npos && msg.find(args.output) == std::string::npos) {
+      msg = StrCat(args.input, ": budget \"", budget.name, "\": ", msg);
+    }
+    PrintError(msg);
+    return 1;
+  }
+  for (const auto& note : plan->notes) std::fprintf(stderr, "bolt-pack: note: %s\n", note.c_str());
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "wrote %s (budget \"%s\": %zu tensors, %u layers, %.3f s)\n", args.output.c_str(),
+               budget.name.c_str(), plan->tensors.size(), plan->kept_layers, secs);
+  return 0;
 }
 
 }  // namespace boltpack::tools

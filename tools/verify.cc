@@ -7,9 +7,12 @@
 #include "boltpack/reader.h"
 #include "common/parallel_for.h"
 #include "common/str_cat.h"
+#include "io/gguf.h"
+#include "io/json.h"
 #include "io/safetensors.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
+#include "tools/llama_check.h"
 #include "tools/progress.h"
 
 namespace boltpack::tools {
@@ -134,9 +137,96 @@ int VerifyGguf(const VerifyArgs& args) {
   return 0;
 }
 
+// The metadata and tensors of a .gguf (a split set by its first shard) or
+// of a .bolt, as the llama.cpp check sees them.
+absl::Status LoadForLlamaCheck(const std::string& path, const std::string& ext, Metadata* kv,
+                               std::vector<LlamaCheckTensor>* tensors) {
+  if (ext == ".gguf") {
+    auto model = io::GgufModel::Open(path);
+    if (!model.ok()) return model.status();
+    *kv = (*model)->metadata();
+    for (const auto& t : (*model)->tensors()) {
+      tensors->push_back({t.name, t.Shape(), "", t.type->block_size > 1});
+    }
+    return absl::OkStatus();
+  }
+  auto reader = Reader::Open(path);
+  if (!reader.ok()) return reader.status();
+  *kv = (*reader)->metadata();
+  for (const auto& t : (*reader)->tensors()) {
+    // Two-level nvfp4 exports as GGUF NVFP4 plus a "<name>.scale" tensor.
+    const io::GgmlType* type = t.codec_id == "nvfp4" ? io::GgmlTypeById(40)
+                                                     : io::GgmlTypeForCodec(t.codec_id, t.dtype, t.codec_params);
+    LlamaCheckTensor c{t.name, t.shape, "", type != nullptr && type->block_size > 1};
+    if (type == nullptr) {
+      c.type_problem = StrCat("codec \"", t.codec_id, "\" (dtype ", DTypeName(t.dtype),
+                              ") has no GGUF type, so a GGUF export (and llama.cpp) cannot hold it; re-encode it "
+                              "with convert --codec (e.g. '", t.name, "=q8_0')");
+    } else if (t.shape.size() > io::kGgufMaxDims) {
+      c.type_problem = StrCat(t.shape.size(), " dimensions; GGUF (ggml) allows at most 4");
+    } else if (t.name.size() > io::kGgufMaxNameBytes) {
+      c.type_problem = StrCat("name is ", t.name.size(), " bytes; GGUF (ggml) allows at most 63");
+    } else if (auto n = io::GgmlTensorBytes(*type, std::vector<uint64_t>(t.shape.rbegin(), t.shape.rend())); !n.ok()) {
+      c.type_problem = StrCat("GGUF type ", type->name, ": ", n.status().message());
+    }
+    tensors->push_back(std::move(c));
+  }
+  return absl::OkStatus();
+}
+
+int VerifyForLlamaCpp(const VerifyArgs& args) {
+  std::string ext = Extension(args.input);
+  if (ext != ".gguf" && ext != ".bolt") {
+    PrintError(StrCat(args.input, ": --target llama.cpp checks .gguf and .bolt files (GGUF metadata), not \"", ext,
+                      "\""));
+    return 2;
+  }
+  Metadata kv;
+  std::vector<LlamaCheckTensor> tensors;
+  absl::Status st = LoadForLlamaCheck(args.input, ext, &kv, &tensors);
+  if (!st.ok()) {
+    PrintError(std::string(st.message()));
+    return 1;
+  }
+  LlamaCheckResult r = CheckForLlamaCpp(kv, tensors);
+  size_t errors = r.errors(), warnings = r.warnings();
+  bool failed = errors > 0 || (args.strict && warnings > 0);
+  auto severity = [](const LlamaProblem& p) { return p.severity == LlamaProblem::Severity::kError ? "error" : "warning"; };
+  if (args.json) {
+    std::string o = StrCat("{\"file\":", io::JsonQuote(args.input), ",\"target\":\"llama.cpp\",\"architecture\":",
+                           io::JsonQuote(r.architecture), ",\"known_architecture\":", r.known_architecture,
+                           ",\"ok\":", !failed, ",\"errors\":", errors, ",\"warnings\":", warnings, ",\"problems\":[");
+    for (size_t i = 0; i < r.problems.size(); ++i) {
+      const auto& p = r.problems[i];
+      o += StrCat(i ? "," : "", "{\"severity\":\"", severity(p), "\"");
+      if (!p.key.empty()) o += StrCat(",\"key\":", io::JsonQuote(p.key));
+      if (!p.tensor.empty()) o += StrCat(",\"tensor\":", io::JsonQuote(p.tensor));
+      o += StrCat(",\"message\":", io::JsonQuote(p.message), "}");
+    }
+    o += "]}\n";
+    std::fputs(o.c_str(), stdout);
+    return failed ? 1 : 0;
+  }
+  for (const auto& p : r.problems) {
+    std::string subject = !p.tensor.empty() ? StrCat("tensor \"", p.tensor, "\": ")
+                          : !p.key.empty()  ? StrCat("key \"", p.key, "\": ")
+                                            : std::string();
+    std::printf("%s: %s: %s%s\n", args.input.c_str(), severity(p), subject.c_str(), p.message.c_str());
+  }
+  std::printf("%s: %s for llama.cpp (architecture \"%s\", %zu tensors; %zu error%s, %zu warning%s)\n",
+              args.input.c_str(), failed ? "FAILED" : "OK", r.architecture.c_str(), tensors.size(), errors,
+              errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+  return failed ? 1 : 0;
+}
+
 }  // namespace
 
 int RunVerify(const VerifyArgs& args) {
+  if (!args.target.empty()) return VerifyForLlamaCpp(args);
+  if (args.json || args.strict) {
+    PrintError("--json and --strict go with --target llama.cpp");
+    return 2;
+  }
   std::string ext = Extension(args.input);
   if (ext == ".bolt") return VerifyBolt(args);
   if (ext == ".safetensors" || ext == ".json") return VerifySafetensors(args);

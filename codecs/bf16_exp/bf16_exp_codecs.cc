@@ -6,12 +6,14 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "boltpack/codec_registry.h"
+#include "codecs/bf16_exp/byte_split.h"
 #include "codecs/bf16_exp/exponent_code.h"
 #include "codecs/float_convert.h"
 #include "common/checked_math.h"
@@ -38,12 +40,6 @@ constexpr uint64_t kMxBlock = 32;
 constexpr uint64_t kMxOffsetBytes = 12;  // 32 x 3 bits
 constexpr size_t kCombineBlock = 2048;
 
-inline uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-
 // Writes n bf16 values to dst as `out` (kNative is bf16).
 void EmitBf16(const uint16_t* v, size_t n, OutputType out, uint8_t* dst) {
   switch (out) {
@@ -63,16 +59,15 @@ size_t OutSize(OutputType out) { return out == OutputType::kF32 ? 4 : 2; }
 
 // bf16 = sign | exponent | mantissa from the sign+mantissa byte and exponent.
 void Combine(const uint8_t* sm, const uint8_t* ex, uint64_t n, OutputType out, uint8_t* dst) {
+  if (out == OutputType::kBF16 || out == OutputType::kNative) {
+    bf16_exp::JoinBf16(sm, ex, static_cast<size_t>(n), dst);
+    return;
+  }
   alignas(64) uint16_t tmp[kCombineBlock];
   const size_t osz = OutSize(out);
   for (uint64_t at = 0; at < n; at += kCombineBlock) {
     const size_t c = static_cast<size_t>(std::min<uint64_t>(kCombineBlock, n - at));
-    const uint8_t* __restrict s = sm + at;
-    const uint8_t* __restrict e = ex + at;
-    for (size_t i = 0; i < c; ++i) {
-      const uint16_t b = s[i];
-      tmp[i] = static_cast<uint16_t>(((b & 0x80u) << 8) | (uint16_t{e[i]} << 7) | (b & 0x7fu));
-    }
+    bf16_exp::JoinBf16(sm + at, ex + at, c, reinterpret_cast<uint8_t*>(tmp));
     EmitBf16(tmp, c, out, dst + at * osz);
   }
 }
@@ -245,21 +240,16 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     }
     EncodedStream sm{std::string(kSmRole), std::vector<uint8_t>(static_cast<size_t>(n)), {}, false};
     EncodedStream ex{std::string(kExpRole), {}, {}, false};
-    std::vector<uint8_t> exps(static_cast<size_t>(n));
+    // Exponents of the whole tensor, uninitialised until split.
+    std::unique_ptr<uint8_t[]> exps(new uint8_t[static_cast<size_t>(n)]);
     std::vector<std::array<uint64_t, 256>> hist(pieces.size());
     BP_RETURN_IF_ERROR(ParallelFor(pieces.size(), exec.threads, 1, [&](uint64_t a, uint64_t b) {
       for (uint64_t p = a; p < b; ++p) {
         const uint64_t begin = pieces[p].first * row_elems;
-        const uint64_t end = begin + pieces[p].second * row_elems;
-        uint64_t h[4][256] = {};
-        for (uint64_t i = begin; i < end; ++i) {
-          const uint16_t x = LoadU16(src16 + 2 * i);
-          sm.bytes[i] = static_cast<uint8_t>(((x >> 8) & 0x80u) | (x & 0x7fu));
-          const uint8_t e = static_cast<uint8_t>(x >> 7);
-          exps[i] = e;
-          ++h[i & 3][e];
-        }
-        for (int s = 0; s < 256; ++s) hist[p][s] = h[0][s] + h[1][s] + h[2][s] + h[3][s];
+        const size_t count = static_cast<size_t>(pieces[p].second * row_elems);
+        hist[p].fill(0);
+        bf16_exp::SplitBf16(src16 + 2 * begin, count, sm.bytes.data() + begin, exps.get() + begin);
+        bf16_exp::CountExponents(exps.get() + begin, count, hist[p].data());
       }
       return absl::OkStatus();
     }));
@@ -284,7 +274,7 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     BP_RETURN_IF_ERROR(ParallelFor(pieces.size(), exec.threads, 1, [&](uint64_t a, uint64_t b) {
       for (uint64_t p = a; p < b; ++p) {
         const uint64_t begin = pieces[p].first * row_elems;
-        bf16_exp::EncodeChunk(*code, exps.data() + begin, pieces[p].second * row_elems, &coded[p]);
+        bf16_exp::EncodeChunk(*code, exps.get() + begin, pieces[p].second * row_elems, &coded[p]);
       }
       return absl::OkStatus();
     }));
@@ -307,7 +297,7 @@ class Bf16EntropyCodec : public Bf16CodecBase {
 
   absl::Status ValidateRecord(const TensorInfo& info) const override {
     BP_RETURN_IF_ERROR(CheckRecordBasics(info, {{TableParam(), ValueType::kString}}));
-    auto code = ParseCode(info);
+    auto code = ParseCode(info, ExponentCode::Tables::kSingle);
     if (!code.ok()) return Fail(info, std::string(code.status().message()));
     const uint64_t n = *CheckedProduct(info.shape);
     if (n > 0 && code->kind() == ExponentCode::Kind::kHuffman) {
@@ -351,22 +341,24 @@ class Bf16EntropyCodec : public Bf16CodecBase {
                       const ExecOptions& exec) const override {
     BP_RETURN_IF_ERROR(CheckInput(input));
     const TensorInfo& info = *input.info;
-    BP_ASSIGN_OR_RETURN(ExponentCode code, ParseCode(info));
-    const std::vector<Piece> pieces = Pieces(info);
     const uint64_t n = *CheckedProduct(info.shape);
+    BP_ASSIGN_OR_RETURN(ExponentCode code, ParseCode(info, TablesFor(n)));
+    const std::vector<Piece> pieces = Pieces(info);
     if (input.streams[0].size() != n || input.streams[1].size() != info.streams[1].raw_length) {
       return Fail(info, "stream sizes differ from the record");
     }
     if (dst.size() < n * OutSize(out)) return Fail(info, StrCat("output buffer of ", dst.size(), " bytes is too small"));
     return ParallelFor(pieces.size(), exec.threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
-      std::vector<uint8_t> tmp;
+      // Exponent scratch, uninitialised: DecodeChunk writes every byte.
+      uint64_t most = 0;
+      for (uint64_t p = a; p < b; ++p) most = std::max(most, pieces[p].elem_count);
+      std::unique_ptr<uint8_t[]> tmp(new uint8_t[static_cast<size_t>(most)]);
       for (uint64_t p = a; p < b; ++p) {
         const Piece& pc = pieces[p];
-        tmp.resize(static_cast<size_t>(pc.elem_count));
         absl::Status st = bf16_exp::DecodeChunk(code, input.streams[1].subspan(pc.exp_offset, pc.exp_length),
-                                                pc.elem_count, tmp.data());
+                                                pc.elem_count, tmp.get());
         if (!st.ok()) return absl::DataLossError(StrCat("tensor '", info.name, "' chunk ", p, ": ", st.message()));
-        Combine(input.streams[0].data() + pc.elem_begin, tmp.data(), pc.elem_count, out,
+        Combine(input.streams[0].data() + pc.elem_begin, tmp.get(), pc.elem_count, out,
                 dst.data() + pc.elem_begin * OutSize(out));
       }
       return absl::OkStatus();
@@ -391,7 +383,7 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     if (dst.size() < (row_end - row_begin) * row_elems * OutSize(out)) {
       return Fail(info, StrCat("output buffer of ", dst.size(), " bytes is too small for rows ", row_begin, "..", row_end));
     }
-    BP_ASSIGN_OR_RETURN(ExponentCode code, ParseCode(info));
+    BP_ASSIGN_OR_RETURN(ExponentCode code, ParseCode(info, TablesFor((row_end - row_begin) * row_elems)));
     std::vector<uint8_t> tmp;
     for (const Piece& pc : Pieces(info)) {
       const uint64_t lo = std::max(row_begin, pc.first_row);
@@ -438,17 +430,23 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     return kind_ == ExponentCode::Kind::kHuffman ? kLengthsParam : kRanksParam;
   }
 
-  absl::StatusOr<ExponentCode> ParseCode(const TensorInfo& info) const {
+  // The multi-symbol decode table pays for its build from about this many
+  // values on.
+  static ExponentCode::Tables TablesFor(uint64_t values) {
+    return values >= 4096 ? ExponentCode::Tables::kFull : ExponentCode::Tables::kSingle;
+  }
+
+  absl::StatusOr<ExponentCode> ParseCode(const TensorInfo& info, ExponentCode::Tables tables) const {
     const MetaValue* v = FindParam(info.codec_params, TableParam());
     if (v == nullptr || v->type != ValueType::kString) {
       return absl::InvalidArgumentError(StrCat("missing string parameter '", TableParam(), "'"));
     }
     if (kind_ == ExponentCode::Kind::kHuffman) {
       BP_ASSIGN_OR_RETURN(auto lengths, ExponentCode::LengthsFromHex(v->s));
-      return ExponentCode::Huffman(lengths);
+      return ExponentCode::Huffman(lengths, tables);
     }
     BP_ASSIGN_OR_RETURN(auto ranks, ExponentCode::RanksFromHex(v->s));
-    return ExponentCode::Unary(ranks);
+    return ExponentCode::Unary(ranks, tables);
   }
 
   // The chunks as pieces (the record is validated); one piece if unchunked.
@@ -544,6 +542,92 @@ inline void MxEncode(uint32_t E, uint16_t x, uint8_t* t_out, uint8_t* sm_out) {
   }
 }
 
+constexpr uint64_t kMxStatBlocks = 1024;
+
+struct MxStats {
+  double err = 0, ref = 0;
+  uint64_t lossy = 0;
+};
+
+// 24 bits -> 8 bytes, 3 bits each (field i of the bits to byte i).
+inline uint64_t Spread3(uint64_t g) {
+  uint64_t x = (g & 0xfff) | (g & 0xfff000) << 20;
+  x = (x & 0x0000003f0000003full) | (x & 0x00000fc000000fc0ull) << 10;
+  return (x & 0x0007000700070007ull) | (x & 0x0038003800380038ull) << 5;
+}
+
+// The inverse: 8 bytes (each < 8) -> 24 bits.
+inline uint64_t Gather3(uint64_t x) {
+  x = (x & 0x0007000700070007ull) | (x >> 5 & 0x0038003800380038ull);
+  x = (x & 0x0000003f0000003full) | (x >> 10 & 0x00000fc000000fc0ull);
+  return (x & 0xfff) | (x >> 20 & 0xfff000);
+}
+
+// The 32 offsets of a block (12 bytes) as bytes; non-zero if any is 7.
+inline uint64_t UnpackOffsets(const uint8_t* off, uint8_t* t) {
+  uint64_t any7 = 0;
+  for (int k = 0; k < 4; ++k) {
+    const uint64_t g = uint64_t{off[3 * k]} | uint64_t{off[3 * k + 1]} << 8 | uint64_t{off[3 * k + 2]} << 16;
+    const uint64_t x = Spread3(g);
+    any7 |= (x + 0x0101010101010101ull) & 0x0808080808080808ull;
+    std::memcpy(t + 8 * k, &x, 8);
+  }
+  return any7;
+}
+
+// One block of c <= 32 values: shared exponent, offsets, sign+mantissa
+// bytes, and the error the block makes (added to *st).
+inline void EncodeMxBlock(const uint16_t* v, uint64_t c, uint8_t* shared, uint8_t* off, uint8_t* sm, MxStats* st) {
+  uint32_t E = 1, emin = 255;
+  for (uint64_t i = 0; i < c; ++i) {
+    const uint32_t e = (v[i] >> 7) & 0xffu;
+    E = std::max(E, e);
+    emin = std::min(emin, e);
+  }
+  *shared = static_cast<uint8_t>(E);
+  alignas(32) uint8_t t[kMxBlock] = {};
+  double ref = 0;
+  if (emin >= 1 && E - emin <= 6 && E < 255) {
+    // Exact block of finite values: t = E - e.
+    for (uint64_t i = 0; i < c; ++i) {
+      const uint32_t x = v[i];
+      t[i] = static_cast<uint8_t>(E - ((x >> 7) & 0xffu));
+      sm[i] = static_cast<uint8_t>(((x >> 8) & 0x80u) | (x & 0x7fu));
+      const double f = BF16ToF32(v[i]);
+      ref += f * f;
+    }
+  } else {
+    for (uint64_t i = 0; i < c; ++i) {
+      const uint32_t e = (v[i] >> 7) & 0xffu;
+      if (e >= 1 && E - e <= 6 && E < 255) {  // exact, as above
+        t[i] = static_cast<uint8_t>(E - e);
+        sm[i] = static_cast<uint8_t>(((v[i] >> 8) & 0x80u) | (v[i] & 0x7fu));
+        const double f = BF16ToF32(v[i]);
+        ref += f * f;
+        continue;
+      }
+      MxEncode(E, v[i], &t[i], &sm[i]);
+      const uint16_t back = MxDecode(E, sm[i], t[i]);
+      const double x = BF16ToF32(v[i]);
+      if (std::isfinite(x)) ref += x * x;
+      if (back != v[i]) {
+        ++st->lossy;
+        const double y = BF16ToF32(back);
+        if (std::isfinite(x) && std::isfinite(y)) st->err += (x - y) * (x - y);
+      }
+    }
+  }
+  st->ref += ref;
+  for (int k = 0; k < 4; ++k) {
+    uint64_t x;
+    std::memcpy(&x, t + 8 * k, 8);
+    const uint64_t g = Gather3(x);
+    off[3 * k] = static_cast<uint8_t>(g);
+    off[3 * k + 1] = static_cast<uint8_t>(g >> 8);
+    off[3 * k + 2] = static_cast<uint8_t>(g >> 16);
+  }
+}
+
 class Bf16MxCodec : public Bf16CodecBase {
  public:
   Bf16MxCodec()
@@ -557,39 +641,47 @@ class Bf16MxCodec : public Bf16CodecBase {
       return absl::Status(s.code(), StrCat("tensor '", source.name, "': ", s.message()));
     }
     const uint64_t n = *CheckedProduct(source.shape);
-    BP_ASSIGN_OR_RETURN(std::vector<uint16_t> v, SourceBf16(source, n, exec.threads));
+    // BF16 sources are read in place; F32 ones converted first.
+    std::vector<uint16_t> converted;
+    const uint8_t* src16 = source.bytes.data();
+    if (source.dtype == DType::kF32) {
+      BP_ASSIGN_OR_RETURN(converted, SourceBf16(source, n, exec.threads));
+      src16 = reinterpret_cast<const uint8_t*>(converted.data());
+    } else if (source.bytes.size() != n * 2) {
+      return absl::InvalidArgumentError(StrCat("tensor '", source.name, "': ", source.bytes.size(),
+                                               " source bytes, expected ", n, " x 2"));
+    }
     const uint64_t blocks = (n + kMxBlock - 1) / kMxBlock;
     EncodedStream es{std::string(kSharedRole), std::vector<uint8_t>(blocks), {}, false};
     EncodedStream eo{std::string(kOffsetRole), std::vector<uint8_t>(blocks * kMxOffsetBytes), {}, false};
     EncodedStream sm{std::string(kSmRole), std::vector<uint8_t>(n), {}, false};
-    BP_RETURN_IF_ERROR(ParallelFor(blocks, exec.threads, 1024, [&](uint64_t a, uint64_t b) {
-      for (uint64_t blk = a; blk < b; ++blk) {
-        const uint64_t begin = blk * kMxBlock;
-        const uint64_t c = std::min(kMxBlock, n - begin);
-        uint32_t E = 1;
-        for (uint64_t i = 0; i < c; ++i) E = std::max<uint32_t>(E, (v[begin + i] >> 7) & 0xffu);
-        es.bytes[blk] = static_cast<uint8_t>(E);
-        unsigned __int128 bits = 0;
-        for (uint64_t i = 0; i < c; ++i) {
-          uint8_t t, s;
-          MxEncode(E, v[begin + i], &t, &s);
-          sm.bytes[begin + i] = s;
-          bits |= static_cast<unsigned __int128>(t) << (3 * i);
-        }
-        for (uint64_t j = 0; j < kMxOffsetBytes; ++j) {
-          eo.bytes[blk * kMxOffsetBytes + j] = static_cast<uint8_t>(bits >> (8 * j));
+    // The error made is summed per group of kMxStatBlocks blocks, then over
+    // the groups in order: the same result for any thread count.
+    const uint64_t groups = (blocks + kMxStatBlocks - 1) / kMxStatBlocks;
+    std::vector<MxStats> stats(groups);
+    BP_RETURN_IF_ERROR(ParallelFor(groups, exec.threads, 1, [&](uint64_t a, uint64_t b) {
+      for (uint64_t g = a; g < b; ++g) {
+        const uint64_t b1 = std::min(blocks, (g + 1) * kMxStatBlocks);
+        for (uint64_t blk = g * kMxStatBlocks; blk < b1; ++blk) {
+          const uint64_t begin = blk * kMxBlock;
+          uint16_t v[kMxBlock];
+          const uint64_t c = std::min(kMxBlock, n - begin);
+          std::memcpy(v, src16 + 2 * begin, static_cast<size_t>(c) * 2);
+          EncodeMxBlock(v, c, &es.bytes[blk],
+                        eo.bytes.data() + blk * kMxOffsetBytes, sm.bytes.data() + begin, &stats[g]);
         }
       }
       return absl::OkStatus();
     }));
-    // The error made, measured by decoding what was written.
-    double err = 0, ref = 0;
-    uint64_t lossy = 0;
-    Totals(v, es.bytes, eo.bytes, sm.bytes, &err, &ref, &lossy);
     struct {
-      double err, ref;
-      uint64_t lossy;
-    } total{err, ref, lossy};
+      double err = 0, ref = 0;
+      uint64_t lossy = 0;
+    } total;
+    for (const MxStats& st : stats) {
+      total.err += st.err;
+      total.ref += st.ref;
+      total.lossy += st.lossy;
+    }
     EncodedTensor enc;
     enc.params = OutputParams(source.dtype);
     enc.params.emplace_back(std::string(kRmsParam),
@@ -702,7 +794,9 @@ class Bf16MxCodec : public Bf16CodecBase {
   // first). Stream k's span starts at raw offset base[k].
   static void DecodeBlocks(const uint8_t* shared, const uint8_t* offsets, const uint8_t* sm, const uint64_t* base,
                            uint64_t n, uint64_t b0, uint64_t b1, uint64_t lo, OutputType out, uint8_t* dst) {
-    uint16_t tmp[kMxBlock];
+    alignas(32) uint16_t tmp[kMxBlock];
+    alignas(32) uint8_t t[kMxBlock];
+    alignas(32) uint8_t ex[kMxBlock];
     const size_t osz = OutSize(out);
     for (uint64_t blk = b0; blk < b1; ++blk) {
       const uint64_t begin = blk * kMxBlock;
@@ -710,36 +804,33 @@ class Bf16MxCodec : public Bf16CodecBase {
       const uint64_t to = std::min(begin + kMxBlock, n);
       if (from >= to) continue;
       const uint32_t E = shared[blk - base[0]];
-      unsigned __int128 bits = 0;
-      for (uint64_t j = 0; j < kMxOffsetBytes; ++j) {
-        bits |= static_cast<unsigned __int128>(offsets[blk * kMxOffsetBytes + j - base[1]]) << (8 * j);
+      const uint8_t* off = offsets + blk * kMxOffsetBytes - base[1];
+      const uint64_t any7 = UnpackOffsets(off, t);
+      const uint8_t* s = sm + (from - base[2]);
+      const size_t c = static_cast<size_t>(to - from);
+      uint8_t* d = dst + (from - lo) * osz;
+      if (E >= 7 && from == begin && c == kMxBlock) {
+        // Offsets 0..6 are exact: exponent E - t (>= 1), sign and mantissa as
+        // stored. Offset 7 (the rounded small values) is patched after.
+        for (size_t i = 0; i < kMxBlock; ++i) ex[i] = static_cast<uint8_t>(E - t[i]);
+        const bool direct = out == OutputType::kBF16 || out == OutputType::kNative;
+        uint8_t* target = direct ? d : reinterpret_cast<uint8_t*>(tmp);
+        bf16_exp::JoinBf16(s, ex, kMxBlock, target);
+        for (int k = 0; any7 != 0 && k < 4; ++k) {
+          uint64_t x;
+          std::memcpy(&x, t + 8 * k, 8);
+          for (uint64_t m = (x + 0x0101010101010101ull) & 0x0808080808080808ull; m != 0; m &= m - 1) {
+            const size_t i = 8 * static_cast<size_t>(k) + static_cast<size_t>(__builtin_ctzll(m) >> 3);
+            const uint16_t y = MxDecode(E, s[i], 7);
+            target[2 * i] = static_cast<uint8_t>(y);
+            target[2 * i + 1] = static_cast<uint8_t>(y >> 8);
+          }
+        }
+        if (direct) continue;
+      } else {
+        for (size_t i = 0; i < c; ++i) tmp[i] = MxDecode(E, s[i], t[from - begin + i]);
       }
-      for (uint64_t i = from; i < to; ++i) {
-        const uint32_t t = static_cast<uint32_t>(bits >> (3 * (i - begin))) & 7u;
-        tmp[i - from] = MxDecode(E, sm[i - base[2]], t);
-      }
-      EmitBf16(tmp, static_cast<size_t>(to - from), out, dst + (from - lo) * osz);
-    }
-  }
-
-  static void Totals(const std::vector<uint16_t>& v, const std::vector<uint8_t>& shared,
-                             const std::vector<uint8_t>& offsets, const std::vector<uint8_t>& sm, double* err,
-                             double* ref, uint64_t* lossy) {
-    const uint64_t n = v.size();
-    for (uint64_t i = 0; i < n; ++i) {
-      const uint64_t blk = i / kMxBlock, j = i % kMxBlock;
-      const uint32_t bitpos = static_cast<uint32_t>(3 * j);
-      const uint32_t lo = offsets[blk * kMxOffsetBytes + bitpos / 8];
-      const uint32_t hi = bitpos / 8 + 1 < kMxOffsetBytes ? offsets[blk * kMxOffsetBytes + bitpos / 8 + 1] : 0;
-      const uint32_t t = ((lo | hi << 8) >> (bitpos % 8)) & 7u;
-      const uint16_t back = MxDecode(shared[blk], sm[i], t);
-      const double x = BF16ToF32(v[i]);
-      if (std::isfinite(x)) *ref += x * x;
-      if (back != v[i]) {
-        ++*lossy;
-        const double y = BF16ToF32(back);
-        if (std::isfinite(x) && std::isfinite(y)) *err += (x - y) * (x - y);
-      }
+      EmitBf16(tmp, c, out, d);
     }
   }
 };

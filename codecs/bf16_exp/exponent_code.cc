@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <queue>
 #include <utility>
 
 #include "codecs/bf16_exp/bit_io.h"
+#include "common/cpu_features.h"
 #include "common/str_cat.h"
 
 namespace boltpack::bf16_exp {
@@ -112,6 +114,14 @@ std::vector<uint8_t> UnaryRanks(absl::Span<const uint64_t> freq) {
 }
 
 absl::StatusOr<ExponentCode> ExponentCode::Huffman(absl::Span<const uint8_t> lengths) {
+  return Huffman(lengths, Tables::kFull);
+}
+
+absl::StatusOr<ExponentCode> ExponentCode::Unary(absl::Span<const uint8_t> ranks) {
+  return Unary(ranks, Tables::kFull);
+}
+
+absl::StatusOr<ExponentCode> ExponentCode::Huffman(absl::Span<const uint8_t> lengths, Tables tables) {
   if (lengths.size() != 256) return absl::InvalidArgumentError("need 256 code lengths");
   ExponentCode c;
   c.kind_ = Kind::kHuffman;
@@ -133,24 +143,24 @@ absl::StatusOr<ExponentCode> ExponentCode::Huffman(absl::Span<const uint8_t> len
     return absl::InvalidArgumentError(StrCat("code lengths are ", kraft > (uint64_t{1} << kMaxHuffmanBits) ? "over-subscribed" : "incomplete",
                                              " (Kraft sum ", kraft, "/4096)"));
   }
-  // Canonical codes: by (length, exponent).
-  uint32_t next = 0;
-  int prev_len = 0;
-  for (int l = 1; l <= kMaxHuffmanBits; ++l) {
-    for (int s = 0; s < 256; ++s) {
-      if (lengths[s] != l) continue;
-      next <<= (l - prev_len);
-      prev_len = l;
-      c.code_[s] = next++;
-      c.len_[s] = static_cast<uint8_t>(l);
-    }
+  // Canonical codes: by (length, exponent), DEFLATE's construction.
+  uint32_t count[kMaxHuffmanBits + 1] = {};
+  for (int s = 0; s < 256; ++s) ++count[lengths[s]];
+  count[0] = 0;
+  uint32_t next[kMaxHuffmanBits + 2] = {};
+  for (int l = 1; l <= kMaxHuffmanBits; ++l) next[l + 1] = (next[l] + count[l]) << 1;
+  for (int s = 0; s < 256; ++s) {
+    const int l = lengths[s];
+    if (l == 0) continue;
+    c.code_[s] = next[l]++;
+    c.len_[s] = static_cast<uint8_t>(l);
   }
   c.max_bits_ = std::max(longest, 1);
-  c.BuildTables();
+  c.BuildTables(tables == Tables::kFull);
   return c;
 }
 
-absl::StatusOr<ExponentCode> ExponentCode::Unary(absl::Span<const uint8_t> ranks) {
+absl::StatusOr<ExponentCode> ExponentCode::Unary(absl::Span<const uint8_t> ranks, Tables tables) {
   if (ranks.size() > static_cast<size_t>(kMaxUnaryRanks)) {
     return absl::InvalidArgumentError(StrCat(ranks.size(), " ranked exponents, at most ", kMaxUnaryRanks));
   }
@@ -172,48 +182,122 @@ absl::StatusOr<ExponentCode> ExponentCode::Unary(absl::Span<const uint8_t> ranks
     c.len_[ranks[r]] = static_cast<uint8_t>(r + 1);
   }
   c.max_bits_ = k + 8;
-  c.BuildTables();
+  c.BuildTables(tables == Tables::kFull);
   return c;
 }
 
-void ExponentCode::BuildTables() {
+namespace {
+
+// Multi-symbol table construction. An entry of D_w (the decode of a w-bit
+// window) holds up to kLutMaxSymbols = 5 symbols in bits 0..39 (first in the
+// low byte) and the cumulative bit count after each symbol in the nibbles of
+// bits 40..59 (0 past the last symbol; a code word has >= 1 bit, so the
+// valid nibbles are exactly the non-zero ones). Entry 0 is "no symbol".
+constexpr uint64_t kSymMask = (uint64_t{1} << (8 * kLutMaxSymbols)) - 1;
+constexpr uint64_t kCumMask = (uint64_t{1} << (4 * kLutMaxSymbols)) - 1;
+constexpr uint64_t kNibbleOnes = 0x11111;
+static_assert(kLutMaxSymbols == 5, "the masks above assume 5 symbols");
+
+// dst[k] = (symbol s of l bits) followed by src[k], capped at 5 symbols. Only
+// constant shifts and masks, so it vectorises (SSE2, or AVX2 below).
+inline void PrependRun(const uint64_t* __restrict src, uint64_t* __restrict dst, uint32_t n, uint64_t s, uint64_t l) {
+  const uint64_t add = l * kNibbleOnes;
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint64_t r = src[k];
+    const uint64_t c = (r >> 40) & kCumMask;
+    const uint64_t v = (c | c >> 1 | c >> 2 | c >> 3) & kNibbleOnes;  // 1 per valid nibble
+    const uint64_t valid = (v << 4) - v;                               // 0xf per valid nibble
+    const uint64_t cum = (((c + (valid & add)) << 4) | l) & kCumMask;
+    dst[k] = (((r << 8) | s) & kSymMask) | cum << 40;
+  }
+}
+
+// D_kLutBits entries -> decode entries (0 stays 0). Branch-free, so it
+// vectorises too.
+inline void FinishTable(const uint64_t* __restrict d, uint64_t* __restrict lut, uint32_t n) {
+  for (uint32_t j = 0; j < n; ++j) {
+    const uint64_t e = d[j];
+    const uint64_t c = (e >> 40) & kCumMask;
+    const uint64_t v = (c | c >> 1 | c >> 2 | c >> 3) & kNibbleOnes;
+    const uint64_t count = (v & 1) + ((v >> 4) & 1) + ((v >> 8) & 1) + ((v >> 12) & 1) + (v >> 16);
+    const uint64_t bits = (c >> ((count * 4 - 4) & 63)) & 15;  // the last valid nibble; 0 when c = 0
+    lut[j] = (e & kSymMask) | count << 48 | bits << 56;
+  }
+}
+
+#if defined(__x86_64__) || defined(_M_X64)
+__attribute__((target("avx2"))) void FinishTableAvx2(const uint64_t* d, uint64_t* lut, uint32_t n) {
+  FinishTable(d, lut, n);
+}
+
+__attribute__((target("avx2"))) void PrependRunAvx2(const uint64_t* src, uint64_t* dst, uint32_t n, uint64_t s,
+                                                    uint64_t l) {
+  PrependRun(src, dst, n, s, l);
+}
+#endif
+
+}  // namespace
+
+void ExponentCode::BuildTables(bool multi) {
   constexpr uint32_t kSize = uint32_t{1} << kLutBits;
+  for (int s = 0; s < 256; ++s) {
+    lcode_[s] = len_[s] == 0 ? 0 : static_cast<uint64_t>(code_[s]) << (64 - len_[s]);
+  }
+  // The code words that fit in the table: Huffman: every coded exponent;
+  // unary: the ranks, and the escapes of unranked exponents (an escape of a
+  // ranked exponent is not a code word, so it takes the slow path, which
+  // rejects it).
+  struct Word {
+    uint32_t code;
+    uint32_t len;
+    uint8_t sym;
+  };
+  Word words[256];
+  int nwords = 0;
   lut1_.assign(kSize, 0);
-  if (kind_ == Kind::kHuffman) {
-    for (int s = 0; s < 256; ++s) {
-      const int l = len_[s];
-      if (l == 0) continue;
-      const uint32_t first = code_[s] << (kLutBits - l);
-      const uint32_t last = (code_[s] + 1) << (kLutBits - l);
-      for (uint32_t i = first; i < last; ++i) lut1_[i] = static_cast<uint16_t>(s | (l << 8));
-    }
-  } else {
-    for (uint32_t i = 0; i < kSize; ++i) {
-      const int z = i == 0 ? kLutBits : __builtin_clz(i) - (32 - kLutBits);
-      if (z < ranks_ && z + 1 <= kLutBits) {
-        lut1_[i] = static_cast<uint16_t>(rank_sym_[z] | ((z + 1) << 8));
-      } else if (z >= ranks_ && ranks_ + 8 <= kLutBits) {
-        const int sym = static_cast<int>((i >> (kLutBits - ranks_ - 8)) & 0xff);
-        if (!ranked_[sym]) lut1_[i] = static_cast<uint16_t>(sym | ((ranks_ + 8) << 8));
+  for (int s = 0; s < 256; ++s) {
+    const int l = len_[s];
+    if (l == 0 || l > kLutBits) continue;
+    words[nwords++] = Word{code_[s], static_cast<uint32_t>(l), static_cast<uint8_t>(s)};
+    const uint32_t first = code_[s] << (kLutBits - l);
+    const uint32_t last = (code_[s] + 1) << (kLutBits - l);
+    std::fill(lut1_.begin() + first, lut1_.begin() + last, static_cast<uint16_t>(s | (l << 8)));
+  }
+  lut_.clear();
+  if (!multi) return;
+  // D_w for w = 0..kLutBits at [2^w - 1, 2^(w+1) - 1): D_w[j] is the first
+  // code word of j (length l <= w) followed by D_{w-l}[j's low w-l bits].
+  // Each entry is built once, so the whole table costs O(2^(kLutBits+1)).
+  std::vector<uint64_t> d(2 * kSize - 1, 0);
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool avx2 = DetectCpuFeatures().avx2;
+#endif
+  for (uint32_t w = 1; w <= static_cast<uint32_t>(kLutBits); ++w) {
+    uint64_t* level = d.data() + ((uint32_t{1} << w) - 1);
+    for (int i = 0; i < nwords; ++i) {
+      const Word& c = words[i];
+      if (c.len > w) continue;
+      const uint32_t rest_w = w - c.len;
+      const uint64_t* rest = d.data() + ((uint32_t{1} << rest_w) - 1);
+      uint64_t* dst = level + (c.code << rest_w);
+#if defined(__x86_64__) || defined(_M_X64)
+      if (avx2) {
+        PrependRunAvx2(rest, dst, uint32_t{1} << rest_w, c.sym, c.len);
+        continue;
       }
+#endif
+      PrependRun(rest, dst, uint32_t{1} << rest_w, c.sym, c.len);
     }
   }
-  lut_.assign(kSize, 0);
-  for (uint32_t i = 0; i < kSize; ++i) {
-    uint64_t syms = 0;
-    int pos = 0;
-    int n = 0;
-    while (n < 4) {
-      const uint32_t sub = (i << pos) & (kSize - 1);
-      const uint16_t e = lut1_[sub];
-      const int l = e >> 8;
-      if (l == 0 || l > kLutBits - pos) break;
-      syms |= static_cast<uint64_t>(e & 0xff) << (8 * n);
-      pos += l;
-      ++n;
-    }
-    lut_[i] = n == 0 ? 0 : (syms | static_cast<uint64_t>(pos) << 32 | static_cast<uint64_t>(n) << 40);
+  // Decode entries: symbols in bits 0..39, count in 48..55, bits in 56..63.
+  lut_.resize(kSize);
+#if defined(__x86_64__) || defined(_M_X64)
+  if (avx2) {
+    FinishTableAvx2(d.data() + (kSize - 1), lut_.data(), kSize);
+    return;
   }
+#endif
+  FinishTable(d.data() + (kSize - 1), lut_.data(), kSize);
 }
 
 bool ExponentCode::DecodeSlow(uint64_t w, uint8_t* sym, int* len) const {
@@ -231,10 +315,51 @@ bool ExponentCode::DecodeSlow(uint64_t w, uint8_t* sym, int* len) const {
   return true;
 }
 
+namespace {
+
+// MSB-first 64-bit bit writer: `G` codes of at most `max_bits` bits each
+// (G * max_bits <= 56, so the accumulator never holds 64 bits) are OR-ed into the accumulator, then 8 bytes are
+// stored and the whole bytes dropped. The output needs 8 bytes of slack.
+template <int G>
+size_t EncodeGroups(const uint64_t* lcode, const uint8_t* len, const uint8_t* syms, size_t n, uint8_t* out) {
+  uint8_t* const begin = out;
+  uint64_t acc = 0;
+  uint32_t filled = 0;
+  size_t i = 0;
+  for (; i + G <= n; i += G) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      const uint8_t s = syms[i + g];
+      acc |= lcode[s] >> filled;
+      filled += len[s];
+    }
+    const uint64_t be = __builtin_bswap64(acc);
+    std::memcpy(out, &be, 8);
+    out += filled >> 3;
+    acc <<= filled & ~7u;
+    filled &= 7;
+  }
+  for (; i < n; ++i) {
+    const uint8_t s = syms[i];
+    acc |= lcode[s] >> filled;
+    filled += len[s];
+    const uint64_t be = __builtin_bswap64(acc);
+    std::memcpy(out, &be, 8);
+    out += filled >> 3;
+    acc <<= filled & ~7u;
+    filled &= 7;
+  }
+  if (filled > 0) *out++ = static_cast<uint8_t>(acc >> 56);
+  return static_cast<size_t>(out - begin);
+}
+
+}  // namespace
+
 size_t ExponentCode::EncodeLane(const uint8_t* syms, size_t n, uint8_t* out) const {
-  BitWriter w(out);
-  for (size_t i = 0; i < n; ++i) w.Put(code_[syms[i]], len_[syms[i]]);
-  return w.Finish();
+  const int g = 56 / std::max(max_bits_, 1);
+  if (g >= 4) return EncodeGroups<4>(lcode_.data(), len_.data(), syms, n, out);
+  if (g == 3) return EncodeGroups<3>(lcode_.data(), len_.data(), syms, n, out);
+  return EncodeGroups<2>(lcode_.data(), len_.data(), syms, n, out);
 }
 
 struct ExponentCode::Lane {
@@ -248,40 +373,73 @@ struct ExponentCode::Lane {
 template <int N>
 absl::Status ExponentCode::DecodeFast(Lane* lanes) const {
   const uint64_t* lut = lut_.data();
-  // Bits one lookup may consume: a table entry packs only symbols that fit in
-  // its kLutBits window, and the slow path one code of up to max_bits_.
-  const uint64_t step = static_cast<uint64_t>(std::max<int>(max_bits_, kLutBits));
+  // One round per lane: one 64-bit load (>= 57 valid bits), kGroup table
+  // lookups of at most kLutBits bits, then (rarely) one slow-path code of
+  // at most max_bits_ bits. A slow-path entry is 0: it writes zeros and
+  // consumes nothing, so the later lookups of the round repeat it.
+  constexpr int kGroup = 4;
+  static_assert(kGroup * kLutBits <= 57, "a round must fit one load");
+  const uint64_t in_step = static_cast<uint64_t>(kGroup * kLutBits + std::max<int>(max_bits_, kLutBits));
+  // Output per round: kGroup entries of up to kLutMaxSymbols symbols, each
+  // stored as 8 bytes, and one slow symbol.
+  constexpr uint64_t kOutStep = 32;
+  static_assert(kGroup * kLutMaxSymbols + 8 <= kOutStep, "output slack");
   for (;;) {
     uint64_t iters = ~uint64_t{0};
     for (int k = 0; k < N; ++k) {
       const Lane& l = lanes[k];
+      // Every load in a round starts at a bit <= (size - 8) * 8.
       if (l.size < 8 || l.pos > (l.size - 8) * 8) return absl::OkStatus();
-      iters = std::min(iters, ((l.size - 8) * 8 - l.pos) / step + 1);
-      iters = std::min(iters, static_cast<uint64_t>(l.out_end - l.out) / 4);
+      iters = std::min(iters, ((l.size - 8) * 8 - l.pos) / in_step);
+      iters = std::min(iters, static_cast<uint64_t>(l.out_end - l.out) / kOutStep);
     }
     if (iters == 0) return absl::OkStatus();
-    Lane l[N];
-    for (int k = 0; k < N; ++k) l[k] = lanes[k];
+    const uint8_t* p[N];
+    uint64_t pos[N];
+    uint8_t* out[N];
+    for (int k = 0; k < N; ++k) {
+      p[k] = lanes[k].p;
+      pos[k] = lanes[k].pos;
+      out[k] = lanes[k].out;
+    }
     for (uint64_t i = 0; i < iters; ++i) {
+      uint64_t w[N], used[N], slow[N];
 #pragma GCC unroll 4
       for (int k = 0; k < N; ++k) {
-        const uint64_t w = LoadBE64(l[k].p + (l[k].pos >> 3)) << (l[k].pos & 7);
-        const uint64_t e = lut[w >> (64 - kLutBits)];
-        if (__builtin_expect((e >> 40) == 0, 0)) {
+        w[k] = LoadBE64(p[k] + (pos[k] >> 3)) << (pos[k] & 7);
+        used[k] = 0;
+        slow[k] = 0;
+      }
+#pragma GCC unroll 4
+      for (int g = 0; g < kGroup; ++g) {
+#pragma GCC unroll 4
+        for (int k = 0; k < N; ++k) {
+          const uint64_t e = lut[w[k] >> (64 - kLutBits)];
+          std::memcpy(out[k], &e, 8);
+          out[k] += static_cast<uint8_t>(e >> 48);
+          const uint64_t b = e >> 56;
+          w[k] <<= b;
+          used[k] += b;
+          slow[k] |= e == 0;
+        }
+      }
+#pragma GCC unroll 4
+      for (int k = 0; k < N; ++k) {
+        pos[k] += used[k];
+        if (__builtin_expect(slow[k] != 0, 0)) {
+          const uint64_t ws = LoadBE64(p[k] + (pos[k] >> 3)) << (pos[k] & 7);
           uint8_t s;
           int len;
-          if (!DecodeSlow(w, &s, &len)) return Corrupt("invalid code word");
-          *l[k].out++ = s;
-          l[k].pos += static_cast<uint64_t>(len);
-        } else {
-          const uint32_t four = static_cast<uint32_t>(e);
-          std::memcpy(l[k].out, &four, 4);
-          l[k].out += e >> 40;
-          l[k].pos += (e >> 32) & 0xff;
+          if (!DecodeSlow(ws, &s, &len)) return Corrupt("invalid code word");
+          *out[k]++ = s;
+          pos[k] += static_cast<uint64_t>(len);
         }
       }
     }
-    for (int k = 0; k < N; ++k) lanes[k] = l[k];
+    for (int k = 0; k < N; ++k) {
+      lanes[k].pos = pos[k];
+      lanes[k].out = out[k];
+    }
   }
 }
 
@@ -315,10 +473,11 @@ absl::Status ExponentCode::DecodeLanes(const uint8_t* const* data, const size_t*
   Lane l[kLanes];
   if (lanes < 1 || lanes > kLanes) return absl::InternalError("bad lane count");
   for (int k = 0; k < lanes; ++k) l[k] = Lane{data[k], size[k], 0, out[k], out[k] + count[k]};
-  absl::Status st = lanes == kLanes ? DecodeFast<kLanes>(l) : absl::OkStatus();
+  const bool multi = !lut_.empty();
+  absl::Status st = multi && lanes == kLanes ? DecodeFast<kLanes>(l) : absl::OkStatus();
   if (!st.ok()) return st;
   for (int k = 0; k < lanes; ++k) {
-    st = DecodeFast<1>(&l[k]);
+    if (multi) st = DecodeFast<1>(&l[k]);
     if (!st.ok()) return st;
     st = DecodeTail(l[k]);
     if (!st.ok()) return st;
@@ -375,17 +534,20 @@ int LaneCount(uint64_t m) { return m >= kLaneSplitElements ? kLanes : 1; }
 
 void EncodeChunk(const ExponentCode& code, const uint8_t* syms, uint64_t m, std::vector<uint8_t>* out) {
   const int lanes = LaneCount(m);
-  const size_t start = out->size();
   const size_t header = lanes > 1 ? kLaneHeaderBytes : 0;
-  out->resize(start + header + code.MaxLaneBytes(m) + 8 * kLanes);
-  size_t at = start + header;
+  // Coded into an uninitialised scratch buffer (the bit writer stores 8
+  // bytes at a time), then appended at its exact size.
+  const size_t need = header + code.MaxLaneBytes(static_cast<size_t>(m)) + 8 * kLanes;
+  std::unique_ptr<uint8_t[]> scratch(new uint8_t[need]);
+  uint8_t* buf = scratch.get();
+  size_t at = header;
   for (int k = 0; k < lanes; ++k) {
     const uint64_t b = LaneBegin(m, lanes, k);
     const uint64_t e = LaneBegin(m, lanes, k + 1);
-    const size_t n = code.EncodeLane(syms + b, e - b, out->data() + at);
+    const size_t n = code.EncodeLane(syms + b, e - b, buf + at);
     if (lanes > 1 && k < lanes - 1) {
       const uint32_t v = static_cast<uint32_t>(n);
-      uint8_t* h = out->data() + start + 4 * k;
+      uint8_t* h = buf + 4 * k;
       h[0] = static_cast<uint8_t>(v);
       h[1] = static_cast<uint8_t>(v >> 8);
       h[2] = static_cast<uint8_t>(v >> 16);
@@ -393,7 +555,7 @@ void EncodeChunk(const ExponentCode& code, const uint8_t* syms, uint64_t m, std:
     }
     at += n;
   }
-  out->resize(at);
+  out->insert(out->end(), buf, buf + at);
 }
 
 absl::Status DecodeChunk(const ExponentCode& code, absl::Span<const uint8_t> bytes, uint64_t m, uint8_t* out) {

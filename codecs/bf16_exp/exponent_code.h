@@ -5,10 +5,13 @@
 //   - frequency-ranked unary (Cassandra-1): rank r is r zero bits then a one;
 //     an exponent without a rank is K zero bits then its 8 bits (K = ranks).
 //
-// Both encode through one (code, length) table and decode through one
-// 12-bit multi-symbol lookup table (up to 4 symbols per lookup), with a slow
-// path for codes longer than the table (unary ranks >= 12 and escapes).
-// Exponent bits of a chunk are split into 1 or 4 lanes decoded interleaved.
+// Both encode through one (left-aligned code, length) table with a 64-bit
+// bit writer and decode through one 12-bit multi-symbol lookup table (up to 6
+// symbols per lookup, 4 lookups per 64-bit refill), with a slow path for
+// codes longer than the table (unary ranks >= 12 and escapes). The table is
+// built in O(2^13) steps (one pass per window width), so small tensors do not
+// pay for it. Exponent bits of a chunk are split into 1 or 4 lanes decoded
+// interleaved.
 #ifndef BOLTPACK_CODECS_BF16_EXP_EXPONENT_CODE_H_
 #define BOLTPACK_CODECS_BF16_EXP_EXPONENT_CODE_H_
 
@@ -27,6 +30,8 @@ namespace boltpack::bf16_exp {
 
 inline constexpr int kMaxHuffmanBits = 12;
 inline constexpr int kLutBits = 12;
+// Symbols one multi-symbol table entry can hold.
+inline constexpr int kLutMaxSymbols = 5;
 inline constexpr int kMaxUnaryRanks = 20;
 // A chunk of at least this many elements has 4 lanes and a 12-byte header.
 inline constexpr uint64_t kLaneSplitElements = 16384;
@@ -36,13 +41,20 @@ inline constexpr size_t kLaneHeaderBytes = 12;
 class ExponentCode {
  public:
   enum class Kind { kHuffman, kUnary };
+  // Decoder tables to build: kFull adds the multi-symbol table (fast for
+  // chunks of thousands of values; about 2^13 steps to build); kSingle
+  // decodes one code word per lookup and is cheap to build (small tensors,
+  // record validation). Both decode the same bits.
+  enum class Tables { kSingle, kFull };
 
   // From code lengths (0 = exponent absent). Valid: a complete code (Kraft
   // sum exactly 1) with lengths <= 12, a single exponent of length 1, or no
   // exponent at all.
   static absl::StatusOr<ExponentCode> Huffman(absl::Span<const uint8_t> lengths);
+  static absl::StatusOr<ExponentCode> Huffman(absl::Span<const uint8_t> lengths, Tables tables);
   // From the exponents in rank order (at most kMaxUnaryRanks, distinct).
   static absl::StatusOr<ExponentCode> Unary(absl::Span<const uint8_t> ranks);
+  static absl::StatusOr<ExponentCode> Unary(absl::Span<const uint8_t> ranks, Tables tables);
 
   Kind kind() const { return kind_; }
   int max_code_bits() const { return max_bits_; }
@@ -74,7 +86,7 @@ class ExponentCode {
   absl::Status DecodeTail(Lane& lane) const;
   // Decodes one symbol from `w` (at least 57 valid bits); false if invalid.
   bool DecodeSlow(uint64_t w, uint8_t* sym, int* len) const;
-  void BuildTables();
+  void BuildTables(bool multi);
 
   Kind kind_ = Kind::kHuffman;
   int max_bits_ = 0;
@@ -83,11 +95,14 @@ class ExponentCode {
   std::array<uint8_t, 256> len_{};
   std::array<uint8_t, kMaxUnaryRanks> rank_sym_{};
   std::array<bool, 256> ranked_{};
-  // Multi-symbol entries: symbols in bits 0..31 (first in the low byte),
-  // bits used in 32..39, symbol count in 40..47 (0: take the slow path).
+  // Multi-symbol entries (empty with Tables::kSingle): up to 5 symbols in
+  // bits 0..39 (first in the low byte), symbol count in 48..55, bits used in
+  // 56..63 (0: slow path).
   std::vector<uint64_t> lut_;
   // Single-symbol entries: symbol | length << 8 (0: slow path).
   std::vector<uint16_t> lut1_;
+  // Encoder: code << (64 - length), left-aligned for the bit writer.
+  std::array<uint64_t, 256> lcode_{};
 };
 
 // Optimal length-limited code lengths for `freq` (canonical Huffman, at

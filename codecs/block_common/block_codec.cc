@@ -7,6 +7,7 @@
 
 #include "codecs/float_convert.h"
 #include "codecs/raw_range.h"
+#include "codecs/block_common/quant_simd.h"
 #include "common/checked_math.h"
 #include "common/cpu_features.h"
 #include "common/parallel_for.h"
@@ -221,40 +222,64 @@ absl::StatusOr<EncodedTensor> BlockCodec::Encode(const TensorSource& source,
   }
   const uint32_t B = format_.block_elems;
   const uint64_t tile_blocks = std::max<uint64_t>(1, 4096 / B);
-  const uint8_t* src = source.bytes.data();
-
-  // Pass 1: every value finite; the tensor's amax.
   const uint64_t ntiles = (g.blocks + tile_blocks - 1) / tile_blocks;
-  std::vector<float> tile_amax(ntiles, 0.0f);
-  std::vector<uint64_t> bad(ntiles, UINT64_MAX);
-  BP_RETURN_IF_ERROR(ParallelFor(
-      ntiles, exec.threads, std::max<uint64_t>(1, kMinElementsPerTask / (tile_blocks * B)),
-      [&](uint64_t t0, uint64_t t1) {
-        std::vector<float> buf(tile_blocks * B);
-        for (uint64_t t = t0; t < t1; ++t) {
-          const uint64_t e0 = t * tile_blocks * B;
-          const uint64_t cnt = std::min<uint64_t>(tile_blocks * B, g.elements - e0);
-          ConvertFloats(source.dtype, DType::kF32, src + e0 * src_size, buf.data(), cnt);
-          float amax = 0.0f;
-          for (uint64_t i = 0; i < cnt; ++i) {
-            if (!IsFiniteBits(buf[i])) {
-              bad[t] = e0 + i;
-              break;
-            }
-            amax = std::max(amax, std::fabs(buf[i]));
-          }
-          tile_amax[t] = amax;
-        }
-        return absl::OkStatus();
-      }));
-  float amax = 0.0f;
-  for (uint64_t t = 0; t < ntiles; ++t) {
-    if (bad[t] != UINT64_MAX) {
-      return named(absl::InvalidArgumentError(
-          StrCat("codec '", format_.id, "': element ", bad[t],
-                 " is not finite (NaN or infinity cannot be quantized)")));
+  const uint8_t* src = source.bytes.data();
+  const bool avx2 = CpuHasAvx2Fma16c();
+  // An aligned F32 source is read in place; anything else is converted into
+  // a per-thread tile first.
+  const bool in_place =
+      source.dtype == DType::kF32 && reinterpret_cast<uintptr_t>(src) % alignof(float) == 0;
+  auto tile_floats = [&](uint64_t e0, uint64_t cnt, std::vector<float>& buf) -> const float* {
+    if (in_place) return reinterpret_cast<const float*>(src) + e0;
+    if (buf.size() < cnt) buf.resize(tile_blocks * B);
+    ConvertFloats(source.dtype, DType::kF32, src + e0 * src_size, buf.data(), cnt);
+    return buf.data();
+  };
+  auto abs_max_bits = [&](const float* x, uint64_t n) {
+#if BOLTPACK_QUANT_AVX2
+    if (avx2) return quant::AbsMaxBitsAvx2(x, n);
+#endif
+    return quant::AbsMaxBits(x, n);
+  };
+  // The first non-finite element, or UINT64_MAX (a sequential scan; run
+  // only to name the culprit of a failed encode).
+  auto first_non_finite = [&]() -> uint64_t {
+    std::vector<float> buf;
+    for (uint64_t t = 0; t < ntiles; ++t) {
+      const uint64_t e0 = t * tile_blocks * B;
+      const uint64_t cnt = std::min<uint64_t>(tile_blocks * B, g.elements - e0);
+      const float* x = tile_floats(e0, cnt, buf);
+      if (abs_max_bits(x, cnt) < quant::kNonFiniteBits) continue;
+      for (uint64_t i = 0; i < cnt; ++i) {
+        if (!IsFiniteBits(x[i])) return e0 + i;
+      }
     }
-    amax = std::max(amax, tile_amax[t]);
+    return UINT64_MAX;
+  };
+  auto non_finite_error = [&](uint64_t e) {
+    return named(absl::InvalidArgumentError(StrCat("codec '", format_.id, "': element ", e,
+                                                   " is not finite (NaN or infinity cannot be quantized)")));
+  };
+
+  // Pass 1, for codecs whose parameters depend on it: the tensor's amax.
+  float amax = 0.0f;
+  if (NeedsTensorAmax(params)) {
+    std::vector<uint32_t> tile_amax(ntiles, 0);
+    BP_RETURN_IF_ERROR(ParallelFor(
+        ntiles, exec.threads, std::max<uint64_t>(1, kMinElementsPerTask / (tile_blocks * B)),
+        [&](uint64_t t0, uint64_t t1) {
+          std::vector<float> buf;
+          for (uint64_t t = t0; t < t1; ++t) {
+            const uint64_t e0 = t * tile_blocks * B;
+            const uint64_t cnt = std::min<uint64_t>(tile_blocks * B, g.elements - e0);
+            tile_amax[t] = abs_max_bits(tile_floats(e0, cnt, buf), cnt);
+          }
+          return absl::OkStatus();
+        }));
+    uint32_t bits = 0;
+    for (uint32_t b : tile_amax) bits = std::max(bits, b);
+    if (bits >= quant::kNonFiniteBits) return non_finite_error(first_non_finite());
+    amax = quant::BitsToFloat(bits);
   }
   auto stored = EncodeParams(params, amax);
   if (!stored.ok()) return named(stored.status());
@@ -269,22 +294,28 @@ absl::StatusOr<EncodedTensor> BlockCodec::Encode(const TensorSource& source,
     encoded.streams[k].bytes.resize(g.blocks * format_.streams[k].bytes_per_block);
   }
   // Pass 2: the blocks.
-  BP_RETURN_IF_ERROR(ParallelFor(
+  absl::Status st = ParallelFor(
       ntiles, exec.threads, std::max<uint64_t>(1, kMinElementsPerTask / (tile_blocks * B) / 8),
       [&](uint64_t t0, uint64_t t1) {
-        std::vector<float> buf(tile_blocks * B);
+        std::vector<float> buf;
         for (uint64_t t = t0; t < t1; ++t) {
           const uint64_t b0 = t * tile_blocks;
           const uint64_t nb = std::min<uint64_t>(tile_blocks, g.blocks - b0);
-          ConvertFloats(source.dtype, DType::kF32, src + b0 * B * src_size, buf.data(), nb * B);
+          const float* x = tile_floats(b0 * B, nb * B, buf);
           uint8_t* out[2] = {nullptr, nullptr};
           for (size_t k = 0; k < format_.streams.size(); ++k) {
             out[k] = encoded.streams[k].bytes.data() + b0 * format_.streams[k].bytes_per_block;
           }
-          BP_RETURN_IF_ERROR(EncodeBlocks(buf.data(), nb, out, *parsed));
+          BP_RETURN_IF_ERROR(EncodeBlocks(x, nb, out, *parsed, avx2));
         }
         return absl::OkStatus();
-      }));
+      });
+  if (!st.ok()) {
+    // A non-finite value is the error to report, wherever it is.
+    const uint64_t bad = first_non_finite();
+    if (bad != UINT64_MAX) return non_finite_error(bad);
+    return named(st);
+  }
 
   // Chunks of whole outer rows, sized by the largest stream.
   if (g.whole_block_rows && g.rows > 1) {

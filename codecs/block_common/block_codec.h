@@ -9,8 +9,11 @@
 //   - dtype/shape/parameter checks (CanEncode, ValidateRecord): every size a
 //     decoder relies on (stream count, roles, raw_length = blocks x bytes per
 //     block, chunks of whole rows) is checked before decoding;
-//   - encoding from F32/F16/BF16/F64 sources in parallel over blocks, with a
-//     first pass that rejects non-finite values and measures amax;
+//   - encoding from F32/F16/BF16/F64 sources in parallel over blocks (an
+//     aligned F32 source is read in place), with the codec's portable or
+//     AVX2 kernel (chosen once, by CPUID); a non-finite value fails the
+//     encode naming its element; a first pass measures the tensor's amax
+//     only for codecs whose parameters need it (NeedsTensorAmax);
 //   - chunks of whole outer rows of about 1 MiB (of the largest stream);
 //   - decoding to f32 (the kernel), f16/bf16 (f32 then float_convert.h's
 //     rounding) and kNative (single-stream codecs: the stored blocks), in
@@ -93,14 +96,21 @@ class BlockCodec : public Codec {
   virtual absl::StatusOr<BlockParams> ParseStoredParams(const CodecParams& params) const;
   // Checks parameters given to the encoder. Default: none allowed.
   virtual absl::Status CheckEncodeParams(const CodecParams& params) const;
+  // Whether EncodeParams needs the tensor's amax (a first pass over the
+  // source). Default: no, and EncodeParams gets amax 0.
+  virtual bool NeedsTensorAmax(const CodecParams& /*requested*/) const { return false; }
   // The parameters to store, from the requested ones and the tensor's amax
-  // (max |x|, finite). Default: none.
+  // (max |x|, finite; 0 unless NeedsTensorAmax). Default: none.
   virtual absl::StatusOr<CodecParams> EncodeParams(const CodecParams& requested,
                                                    float amax) const;
-  // Encodes `nblocks` whole blocks of finite values x; out[k] points at
-  // stream k's bytes of the first block.
+  // Encodes `nblocks` whole blocks of x; out[k] points at stream k's bytes of
+  // the first block. Any floats are valid input: a block holding NaN or
+  // infinity (or one the format cannot hold) fails with an error, and the
+  // base then reports the first non-finite element of the tensor if there is
+  // one. `avx2` may only be true when CpuHasAvx2Fma16c(); both paths must
+  // write the same bytes and fail on the same inputs.
   virtual absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
-                                    const BlockParams& params) const = 0;
+                                    const BlockParams& params, bool avx2) const = 0;
   // Decodes `nblocks` blocks (in[k]: stream k's bytes of the first block) to
   // f32. `avx2` may only be true when CpuHasAvx2Fma16c(); both paths must give
   // the same bits. Any bytes are valid input.

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "boltpack/codec_registry.h"
+#include "codecs/block_common/quant_simd.h"
 #include "codecs/float_convert.h"
 #include "common/str_cat.h"
 
@@ -64,6 +65,66 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* values, 
 }
 #endif
 
+// ---- encoding ----------------------------------------------------------------
+//
+// Both paths return the index of the first group they cannot encode (NaN or
+// infinity, or an fp16 scale overflow), or nb. Per group: d = f16(amax / 7),
+// id = 1/d (0 for d = 0), q = clamp(roundf(x * id), -7, 7) + 8.
+
+inline bool GroupScale(uint32_t amax_bits, uint16_t* h, float* id) {
+  if (amax_bits >= quant::kNonFiniteBits) return false;
+  *h = F32ToF16(quant::BitsToFloat(amax_bits) / 7.0f);
+  if ((*h & 0x7c00u) == 0x7c00u) return false;
+  const float d = F16ToF32(*h);
+  *id = d != 0.0f ? 1.0f / d : 0.0f;  // d >= 2^-24: finite
+  return true;
+}
+
+uint64_t EncodePortable(const float* x, uint64_t nb, uint8_t* values, uint8_t* scales) {
+  for (uint64_t b = 0; b < nb; ++b, x += kInt4GroupElems, values += kValueBytes) {
+    uint16_t h;
+    float id;
+    if (!GroupScale(quant::AbsMaxBits(x, kInt4GroupElems), &h, &id)) return b;
+    std::memcpy(scales + 2 * b, &h, 2);
+    auto q = [&](float v) {
+      return static_cast<uint8_t>(static_cast<int>(std::fmin(7.0f, std::fmax(-7.0f, std::roundf(v * id)))) + 8);
+    };
+    for (int i = 0; i < kValueBytes; ++i) {
+      values[i] = static_cast<uint8_t>(q(x[2 * i]) | (q(x[2 * i + 1]) << 4));
+    }
+  }
+  return nb;
+}
+
+#if BOLTPACK_INT4_AVX2
+__attribute__((target("avx2,fma,f16c"))) uint64_t EncodeAvx2(const float* x, uint64_t nb, uint8_t* values,
+                                                             uint8_t* scales) {
+  const __m256 lim = _mm256_set1_ps(7.0f);
+  const __m256 nlim = _mm256_set1_ps(-7.0f);
+  const __m256i eight = _mm256_set1_epi32(8);
+  for (uint64_t b = 0; b < nb; ++b, x += kInt4GroupElems, values += kValueBytes) {
+    __m256i m0 = _mm256_setzero_si256(), m1 = m0;
+    for (int k = 0; k < kInt4GroupElems; k += 16) {
+      m0 = quant::AbsMaxBitsStep(m0, _mm256_loadu_ps(x + k));
+      m1 = quant::AbsMaxBitsStep(m1, _mm256_loadu_ps(x + k + 8));
+    }
+    uint16_t h;
+    float id;
+    if (!GroupScale(quant::HorizontalMaxEpi32(_mm256_max_epi32(m0, m1)), &h, &id)) return b;
+    std::memcpy(scales + 2 * b, &h, 2);
+    const __m256 vid = _mm256_set1_ps(id);
+    for (int k = 0; k < kInt4GroupElems; k += 16) {
+      const __m256 r0 = quant::RoundHalfAway(_mm256_mul_ps(_mm256_loadu_ps(x + k), vid));
+      const __m256 r1 = quant::RoundHalfAway(_mm256_mul_ps(_mm256_loadu_ps(x + k + 8), vid));
+      const __m256i q0 = _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_min_ps(lim, _mm256_max_ps(nlim, r0))), eight);
+      const __m256i q1 = _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_min_ps(lim, _mm256_max_ps(nlim, r1))), eight);
+      quant::StorePairedNibbles(values + k / 2, quant::CodesToBytes(q0, q1));
+    }
+  }
+  return nb;
+}
+#endif
+
 class Int4G128Codec : public BlockCodec {
  public:
   Int4G128Codec()
@@ -73,29 +134,22 @@ class Int4G128Codec : public BlockCodec {
                                {{"values", kValueBytes}, {"scales", 2}}}) {}
 
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
-                            const BlockParams& /*params*/) const override {
-    uint8_t* values = out[0];
-    uint8_t* scales = out[1];
-    for (uint64_t b = 0; b < nblocks; ++b, x += kInt4GroupElems, values += kValueBytes) {
-      float amax = 0.0f;
-      for (int j = 0; j < kInt4GroupElems; ++j) amax = std::max(amax, std::fabs(x[j]));
-      const uint16_t h = F32ToF16(amax / 7.0f);
-      if ((h & 0x7c00u) == 0x7c00u) {
-        return absl::InvalidArgumentError(
-            StrCat("codec 'int4-g128': a group's largest magnitude ", amax,
-                   " makes its fp16 scale overflow (int4-g128 holds |x| up to about 458000)"));
-      }
-      std::memcpy(scales + 2 * b, &h, 2);
-      const float d = F16ToF32(h);
-      const float id = d != 0.0f ? 1.0f / d : 0.0f;
-      auto q = [&](float v) {
-        return static_cast<uint8_t>(static_cast<int>(std::fmin(7.0f, std::fmax(-7.0f, std::roundf(v * id)))) + 8);
-      };
-      for (int i = 0; i < kValueBytes; ++i) {
-        values[i] = static_cast<uint8_t>(q(x[2 * i]) | (q(x[2 * i + 1]) << 4));
-      }
+                            const BlockParams& /*params*/, bool avx2) const override {
+    uint64_t bad;
+#if BOLTPACK_INT4_AVX2
+    bad = avx2 ? EncodeAvx2(x, nblocks, out[0], out[1]) : EncodePortable(x, nblocks, out[0], out[1]);
+#else
+    (void)avx2;
+    bad = EncodePortable(x, nblocks, out[0], out[1]);
+#endif
+    if (bad == nblocks) return absl::OkStatus();
+    const uint32_t amax = quant::AbsMaxBits(x + bad * kInt4GroupElems, kInt4GroupElems);
+    if (amax >= quant::kNonFiniteBits) {
+      return absl::InvalidArgumentError("codec 'int4-g128': a group holds NaN or infinity");
     }
-    return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        StrCat("codec 'int4-g128': a group's largest magnitude ", quant::BitsToFloat(amax),
+               " makes its fp16 scale overflow (int4-g128 holds |x| up to about 458000)"));
   }
 
   void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "boltpack/codec_registry.h"
+#include "codecs/block_common/quant_simd.h"
 #include "codecs/float_convert.h"
 
 #if defined(__x86_64__)
@@ -19,6 +20,22 @@ namespace boltpack {
 float E8m0ToF32Half(uint8_t e) {
   const uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e) - 1u) << 23;
   return BitsFloat(bits);
+}
+
+uint8_t Mxfp4SharedExponent(float amax) {
+  if (!(amax > 0.0f)) return 0;
+  const uint32_t bits = FloatBits(amax);
+  const uint32_t biased = bits >> 23;  // amax > 0: no sign bit
+  // floor(log2(amax)) is the exponent unless the mantissa is within 2^-10 of
+  // the next power of two, where log2f may round up to it (then ask log2f,
+  // as ggml does), or amax is tiny (subnormal, or e would go below 0).
+  if (biased >= 3 && biased < 255 && (bits & 0x7fffffu) < 0x7fe000u) {
+    return static_cast<uint8_t>(biased - 2);  // E - 2 + 127
+  }
+  // ggml casts the float straight to uint8_t; for amax below 2^-125 that is
+  // undefined (x86 wraps). Clamped here: e >= 0.
+  const float fe = std::floor(std::log2(amax)) - 2.0f + 127.0f;
+  return static_cast<uint8_t>(std::clamp(fe, 0.0f, 254.0f));
 }
 
 namespace {
@@ -50,6 +67,52 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* in, uint
 }
 #endif
 
+// ---- encoding ----------------------------------------------------------------
+
+// Both paths return the index of the first block holding NaN or infinity, or
+// nb.
+
+uint64_t EncodePortable(const float* x, uint64_t nb, uint8_t* o) {
+  for (uint64_t b = 0; b < nb; ++b, x += kMxfp4BlockElems, o += kMxfp4BlockBytes) {
+    const uint32_t amax = quant::AbsMaxBits(x, kMxfp4BlockElems);
+    if (amax >= quant::kNonFiniteBits) return b;
+    const uint8_t e = Mxfp4SharedExponent(quant::BitsToFloat(amax));
+    const float d = E8m0ToF32Half(e);
+    o[0] = e;
+    for (int j = 0; j < 16; ++j) {
+      const int x0 = BestIndexE2M1(x[j], d);
+      const int x1 = BestIndexE2M1(x[16 + j], d);
+      o[1 + j] = static_cast<uint8_t>(x0 | (x1 << 4));
+    }
+  }
+  return nb;
+}
+
+#if BOLTPACK_MXFP4_AVX2
+__attribute__((target("avx2,fma,f16c"))) uint64_t EncodeAvx2(const float* x, uint64_t nb, uint8_t* o) {
+  for (uint64_t b = 0; b < nb; ++b, x += kMxfp4BlockElems, o += kMxfp4BlockBytes) {
+    const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+    const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+    __m256i m = quant::AbsMaxBitsStep(_mm256_setzero_si256(), v0);
+    m = quant::AbsMaxBitsStep(m, v1);
+    m = quant::AbsMaxBitsStep(m, v2);
+    m = quant::AbsMaxBitsStep(m, v3);
+    const uint32_t amax = quant::HorizontalMaxEpi32(m);
+    if (amax >= quant::kNonFiniteBits) return b;
+    const uint8_t e = Mxfp4SharedExponent(quant::BitsToFloat(amax));
+    const __m256 d = _mm256_set1_ps(E8m0ToF32Half(e));
+    o[0] = e;
+    // Byte j: value j (low nibble), value j + 16 (high nibble).
+    const __m256i lo = _mm256_or_si256(quant::BestIndexE2M1x8(v0, d),
+                                       _mm256_slli_epi32(quant::BestIndexE2M1x8(v2, d), 4));
+    const __m256i hi = _mm256_or_si256(quant::BestIndexE2M1x8(v1, d),
+                                       _mm256_slli_epi32(quant::BestIndexE2M1x8(v3, d), 4));
+    quant::Store16Bytes(o + 1, lo, hi);
+  }
+  return nb;
+}
+#endif
+
 class Mxfp4Codec : public BlockCodec {
  public:
   Mxfp4Codec()
@@ -59,29 +122,16 @@ class Mxfp4Codec : public BlockCodec {
                                {{"blocks", kMxfp4BlockBytes}}}) {}
 
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
-                            const BlockParams& /*params*/) const override {
-    uint8_t* o = out[0];
-    for (uint64_t b = 0; b < nblocks; ++b, x += kMxfp4BlockElems, o += kMxfp4BlockBytes) {
-      float amax = 0.0f;
-      for (int j = 0; j < kMxfp4BlockElems; ++j) {
-        if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
-      }
-      uint8_t e = 0;
-      if (amax > 0.0f) {
-        // ggml casts the float straight to uint8_t; for amax below 2^-125
-        // that is undefined (x86 wraps). Clamped here: e >= 0.
-        const float fe = std::floor(std::log2(amax)) - 2.0f + 127.0f;
-        e = static_cast<uint8_t>(std::clamp(fe, 0.0f, 254.0f));
-      }
-      const float d = E8m0ToF32Half(e);
-      o[0] = e;
-      for (int j = 0; j < 16; ++j) {
-        const int x0 = BestIndexE2M1(x[j], d);
-        const int x1 = BestIndexE2M1(x[16 + j], d);
-        o[1 + j] = static_cast<uint8_t>(x0 | (x1 << 4));
-      }
-    }
-    return absl::OkStatus();
+                            const BlockParams& /*params*/, bool avx2) const override {
+    uint64_t bad;
+#if BOLTPACK_MXFP4_AVX2
+    bad = avx2 ? EncodeAvx2(x, nblocks, out[0]) : EncodePortable(x, nblocks, out[0]);
+#else
+    (void)avx2;
+    bad = EncodePortable(x, nblocks, out[0]);
+#endif
+    if (bad == nblocks) return absl::OkStatus();
+    return absl::InvalidArgumentError("codec 'mxfp4': a block holds NaN or infinity");
   }
 
   void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,

@@ -20,6 +20,11 @@ inline constexpr int kMxfp4BlockBytes = 17;
 
 // ggml_e8m0_to_fp32_half.
 float E8m0ToF32Half(uint8_t e);
+// quantize_row_mxfp4_ref's shared exponent of a block with largest
+// magnitude amax (finite, >= 0): (uint8_t)(floorf(log2f(amax)) - 2 + 127),
+// 0 for amax 0, clamped to 0 where ggml's cast is undefined. log2f is
+// called only where it can differ from the float's exponent field.
+uint8_t Mxfp4SharedExponent(float amax);
 
 std::unique_ptr<BlockCodec> MakeMxfp4Codec();
 absl::Status RegisterMxfp4Codec();

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "boltpack/codec_registry.h"
+#include "codecs/block_common/quant_simd.h"
 #include "codecs/float_convert.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
@@ -100,6 +101,55 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeGgmlAvx2(const uint8_t* in, 
 }
 #endif
 
+// Both encoders return the index of the first block holding NaN or infinity,
+// or nb.
+uint64_t EncodeGgmlPortable(const float* x, uint64_t nb, uint8_t* o) {
+  const auto& ue_table = Ue4m3HalfTable();
+  for (uint64_t b = 0; b < nb; ++b, o += kNvfp4GgmlBlockBytes) {
+    if (quant::AbsMaxBits(x, kNvfp4GgmlBlockElems) >= quant::kNonFiniteBits) return b;
+    for (int s = 0; s < 4; ++s, x += 16) {
+      const float amax = quant::BitsToFloat(quant::AbsMaxBits(x, 16));
+      const uint8_t ue = F32ToUe4m3Ggml(amax / 6.0f);
+      o[s] = ue;
+      const float d = ue_table[ue];
+      for (int j = 0; j < 8; ++j) {
+        const int x0 = BestIndexE2M1(x[j], d);
+        const int x1 = BestIndexE2M1(x[8 + j], d);
+        o[4 + 8 * s + j] = static_cast<uint8_t>(x0 | (x1 << 4));
+      }
+    }
+  }
+  return nb;
+}
+
+#if BOLTPACK_NVFP4_AVX2
+__attribute__((target("avx2,fma,f16c"))) uint64_t EncodeGgmlAvx2(const float* x, uint64_t nb, uint8_t* o) {
+  const auto& ue_table = Ue4m3HalfTable();
+  for (uint64_t b = 0; b < nb; ++b, o += kNvfp4GgmlBlockBytes) {
+    __m256 v[8];
+    uint32_t amax[4];
+    for (int s = 0; s < 4; ++s) {
+      v[2 * s] = _mm256_loadu_ps(x + 16 * s);
+      v[2 * s + 1] = _mm256_loadu_ps(x + 16 * s + 8);
+      amax[s] = quant::HorizontalMaxEpi32(
+          quant::AbsMaxBitsStep(quant::AbsMaxBitsStep(_mm256_setzero_si256(), v[2 * s]), v[2 * s + 1]));
+    }
+    if (std::max(std::max(amax[0], amax[1]), std::max(amax[2], amax[3])) >= quant::kNonFiniteBits) return b;
+    for (int s = 0; s < 4; ++s) {
+      const uint8_t ue = F32ToUe4m3Ggml(quant::BitsToFloat(amax[s]) / 6.0f);
+      o[s] = ue;
+      const __m256 d = _mm256_set1_ps(ue_table[ue]);
+      // Byte j of the sub-block: value j (low nibble), value j + 8 (high).
+      quant::Store8Bytes(o + 4 + 8 * s,
+                         _mm256_or_si256(quant::BestIndexE2M1x8(v[2 * s], d),
+                                         _mm256_slli_epi32(quant::BestIndexE2M1x8(v[2 * s + 1], d), 4)));
+    }
+    x += kNvfp4GgmlBlockElems;
+  }
+  return nb;
+}
+#endif
+
 class Nvfp4GgmlCodec : public BlockCodec {
  public:
   Nvfp4GgmlCodec()
@@ -110,25 +160,16 @@ class Nvfp4GgmlCodec : public BlockCodec {
             {{"blocks", kNvfp4GgmlBlockBytes}}}) {}
 
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
-                            const BlockParams& /*params*/) const override {
-    uint8_t* o = out[0];
-    for (uint64_t b = 0; b < nblocks; ++b, o += kNvfp4GgmlBlockBytes) {
-      for (int s = 0; s < 4; ++s, x += 16) {
-        float amax = 0.0f;
-        for (int j = 0; j < 16; ++j) {
-          if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
-        }
-        const uint8_t ue = F32ToUe4m3Ggml(amax / 6.0f);
-        o[s] = ue;
-        const float d = Ue4m3ToF32Half(ue);
-        for (int j = 0; j < 8; ++j) {
-          const int x0 = BestIndexE2M1(x[j], d);
-          const int x1 = BestIndexE2M1(x[8 + j], d);
-          o[4 + 8 * s + j] = static_cast<uint8_t>(x0 | (x1 << 4));
-        }
-      }
-    }
-    return absl::OkStatus();
+                            const BlockParams& /*params*/, bool avx2) const override {
+    uint64_t bad;
+#if BOLTPACK_NVFP4_AVX2
+    bad = avx2 ? EncodeGgmlAvx2(x, nblocks, out[0]) : EncodeGgmlPortable(x, nblocks, out[0]);
+#else
+    (void)avx2;
+    bad = EncodeGgmlPortable(x, nblocks, out[0]);
+#endif
+    if (bad == nblocks) return absl::OkStatus();
+    return absl::InvalidArgumentError("codec 'nvfp4-ggml': a block holds NaN or infinity");
   }
 
   void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
@@ -205,6 +246,72 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeTwoLevelAvx2(const uint8_t* 
 }
 #endif
 
+// ModelOpt's per-block scale code for a block of largest magnitude amax.
+inline uint8_t TwoLevelScaleCode(float amax, float denom) {
+  // per_block_scale = block_amax / (6 * weight_scale_2); zeros -> 1.0; clamp
+  // [2^-9, 448]; cast to float8_e4m3fn (nearest even).
+  float pbs = amax / denom;
+  if (pbs == 0.0f) pbs = 1.0f;
+  pbs = std::clamp(pbs, 0x1p-9f, 448.0f);
+  return F32ToE4m3fnRne(pbs);
+}
+
+uint64_t EncodeTwoLevelPortable(const float* x, uint64_t nb, uint8_t* values, uint8_t* scales, float ts) {
+  const float denom = 6.0f * ts;
+  const auto& e4 = E4m3fnTable();
+  for (uint64_t b = 0; b < nb; ++b, x += 16, values += 8) {
+    const uint32_t bamax = quant::AbsMaxBits(x, 16);
+    if (bamax >= quant::kNonFiniteBits) return b;
+    const uint8_t code = TwoLevelScaleCode(quant::BitsToFloat(bamax), denom);
+    scales[b] = code;
+    const float s = e4[code] * ts;  // > 0
+    for (int i = 0; i < 8; ++i) {
+      const uint8_t c0 = CastFp4ModelOpt(x[2 * i] / s);
+      const uint8_t c1 = CastFp4ModelOpt(x[2 * i + 1] / s);
+      values[i] = static_cast<uint8_t>(c0 | (c1 << 4));
+    }
+  }
+  return nb;
+}
+
+#if BOLTPACK_NVFP4_AVX2
+// CastFp4ModelOpt on 8 lanes (32-bit codes).
+__attribute__((target("avx2,fma,f16c"))) inline __m256i CastFp4x8(__m256 q) {
+  const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), q);
+  static constexpr float kBounds[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  __m256i idx = _mm256_setzero_si256();
+  for (float bound : kBounds) {  // idx -= (bound < a ? -1 : 0)
+    idx = _mm256_sub_epi32(idx, _mm256_castps_si256(_mm256_cmp_ps(_mm256_set1_ps(bound), a, _CMP_LT_OQ)));
+  }
+  const __m256 tie = _mm256_or_ps(
+      _mm256_or_ps(_mm256_cmp_ps(a, _mm256_set1_ps(0.75f), _CMP_EQ_OQ),
+                   _mm256_cmp_ps(a, _mm256_set1_ps(1.75f), _CMP_EQ_OQ)),
+      _mm256_cmp_ps(a, _mm256_set1_ps(3.5f), _CMP_EQ_OQ));
+  idx = _mm256_sub_epi32(idx, _mm256_castps_si256(tie));
+  const __m256 neg = _mm256_cmp_ps(q, _mm256_setzero_ps(), _CMP_LT_OQ);
+  return _mm256_or_si256(idx, _mm256_and_si256(_mm256_castps_si256(neg), _mm256_set1_epi32(8)));
+}
+
+__attribute__((target("avx2,fma,f16c"))) uint64_t EncodeTwoLevelAvx2(const float* x, uint64_t nb,
+                                                                     uint8_t* values, uint8_t* scales,
+                                                                     float ts) {
+  const float denom = 6.0f * ts;
+  const auto& e4 = E4m3fnTable();
+  for (uint64_t b = 0; b < nb; ++b, x += 16, values += 8) {
+    const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+    const uint32_t bamax = quant::HorizontalMaxEpi32(
+        quant::AbsMaxBitsStep(quant::AbsMaxBitsStep(_mm256_setzero_si256(), v0), v1));
+    if (bamax >= quant::kNonFiniteBits) return b;
+    const uint8_t code = TwoLevelScaleCode(quant::BitsToFloat(bamax), denom);
+    scales[b] = code;
+    const __m256 s = _mm256_set1_ps(e4[code] * ts);
+    const __m128i codes = quant::CodesToBytes(CastFp4x8(_mm256_div_ps(v0, s)), CastFp4x8(_mm256_div_ps(v1, s)));
+    quant::StorePairedNibbles(values, codes);
+  }
+  return nb;
+}
+#endif
+
 class Nvfp4Codec : public BlockCodec {
  public:
   Nvfp4Codec()
@@ -244,6 +351,8 @@ class Nvfp4Codec : public BlockCodec {
     return NumericParam(params[0].second).status();
   }
 
+  bool NeedsTensorAmax(const CodecParams& requested) const override { return requested.empty(); }
+
   absl::StatusOr<CodecParams> EncodeParams(const CodecParams& requested, float amax) const override {
     float ts;
     if (!requested.empty()) {
@@ -261,30 +370,17 @@ class Nvfp4Codec : public BlockCodec {
   }
 
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
-                            const BlockParams& params) const override {
-    const float ts = params.tensor_scale;
-    const float denom = 6.0f * ts;
-    uint8_t* values = out[0];
-    uint8_t* scales = out[1];
-    const auto& e4 = E4m3fnTable();
-    for (uint64_t b = 0; b < nblocks; ++b, x += 16, values += 8) {
-      float bamax = 0.0f;
-      for (int j = 0; j < 16; ++j) bamax = std::max(bamax, std::fabs(x[j]));
-      // ModelOpt: per_block_scale = block_amax / (6 * weight_scale_2); zeros
-      // -> 1.0; clamp [2^-9, 448]; cast to float8_e4m3fn (nearest even).
-      float pbs = bamax / denom;
-      if (pbs == 0.0f) pbs = 1.0f;
-      pbs = std::clamp(pbs, 0x1p-9f, 448.0f);
-      const uint8_t code = F32ToE4m3fnRne(pbs);
-      scales[b] = code;
-      const float s = e4[code] * ts;  // > 0
-      for (int i = 0; i < 8; ++i) {
-        const uint8_t c0 = CastFp4ModelOpt(x[2 * i] / s);
-        const uint8_t c1 = CastFp4ModelOpt(x[2 * i + 1] / s);
-        values[i] = static_cast<uint8_t>(c0 | (c1 << 4));
-      }
-    }
-    return absl::OkStatus();
+                            const BlockParams& params, bool avx2) const override {
+    uint64_t bad;
+#if BOLTPACK_NVFP4_AVX2
+    bad = avx2 ? EncodeTwoLevelAvx2(x, nblocks, out[0], out[1], params.tensor_scale)
+               : EncodeTwoLevelPortable(x, nblocks, out[0], out[1], params.tensor_scale);
+#else
+    (void)avx2;
+    bad = EncodeTwoLevelPortable(x, nblocks, out[0], out[1], params.tensor_scale);
+#endif
+    if (bad == nblocks) return absl::OkStatus();
+    return absl::InvalidArgumentError("codec 'nvfp4': a block holds NaN or infinity");
   }
 
   void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,

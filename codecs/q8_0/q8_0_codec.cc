@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "boltpack/codec_registry.h"
+#include "codecs/block_common/quant_simd.h"
 #include "codecs/float_convert.h"
 #include "common/str_cat.h"
 
@@ -46,6 +47,74 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* in, uint
 }
 #endif
 
+// ---- encoding ----------------------------------------------------------------
+//
+// Both paths return the index of the first block they cannot encode (a NaN
+// or infinity, or an fp16 scale overflow), or nb. Per block: amax = max |x|;
+// d = amax / 127; id = 1/d (0 when d is 0, and also when 1/d overflows, that
+// is amax < 127 * 2^-128: f16(d) is then 0, every q is written 0; ggml's own
+// bytes there are an out-of-range float->int8 conversion, undefined in C, and
+// decode to 0 all the same); q = roundf(x * id).
+
+// The block's scale: false when it cannot be stored.
+inline bool BlockScale(uint32_t amax_bits, uint16_t* h, float* id) {
+  if (amax_bits >= quant::kNonFiniteBits) return false;
+  const float d = quant::BitsToFloat(amax_bits) / 127.0f;
+  *h = F32ToF16(d);
+  if ((*h & 0x7c00u) == 0x7c00u) return false;
+  float inv = d != 0.0f ? 1.0f / d : 0.0f;
+  if (std::isinf(inv)) inv = 0.0f;
+  *id = inv;
+  return true;
+}
+
+uint64_t EncodePortable(const float* x, uint64_t nb, uint8_t* o) {
+  for (uint64_t b = 0; b < nb; ++b, x += kQ8_0BlockElems, o += kQ8_0BlockBytes) {
+    uint16_t h;
+    float id;
+    if (!BlockScale(quant::AbsMaxBits(x, kQ8_0BlockElems), &h, &id)) return b;
+    std::memcpy(o, &h, 2);
+    for (int j = 0; j < kQ8_0BlockElems; ++j) {
+      // |x * id| <= 127.0001 for finite x; the clamp only keeps the cast
+      // defined whatever happens.
+      const float v = std::fmin(127.0f, std::fmax(-127.0f, std::roundf(x[j] * id)));
+      o[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(v));
+    }
+  }
+  return nb;
+}
+
+#if BOLTPACK_Q8_AVX2
+// clamp(roundf(v * id), -127, 127) as int32 lanes.
+__attribute__((target("avx2,fma,f16c"))) inline __m256i Quant8(__m256 v, __m256 vid, __m256 lim) {
+  const __m256 r = quant::RoundHalfAway(_mm256_mul_ps(v, vid));
+  return _mm256_cvttps_epi32(_mm256_min_ps(lim, _mm256_max_ps(_mm256_sub_ps(_mm256_setzero_ps(), lim), r)));
+}
+
+__attribute__((target("avx2,fma,f16c"))) uint64_t EncodeAvx2(const float* x, uint64_t nb, uint8_t* o) {
+  const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const __m256 lim = _mm256_set1_ps(127.0f);
+  for (uint64_t b = 0; b < nb; ++b, x += kQ8_0BlockElems, o += kQ8_0BlockBytes) {
+    const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+    const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+    __m256i m = quant::AbsMaxBitsStep(_mm256_setzero_si256(), v0);
+    m = quant::AbsMaxBitsStep(m, v1);
+    m = quant::AbsMaxBitsStep(m, v2);
+    m = quant::AbsMaxBitsStep(m, v3);
+    uint16_t h;
+    float id;
+    if (!BlockScale(quant::HorizontalMaxEpi32(m), &h, &id)) return b;
+    std::memcpy(o, &h, 2);
+    const __m256 vid = _mm256_set1_ps(id);
+    const __m256i a = _mm256_packs_epi32(Quant8(v0, vid, lim), Quant8(v1, vid, lim));
+    const __m256i c = _mm256_packs_epi32(Quant8(v2, vid, lim), Quant8(v3, vid, lim));
+    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(a, c), perm);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 2), bytes);
+  }
+  return nb;
+}
+#endif
+
 class Q8_0Codec : public BlockCodec {
  public:
   Q8_0Codec()
@@ -55,28 +124,22 @@ class Q8_0Codec : public BlockCodec {
                                {{"blocks", kQ8_0BlockBytes}}}) {}
 
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
-                            const BlockParams& /*params*/) const override {
-    uint8_t* o = out[0];
-    for (uint64_t b = 0; b < nblocks; ++b, x += kQ8_0BlockElems, o += kQ8_0BlockBytes) {
-      float amax = 0.0f;
-      for (int j = 0; j < kQ8_0BlockElems; ++j) amax = std::max(amax, std::fabs(x[j]));
-      const float d = amax / 127.0f;
-      const float id = d != 0.0f ? 1.0f / d : 0.0f;
-      const uint16_t h = F32ToF16(d);
-      if ((h & 0x7c00u) == 0x7c00u) {
-        return absl::InvalidArgumentError(StrCat(
-            "codec 'q8_0': a block's largest magnitude ", amax,
-            " makes its fp16 scale overflow (q8_0 holds |x| up to about 8.3e6)"));
-      }
-      std::memcpy(o, &h, 2);
-      for (int j = 0; j < kQ8_0BlockElems; ++j) {
-        // |x * id| <= 127.0001 for finite x; the clamp only keeps the cast
-        // defined whatever happens.
-        const float v = std::fmin(127.0f, std::fmax(-127.0f, std::roundf(x[j] * id)));
-        o[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(v));
-      }
+                            const BlockParams& /*params*/, bool avx2) const override {
+    uint64_t bad;
+#if BOLTPACK_Q8_AVX2
+    bad = avx2 ? EncodeAvx2(x, nblocks, out[0]) : EncodePortable(x, nblocks, out[0]);
+#else
+    (void)avx2;
+    bad = EncodePortable(x, nblocks, out[0]);
+#endif
+    if (bad == nblocks) return absl::OkStatus();
+    const uint32_t amax = quant::AbsMaxBits(x + bad * kQ8_0BlockElems, kQ8_0BlockElems);
+    if (amax >= quant::kNonFiniteBits) {
+      return absl::InvalidArgumentError("codec 'q8_0': a block holds NaN or infinity");
     }
-    return absl::OkStatus();
+    return absl::InvalidArgumentError(StrCat(
+        "codec 'q8_0': a block's largest magnitude ", quant::BitsToFloat(amax),
+        " makes its fp16 scale overflow (q8_0 holds |x| up to about 8.3e6)"));
   }
 
   void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,

@@ -185,6 +185,22 @@ BP_API const char* bp_version_string(void);
  * the file). A missing file gives BP_ERR_NOT_FOUND. */
 BP_API bp_status bp_open(const char* path, bp_reader** out);
 
+/* Like bp_open, but bp_decode on this reader decodes as view `view` sees
+ * each tensor (spec/container.md "Views"): "full" (every original bit; also
+ * for NULL or "") or a view the file declares, such as "draft". Streams the
+ * view does not read are never touched. A view the file does not declare
+ * gives BP_ERR_NOT_FOUND. */
+BP_API bp_status bp_open_view(const char* path, const char* view, bp_reader** out);
+
+/* Number of views the file can be read in (at least 1: "full"); 0 for NULL. */
+BP_API size_t bp_view_count(const bp_reader* r);
+/* Name of view i: 0 is "full", then the declared views in manifest order.
+ * Valid until bp_close; NULL if r is NULL or i is out of range. */
+BP_API const char* bp_view_name(const bp_reader* r, size_t i);
+/* Bytes a reader of view `view` touches: the sum of the stored lengths of
+ * the streams it reads. NULL means the reader's own view (bp_open_view). */
+BP_API bp_status bp_view_bytes(const bp_reader* r, const char* view, uint64_t* bytes);
+
 /* Closes a reader and unmaps its file; every pointer obtained from it becomes
  * invalid. NULL is a no-op. Must not race with other calls on `r`. */
 BP_API void bp_close(bp_reader* r);

@@ -49,6 +49,11 @@ struct EncodedStream {
   std::vector<EncodedChunk> chunks;
   // False for streams that are already entropy coded (zstd would not pay).
   bool compressible = true;
+  // Views that read this stream; empty means every view. A stream only the
+  // "full" view reads (e.g. a Cassandra tensor's verification data) is stored
+  // after every stream the "draft" view reads, so a draft loader reads one
+  // contiguous range of the file.
+  std::vector<std::string> views;
 };
 
 struct EncodedTensor {
@@ -63,6 +68,9 @@ struct DecodeInput {
   const TensorInfo* info = nullptr;
   std::vector<absl::Span<const uint8_t>> streams;
   std::vector<uint64_t> raw_base;
+  // The view being decoded; empty means "full" (every original bit). Streams
+  // the view does not read are passed as empty spans.
+  std::string_view view;
 };
 
 struct ExecOptions {

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "boltpack/codec.h"
+#include "boltpack/elastic.h"
 #include "boltpack/tensor_info.h"
 #include "boltpack/types.h"
 
@@ -27,7 +28,36 @@ struct ReaderOptions {
   // A zstd stream may not claim more decompressed bytes than this (a tiny
   // hostile file must not make the reader allocate terabytes).
   uint64_t max_decompressed_stream_bytes = 1ull << 40;
+  // The view Decode and DecodeRows read unless told another (spec
+  // container.md "Views"): "full" (every stream, every original bit) or a
+  // view the file declares, such as "draft". Open fails with NOT_FOUND for a
+  // view the file does not declare.
+  std::string view = "full";
 };
+
+// A contiguous run of bytes of one shard (0: the file holding the manifest).
+struct ByteRange {
+  uint32_t shard = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// A view of the file: a subset of its streams that a reader may load alone.
+struct ViewInfo {
+  std::string name;
+  std::string description;
+  // Per shard holding a stream the view reads: the smallest range covering
+  // them all (for a declared view, as recorded and validated; for "full",
+  // computed). Nothing the view does not read lies before its range.
+  std::vector<ByteRange> ranges;
+  // Bytes a reader of this view touches: the sum of the stored lengths of
+  // the streams it reads (header, footer, manifest and padding not counted).
+  uint64_t bytes = 0;
+};
+
+// Whether view `view` reads stream `s` ("" and "full" read every stream;
+// another view reads a stream whose list is empty or names it).
+bool ViewReadsStream(std::string_view view, const StreamInfo& s);
 
 struct FormatVersion {
   uint32_t major = 0;
@@ -60,6 +90,18 @@ class Reader {
   const Metadata& metadata() const;
   const std::vector<TensorInfo>& tensors() const;
   std::optional<size_t> FindTensor(std::string_view name) const;
+  // The elastic manifest (format 1.1, spec/elastic.md), validated against the
+  // tensors; nullptr when the file has none.
+  const ElasticManifest* elastic() const;
+
+  // The views this file can be read in: "full" first, then the declared ones
+  // in manifest order. A file without views has only "full".
+  const std::vector<ViewInfo>& views() const;
+  // The bytes a reader of `view` touches (ViewInfo::bytes); NOT_FOUND for a
+  // view the file does not declare.
+  absl::StatusOr<uint64_t> ViewBytes(std::string_view view) const;
+  // The view Decode and DecodeRows read by default (ReaderOptions::view).
+  const std::string& view() const;
 
   // Zero-copy view of a stream's stored bytes (compressed if it is).
   absl::StatusOr<absl::Span<const uint8_t>> StoredStream(size_t tensor, size_t stream) const;
@@ -73,10 +115,19 @@ class Reader {
   // record valid); otherwise the reason.
   absl::Status CanDecode(size_t tensor, OutputType out) const;
   absl::StatusOr<uint64_t> DecodedBytes(size_t tensor, OutputType out) const;
+  // Decodes in the reader's view (ReaderOptions::view).
   absl::Status Decode(size_t tensor, OutputType out, absl::Span<uint8_t> dst,
+                      const ExecOptions& exec = {}) const;
+  // Decodes as view `view` sees the tensor ("" means "full"; NOT_FOUND for a
+  // view the file does not declare). Streams the view does not read are
+  // never touched (not mapped in, not checksummed) and reach the codec as
+  // empty spans; one reader can serve a draft and a full model at once.
+  absl::Status Decode(size_t tensor, std::string_view view, OutputType out, absl::Span<uint8_t> dst,
                       const ExecOptions& exec = {}) const;
   // Decodes outer rows [row_begin, row_end), reading only the chunks needed.
   absl::Status DecodeRows(size_t tensor, uint64_t row_begin, uint64_t row_end,
+                          OutputType out, absl::Span<uint8_t> dst) const;
+  absl::Status DecodeRows(size_t tensor, std::string_view view, uint64_t row_begin, uint64_t row_end,
                           OutputType out, absl::Span<uint8_t> dst) const;
 
   struct Impl;

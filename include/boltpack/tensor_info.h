@@ -35,6 +35,8 @@ struct StreamInfo {
   Compression compression = Compression::kNone;
   uint64_t raw_length = 0; // after decompression
   std::vector<ChunkInfo> chunks;
+  // Views that read this stream; empty means every view.
+  std::vector<std::string> views;
 };
 
 struct TensorInfo {

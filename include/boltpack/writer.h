@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "boltpack/codec.h"
+#include "boltpack/elastic.h"
 #include "boltpack/types.h"
 
 namespace boltpack {
@@ -56,6 +57,10 @@ class Writer {
   // per stream, the role (and optional chunks); offsets, lengths and
   // checksums are filled in. `streams[k]` are the bytes of info.streams[k].
   absl::Status AddStoredTensor(TensorInfo info, const std::vector<absl::Span<const uint8_t>>& streams);
+  // Stores an elastic manifest (format 1.1, spec/elastic.md) and declares the
+  // optional feature "elastic". It is validated against the tensors at
+  // Finish(), which fails if it does not fit them.
+  absl::Status SetElastic(const ElasticManifest& elastic);
   // Writes the manifest and footer, fsyncs and renames into place.
   absl::Status Finish();
 

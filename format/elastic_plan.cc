@@ -1,0 +1,237 @@
+#include "format/elastic_plan.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <unordered_set>
+
+#include "common/str_cat.h"
+#include "format/elastic_validate.h"
+
+namespace boltpack::format {
+namespace {
+
+MetaValue IntLike(ValueType type, uint64_t v) {
+  return IsUnsignedInt(type) ? MetaValue::Uint(type, v) : MetaValue::Int(type, static_cast<int64_t>(v));
+}
+bool IsInt(ValueType t) { return IsUnsignedInt(t) || IsSignedInt(t); }
+
+const std::string* ArchOf(const Metadata& metadata) {
+  for (const auto& [key, value] : metadata) {
+    if (key == "general.architecture" && value.type == ValueType::kString) return &value.s;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const std::vector<TensorInfo>& tensors,
+                                    const Metadata& metadata, const ElasticBudget& budget) {
+  SlicePlan plan;
+  std::vector<uint32_t> kept_layers;
+  std::vector<int64_t> new_index(m.layer_count, -1);
+  for (uint32_t l = 0; l < m.layer_count; ++l) {
+    if (l < budget.layer_keep.size() && budget.layer_keep[l]) {
+      new_index[l] = static_cast<int64_t>(kept_layers.size());
+      kept_layers.push_back(l);
+    }
+  }
+  plan.kept_layers = static_cast<uint32_t>(kept_layers.size());
+  BindingIndex index(m);
+  std::unordered_set<const ElasticBinding*> used;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorInfo& t = tensors[i];
+    PlannedTensor p;
+    p.source = i;
+    p.name = t.name;
+    if (m.layer_count > 0) {
+      if (auto ref = MatchLayer(m.layer_pattern, t.name); ref && ref->layer < m.layer_count) {
+        if (new_index[ref->layer] < 0) continue;  // a dropped layer
+        p.name.replace(ref->digits_begin, ref->digits_length, StrCat(new_index[ref->layer]));
+      }
+    }
+    ElasticBound bound = index.Resolve(t.name);
+    if (bound.binding != nullptr) used.insert(bound.binding);
+    p.kept = KeptExtents(m, budget, bound, t.shape);
+    p.whole = p.kept == t.shape;
+    plan.tensors.push_back(std::move(p));
+  }
+  // ---- metadata ----
+  const std::string* arch = ArchOf(metadata);
+  std::string prefix = arch != nullptr ? StrCat(*arch, ".") : std::string();
+  for (const auto& [key, value] : metadata) {
+    MetaValue v = value;
+    const ElasticAxis* axis = nullptr;
+    for (const auto& a : m.axes) {
+      if (!a.metadata_key.empty() && key == prefix + a.metadata_key) axis = &a;
+    }
+    bool layered_array = v.type == ValueType::kArray && m.layer_count > 1 && v.elements.size() == m.layer_count &&
+                         !prefix.empty() && key.rfind(prefix, 0) == 0;
+    if (axis != nullptr) {
+      std::vector<uint64_t> sizes;
+      if (axis->scope == ElasticScope::kGlobal) {
+        sizes.push_back(m.KeptUnits(budget, *axis, 0));
+      } else {
+        for (uint32_t l : kept_layers) sizes.push_back(m.KeptUnits(budget, *axis, l));
+      }
+      if (v.type == ValueType::kArray && IsInt(v.element_type)) {
+        if (axis->scope == ElasticScope::kLayer && v.elements.size() != m.layer_count) {
+          return absl::InvalidArgumentError(StrCat("metadata \"", key, "\" has ", v.elements.size(),
+                                                   " entries but the model has ", m.layer_count, " layers"));
+        }
+        std::vector<MetaValue> elems;
+        for (uint64_t s : sizes) elems.push_back(IntLike(v.element_type, s));
+        v = MetaValue::Array(v.element_type, std::move(elems));
+      } else if (IsInt(v.type)) {
+        uint64_t first = 0;
+        bool uniform = true;
+        for (uint64_t s : sizes) {
+          if (s == 0) continue;
+          if (first == 0) first = s;
+          uniform &= s == first;
+        }
+        if (uniform) {
+          v = IntLike(v.type, first);
+        } else {
+          std::vector<MetaValue> elems;
+          for (uint64_t s : sizes) elems.push_back(IntLike(v.type, s));
+          v = MetaValue::Array(v.type, std::move(elems));
+          plan.notes.push_back(StrCat("metadata \"", key, "\" differs between layers and becomes a per-layer array"));
+        }
+      } else {
+        return absl::InvalidArgumentError(StrCat("metadata \"", key, "\" (the size of axis \"", axis->name,
+                                                 "\") is not an integer or an integer array"));
+      }
+    } else if (key == prefix + "block_count" && IsInt(v.type) && m.layer_count > 0) {
+      v = IntLike(v.type, kept_layers.size());
+    } else if (layered_array && kept_layers.size() != m.layer_count) {
+      std::vector<MetaValue> elems;
+      for (uint32_t l : kept_layers) elems.push_back(v.elements[l]);
+      v = MetaValue::Array(v.element_type, std::move(elems));
+    }
+    plan.metadata.emplace_back(key, std::move(v));
+  }
+  // ---- the output's elastic manifest ----
+  ElasticManifest& out = plan.elastic;
+  out.version = m.version;
+  out.prefix_order = m.prefix_order;
+  out.layer_count = m.layer_count == 0 ? 0 : static_cast<uint32_t>(kept_layers.size());
+  out.layer_pattern = m.layer_pattern;
+  auto restrict = [&](const ElasticAxis& a, auto&& units) {
+    std::vector<uint64_t> v;
+    if (a.scope == ElasticScope::kGlobal) {
+      v.push_back(units(0u));
+    } else {
+      for (uint32_t l : kept_layers) v.push_back(units(l));
+    }
+    return v;
+  };
+  BudgetCounts bcount(m, budget);
+  for (size_t ai = 0; ai < m.axes.size(); ++ai) {
+    ElasticAxis na = m.axes[ai];
+    na.parent = restrict(na, [&](uint32_t l) { return bcount(ai, l); });
+    out.axes.push_back(std::move(na));
+  }
+  for (const auto& b : m.bindings) {
+    if (used.count(&b)) out.bindings.push_back(b);
+  }
+  for (const auto& c : m.budgets) {
+    if (c.name == budget.name) continue;
+    bool nested = true;
+    for (uint32_t l = 0; l < m.layer_count && nested; ++l) nested = !c.layer_keep[l] || budget.layer_keep[l];
+    BudgetCounts cc(m, c);
+    for (size_t ai = 0; ai < m.axes.size() && nested; ++ai) {
+      for (uint32_t k = 0; k < m.axes[ai].parent.size() && nested; ++k) nested = cc(ai, k) <= bcount(ai, k);
+    }
+    if (!nested) continue;
+    ElasticBudget nc;
+    nc.name = c.name;
+    for (uint32_t l : kept_layers) nc.layer_keep.push_back(c.layer_keep[l]);
+    for (size_t ai = 0; ai < m.axes.size(); ++ai) {
+      nc.sizes.push_back({m.axes[ai].name, restrict(m.axes[ai], [&](uint32_t l) { return cc(ai, l); })});
+    }
+    if (out.FindBudget(c.nested_in) != nullptr) nc.nested_in = c.nested_in;
+    out.budgets.push_back(std::move(nc));
+  }
+  for (const auto& imp : m.importance) {
+    const ElasticAxis* a = m.FindAxis(imp.axis);
+    if (a == nullptr) continue;
+    uint32_t layer = 0;
+    if (a->scope == ElasticScope::kLayer) {
+      if (imp.layer >= m.layer_count || new_index[imp.layer] < 0) continue;
+      layer = static_cast<uint32_t>(new_index[imp.layer]);
+    }
+    uint64_t keep = m.KeptUnits(budget, *a, imp.layer);
+    ElasticImportance ni = imp;
+    ni.layer = layer;
+    ni.scores.resize(std::min<uint64_t>(keep, ni.scores.size()));
+    ni.order.resize(ni.scores.size());
+    // `order` keeps naming units of the original source checkpoint.
+    if (ni.scores.empty()) continue;
+    out.importance.push_back(std::move(ni));
+  }
+  return plan;
+}
+
+absl::StatusOr<ElasticBudget> AdHocBudget(const ElasticManifest& m, const std::vector<std::string>& terms) {
+  ElasticBudget b;
+  b.name = "ad-hoc";
+  b.layer_keep.assign(m.layer_count, true);
+  for (const auto& term : terms) {
+    size_t eq = term.find('=');
+    if (eq == std::string::npos) {
+      return absl::InvalidArgumentError(StrCat("--keep \"", term, "\": expected AXIS=FRACTION or AXIS=COUNT"));
+    }
+    std::string name = term.substr(0, eq);
+    std::string value = term.substr(eq + 1);
+    const ElasticAxis* a = m.FindAxis(name);
+    if (a == nullptr) {
+      std::string names;
+      for (const auto& ax : m.axes) names += StrCat(names.empty() ? "" : ", ", ax.name);
+      return absl::InvalidArgumentError(StrCat("--keep \"", term, "\": the file declares no axis \"", name,
+                                               "\" (axes: ", names, ")"));
+    }
+    for (const auto& s : b.sizes) {
+      if (s.axis == name) return absl::InvalidArgumentError(StrCat("--keep: axis \"", name, "\" given twice"));
+    }
+    bool fraction = value.find('.') != std::string::npos;
+    double f = 0;
+    uint64_t count = 0;
+    if (fraction) {
+      char* end = nullptr;
+      f = std::strtod(value.c_str(), &end);
+      if (end != value.c_str() + value.size() || !(f > 0 && f <= 1)) {
+        return absl::InvalidArgumentError(StrCat("--keep \"", term, "\": a fraction must be in (0, 1]"));
+      }
+    } else {
+      auto r = std::from_chars(value.data(), value.data() + value.size(), count);
+      if (r.ec != std::errc() || r.ptr != value.data() + value.size() || count == 0) {
+        return absl::InvalidArgumentError(StrCat("--keep \"", term, "\": expected a fraction (0.5) or a count (48)"));
+      }
+    }
+    ElasticBudgetAxis s{name, {}};
+    for (uint64_t p : a->parent) {
+      uint64_t c = 0;
+      if (p > 0) {
+        if (fraction) {
+          c = static_cast<uint64_t>(std::floor(static_cast<double>(p) * f));
+          c -= c % a->granularity;
+          if (c == 0) c = std::min(a->granularity, p);
+          c = std::min(c, p);
+        } else {
+          if (count > p) {
+            return absl::InvalidArgumentError(StrCat("--keep \"", term, "\": axis \"", name, "\" has only ", p,
+                                                     " units in some layer"));
+          }
+          c = count;
+        }
+      }
+      s.counts.push_back(c);
+    }
+    b.sizes.push_back(std::move(s));
+    b.name += StrCat(b.name.size() == 6 ? ":" : ",", term);
+  }
+  return b;
+}
+
+}  // namespace boltpack::format

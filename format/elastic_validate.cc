@@ -1,0 +1,412 @@
+#include "format/elastic_validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <unordered_set>
+
+#include "absl/strings/escaping.h"
+#include "common/checked_math.h"
+#include "common/str_cat.h"
+#include "boltpack_proto/boltpack.pb.h"
+#include "format/elastic_manifest.h"
+#include "format/manifest_convert.h"
+
+namespace boltpack::format {
+namespace {
+
+absl::Status Bad(const std::string& file, std::string_view what) {
+  return absl::DataLossError(StrCat(file, ": elastic manifest: ", what));
+}
+absl::Status Limit(const std::string& file, std::string_view what) {
+  return absl::ResourceExhaustedError(StrCat(file, ": elastic manifest: ", what));
+}
+
+bool IsAxisName(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+std::string Quoted(std::string_view s) {
+  return StrCat("\"", absl::CHexEscape(absl::string_view(s.data(), s.size())), "\"");
+}
+
+size_t CountPlaceholders(std::string_view s) {
+  size_t n = 0;
+  for (size_t p = s.find("{L}"); p != std::string_view::npos; p = s.find("{L}", p + 3)) ++n;
+  return n;
+}
+
+}  // namespace
+
+BindingIndex::BindingIndex(const ElasticManifest& manifest) : manifest_(manifest) {
+  for (const auto& b : manifest.bindings) by_template_.emplace(b.tensor, &b);
+}
+
+ElasticBound BindingIndex::Resolve(std::string_view tensor_name) const {
+  ElasticBound bound;
+  if (auto it = by_template_.find(std::string(tensor_name)); it != by_template_.end()) {
+    bound.binding = it->second;
+    return bound;
+  }
+  if (manifest_.layer_count == 0) return bound;
+  auto ref = MatchLayer(manifest_.layer_pattern, tensor_name);
+  if (!ref) return bound;
+  auto it = by_template_.find(ref->template_name);
+  if (it == by_template_.end()) return bound;
+  bound.binding = it->second;
+  bound.in_layer = true;
+  bound.layer = ref->layer;
+  return bound;
+}
+
+std::vector<uint64_t> KeptExtents(const ElasticManifest& manifest, const ElasticBudget& budget,
+                                  const ElasticBound& bound, absl::Span<const uint64_t> shape) {
+  std::vector<uint64_t> kept(shape.begin(), shape.end());
+  if (bound.binding == nullptr || bound.binding->dims.size() != shape.size()) return kept;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const ElasticAxis* axis = manifest.FindAxis(bound.binding->dims[d]);
+    if (axis == nullptr) continue;
+    uint64_t units = manifest.KeptUnits(budget, *axis, bound.layer);
+    kept[d] = std::min(shape[d], units * axis->unit_elems);
+  }
+  return kept;
+}
+
+BudgetCounts::BudgetCounts(const ElasticManifest& manifest, const ElasticBudget& budget)
+    : manifest_(manifest), budget_(budget), listed_(manifest.axes.size(), nullptr) {
+  for (const auto& s : budget.sizes) {
+    const ElasticAxis* a = manifest.FindAxis(s.axis);
+    if (a != nullptr) listed_[static_cast<size_t>(a - manifest.axes.data())] = &s.counts;
+  }
+}
+
+uint64_t BudgetCounts::operator()(size_t axis, uint32_t layer) const {
+  const ElasticAxis& a = manifest_.axes[axis];
+  bool global = a.scope == ElasticScope::kGlobal;
+  size_t k = global ? 0 : layer;
+  if (!global && (layer >= budget_.layer_keep.size() || !budget_.layer_keep[layer])) return 0;
+  const std::vector<uint64_t>* counts = listed_[axis];
+  if (counts != nullptr) return k < counts->size() ? (*counts)[k] : 0;
+  return k < a.parent.size() ? a.parent[k] : 0;
+}
+
+absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<ElasticTensorRef>& tensors,
+                             const std::string& file) {
+  if (m.version != 1) return Bad(file, StrCat("version ", m.version, " is not 1"));
+  if (!m.prefix_order) return Bad(file, "storage order is not \"prefix\" (the only order format 1.1 defines)");
+  if (m.layer_count > kMaxElasticLayers) {
+    return Limit(file, StrCat("layer_count ", m.layer_count, " exceeds the limit of ", kMaxElasticLayers));
+  }
+  if (m.layer_count > 0) {
+    if (m.layer_pattern.size() > kMaxElasticTemplateBytes || CountPlaceholders(m.layer_pattern) != 1 ||
+        m.layer_pattern.size() < 4) {
+      return Bad(file, StrCat("layer_pattern ", Quoted(m.layer_pattern),
+                              " must hold exactly one \"{L}\" and at most 4096 bytes"));
+    }
+    if (m.layer_pattern.find('\0') != std::string::npos) return Bad(file, "layer_pattern contains a NUL byte");
+  } else if (!m.layer_pattern.empty()) {
+    return Bad(file, "layer_pattern given but layer_count is 0");
+  }
+  // ---- axes ----
+  if (m.axes.size() > kMaxElasticAxes) {
+    return Limit(file, StrCat(m.axes.size(), " axes exceed the limit of ", kMaxElasticAxes));
+  }
+  if (m.axes.empty()) return Bad(file, "no axes");
+  for (size_t i = 0; i < m.axes.size(); ++i) {
+    const ElasticAxis& a = m.axes[i];
+    if (!IsAxisName(a.name)) return Bad(file, StrCat("axis name ", Quoted(a.name), " is not 1..64 bytes of [a-z0-9_]"));
+    for (size_t j = 0; j < i; ++j) {
+      if (m.axes[j].name == a.name) return Bad(file, StrCat("axis \"", a.name, "\" is declared twice"));
+    }
+    std::string where = StrCat("axis \"", a.name, "\"");
+    if (a.scope == ElasticScope::kUnspecified) return Bad(file, StrCat(where, ": scope is neither layer nor global"));
+    if (a.scope == ElasticScope::kLayer && m.layer_count == 0) {
+      return Bad(file, StrCat(where, ": a per-layer axis needs layer_count > 0"));
+    }
+    if (a.granularity == 0 || a.granularity > kMaxElasticAxisUnits) {
+      return Bad(file, StrCat(where, ": granularity ", a.granularity, " is not in 1..2^32"));
+    }
+    if (a.unit_elems == 0 || a.unit_elems > kMaxElasticAxisUnits) {
+      return Bad(file, StrCat(where, ": unit_elems ", a.unit_elems, " is not in 1..2^32"));
+    }
+    size_t want = a.scope == ElasticScope::kLayer ? m.layer_count : 1;
+    if (a.parent.size() != want) {
+      return Bad(file, StrCat(where, ": ", a.parent.size(), " parent sizes, expected ", want));
+    }
+    for (uint64_t p : a.parent) {
+      if (p > kMaxElasticAxisUnits) return Bad(file, StrCat(where, ": parent size ", p, " exceeds 2^32"));
+    }
+    if (a.metadata_key.size() > kMaxElasticNameBytes || a.metadata_key.find('\0') != std::string::npos) {
+      return Bad(file, StrCat(where, ": metadata_key must be at most 256 bytes without NUL"));
+    }
+  }
+  for (const ElasticAxis& a : m.axes) {
+    if (a.at_most.empty()) continue;
+    const ElasticAxis* b = m.FindAxis(a.at_most);
+    if (b == nullptr || b == &a || b->scope != a.scope) {
+      return Bad(file, StrCat("axis \"", a.name, "\": at_most ", Quoted(a.at_most),
+                              " is not another axis of the same scope"));
+    }
+    for (size_t k = 0; k < a.parent.size(); ++k) {
+      if (a.parent[k] > b->parent[k]) {
+        return Bad(file, StrCat("axis \"", a.name, "\": parent size ", a.parent[k], " in layer ", k,
+                                " exceeds \"", b->name, "\"'s ", b->parent[k]));
+      }
+    }
+  }
+  // ---- bindings ----
+  if (m.bindings.size() > kMaxElasticBindings) {
+    return Limit(file, StrCat(m.bindings.size(), " bindings exceed the limit of ", kMaxElasticBindings));
+  }
+  std::unordered_set<std::string_view> templates;
+  for (const ElasticBinding& b : m.bindings) {
+    std::string where = StrCat("binding ", Quoted(b.tensor));
+    if (b.tensor.empty() || b.tensor.size() > kMaxElasticTemplateBytes || b.tensor.find('\0') != std::string::npos) {
+      return Bad(file, StrCat(where, ": the name must be 1..4096 bytes without NUL"));
+    }
+    if (!templates.insert(b.tensor).second) return Bad(file, StrCat(where, " is given twice"));
+    size_t holes = CountPlaceholders(b.tensor);
+    if (holes > 1) return Bad(file, StrCat(where, ": more than one \"{L}\""));
+    if (holes == 1) {
+      if (m.layer_count == 0) return Bad(file, StrCat(where, ": \"{L}\" but layer_count is 0"));
+      // The template must be what MatchLayer makes of a layer's tensor name.
+      std::string probe = b.tensor;
+      probe.replace(probe.find("{L}"), 3, "0");
+      auto ref = MatchLayer(m.layer_pattern, probe);
+      if (!ref || ref->template_name != b.tensor) {
+        return Bad(file, StrCat(where, ": \"{L}\" is not where the layer pattern ", Quoted(m.layer_pattern),
+                                " puts the layer index"));
+      }
+    }
+    if (holes == 0 && m.layer_count > 0) {
+      // A name of a layer's tensor must be a template, or renumbering the
+      // layers in a slice would leave the binding behind.
+      if (auto ref = MatchLayer(m.layer_pattern, b.tensor); ref && ref->layer < m.layer_count) {
+        return Bad(file, StrCat(where, " names a tensor of layer ", ref->layer, "; write it as the template ",
+                                Quoted(ref->template_name)));
+      }
+    }
+    if (b.dims.empty() || b.dims.size() > 8) return Bad(file, StrCat(where, ": 1..8 dims required"));
+    bool any = false;
+    for (const auto& d : b.dims) {
+      if (d == "-") continue;
+      const ElasticAxis* a = m.FindAxis(d);
+      if (a == nullptr) return Bad(file, StrCat(where, ": unknown axis ", Quoted(d)));
+      if (a->scope == ElasticScope::kLayer && holes == 0) {
+        return Bad(file, StrCat(where, ": per-layer axis \"", d, "\" on a tensor name without \"{L}\""));
+      }
+      any = true;
+    }
+    if (!any) return Bad(file, StrCat(where, ": binds no axis"));
+  }
+  // ---- tensors against bindings ----
+  BindingIndex index(m);
+  std::unordered_set<const ElasticBinding*> used;
+  // Per (axis, layer): the block sizes of tensors whose innermost dimension
+  // follows that axis, with one tensor name each for messages.
+  struct BlockUse {
+    uint64_t block;
+    std::string_view tensor;
+  };
+  std::vector<std::vector<std::vector<BlockUse>>> blocks(m.axes.size());
+  for (size_t i = 0; i < m.axes.size(); ++i) blocks[i].resize(m.axes[i].parent.size());
+  for (const ElasticTensorRef& t : tensors) {
+    ElasticBound bound = index.Resolve(t.name);
+    if (bound.binding == nullptr) continue;
+    used.insert(bound.binding);
+    std::string where = StrCat("tensor \"", t.name, "\"");
+    if (bound.in_layer && bound.layer >= m.layer_count) {
+      return Bad(file, StrCat(where, ": layer ", bound.layer, " is past layer_count ", m.layer_count));
+    }
+    const auto& dims = bound.binding->dims;
+    if (dims.size() != t.shape.size()) {
+      return Bad(file, StrCat(where, " has ", t.shape.size(), " dimensions, its binding ", Quoted(bound.binding->tensor),
+                              " lists ", dims.size()));
+    }
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] == "-") continue;
+      const ElasticAxis* a = m.FindAxis(dims[d]);
+      size_t axis_index = static_cast<size_t>(a - m.axes.data());
+      size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
+      uint64_t parent = a->parent[k];
+      auto need = CheckedMul(parent, a->unit_elems);
+      if (parent == 0 || !need || *need != t.shape[d]) {
+        return Bad(file, StrCat(where, ": dimension ", d, " is ", t.shape[d], " but axis \"", a->name, "\" has ",
+                                parent, " units of ", a->unit_elems, " there"));
+      }
+      if (d + 1 == dims.size()) {
+        auto layout = StoredCellLayout(t.codec_id, t.dtype, t.params != nullptr ? *t.params : CodecParams{});
+        if (layout && layout->block_elems > 1) {
+          auto& uses = blocks[axis_index][k];
+          bool seen = false;
+          for (const auto& u : uses) seen |= u.block == layout->block_elems;
+          if (!seen) uses.push_back({layout->block_elems, t.name});
+        }
+      }
+    }
+  }
+  for (const ElasticBinding& b : m.bindings) {
+    if (!used.count(&b)) return Bad(file, StrCat("binding ", Quoted(b.tensor), " matches no tensor"));
+  }
+  // ---- budgets ----
+  if (m.budgets.size() > kMaxElasticBudgets) {
+    return Limit(file, StrCat(m.budgets.size(), " budgets exceed the limit of ", kMaxElasticBudgets));
+  }
+  uint64_t cells = 0;
+  for (const auto& a : m.axes) cells += a.parent.size();
+  if (cells * m.budgets.size() > kMaxElasticBudgetCells) {
+    return Limit(file, StrCat(m.budgets.size(), " budgets over ", cells, " axis sizes exceed the limit of 2^26 budget cells"));
+  }
+  for (size_t bi = 0; bi < m.budgets.size(); ++bi) {
+    const ElasticBudget& b = m.budgets[bi];
+    std::string where = StrCat("budget ", Quoted(b.name));
+    if (b.name.empty() || b.name.size() > kMaxElasticNameBytes || b.name.find('\0') != std::string::npos) {
+      return Bad(file, StrCat(where, ": the name must be 1..256 bytes without NUL"));
+    }
+    for (size_t j = 0; j < bi; ++j) {
+      if (m.budgets[j].name == b.name) return Bad(file, StrCat(where, " is given twice"));
+    }
+    if (b.layer_keep.size() != m.layer_count) {
+      return Bad(file, StrCat(where, ": layer_keep has ", b.layer_keep.size(), " entries, layer_count is ", m.layer_count));
+    }
+    if (m.layer_count > 0 && std::find(b.layer_keep.begin(), b.layer_keep.end(), true) == b.layer_keep.end()) {
+      return Bad(file, StrCat(where, ": keeps no layer"));
+    }
+    if (b.sizes.size() > m.axes.size()) return Bad(file, StrCat(where, ": more size lists than axes"));
+    for (size_t si = 0; si < b.sizes.size(); ++si) {
+      const ElasticBudgetAxis& s = b.sizes[si];
+      const ElasticAxis* a = m.FindAxis(s.axis);
+      if (a == nullptr) return Bad(file, StrCat(where, ": unknown axis ", Quoted(s.axis)));
+      for (size_t j = 0; j < si; ++j) {
+        if (b.sizes[j].axis == s.axis) return Bad(file, StrCat(where, ": axis \"", s.axis, "\" listed twice"));
+      }
+      if (s.counts.size() != a->parent.size()) {
+        return Bad(file, StrCat(where, ": axis \"", a->name, "\" has ", s.counts.size(), " counts, expected ",
+                                a->parent.size()));
+      }
+      for (size_t k = 0; k < s.counts.size(); ++k) {
+        uint64_t c = s.counts[k];
+        uint64_t parent = a->parent[k];
+        bool dropped = a->scope == ElasticScope::kLayer && !b.layer_keep[k];
+        auto at = [&] { return a->scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string(); };
+        if (dropped || parent == 0) {
+          if (c != 0) {
+            return Bad(file, StrCat(where, ": axis \"", a->name, "\"", at(), " is ", c, " but must be 0 (",
+                                    dropped ? "the layer is dropped" : "the layer lacks the axis", ")"));
+          }
+          continue;
+        }
+        if (c == 0 || c > parent) {
+          return Bad(file, StrCat(where, ": axis \"", a->name, "\"", at(), " keeps ", c, " of ", parent, " units"));
+        }
+        if (c != parent && c % a->granularity != 0) {
+          return Bad(file, StrCat(where, ": axis \"", a->name, "\"", at(), " keeps ", c,
+                                  " units, not a multiple of its granularity ", a->granularity));
+        }
+      }
+    }
+    // at_most, block alignment, nesting: over every axis and layer.
+    const ElasticBudget* outer = nullptr;
+    if (!b.nested_in.empty()) {
+      for (size_t j = 0; j < bi; ++j) {
+        if (m.budgets[j].name == b.nested_in) outer = &m.budgets[j];
+      }
+      if (outer == nullptr) {
+        return Bad(file, StrCat(where, ": nested_in ", Quoted(b.nested_in), " is not a budget listed before it"));
+      }
+      for (uint32_t l = 0; l < m.layer_count; ++l) {
+        if (b.layer_keep[l] && !outer->layer_keep[l]) {
+          return Bad(file, StrCat(where, " keeps layer ", l, " which \"", outer->name, "\" drops, so it is not nested in it"));
+        }
+      }
+    }
+    BudgetCounts count(m, b);
+    std::optional<BudgetCounts> outer_count;
+    if (outer != nullptr) outer_count.emplace(m, *outer);
+    for (size_t ai = 0; ai < m.axes.size(); ++ai) {
+      const ElasticAxis& a = m.axes[ai];
+      const ElasticAxis* bound_by = a.at_most.empty() ? nullptr : m.FindAxis(a.at_most);
+      size_t bound_index = bound_by == nullptr ? 0 : static_cast<size_t>(bound_by - m.axes.data());
+      for (size_t k = 0; k < a.parent.size(); ++k) {
+        uint32_t layer = static_cast<uint32_t>(k);
+        uint64_t c = count(ai, layer);
+        if (bound_by != nullptr && c > count(bound_index, layer)) {
+          std::string at = a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string();
+          return Bad(file, StrCat(where, ": axis \"", a.name, "\"", at, " is ", c, ", more than \"", bound_by->name,
+                                  "\" (", count(bound_index, layer), ")"));
+        }
+        if (outer_count && c > (*outer_count)(ai, layer)) {
+          std::string at = a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string();
+          return Bad(file, StrCat(where, ": axis \"", a.name, "\"", at, " keeps ", c, " units, more than \"",
+                                  outer->name, "\" (", (*outer_count)(ai, layer), "), so it is not nested in it"));
+        }
+        if (c == 0 || c == a.parent[k]) continue;
+        for (const auto& use : blocks[ai][k]) {
+          uint64_t elems = c * a.unit_elems;
+          if (elems % use.block != 0) {
+            std::string at = a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string();
+            return Bad(file, StrCat(where, ": tensor \"", use.tensor, "\" keeps ", elems, " of ",
+                                    a.parent[k] * a.unit_elems, " elements of its innermost dimension (axis \"",
+                                    a.name, "\"", at, "), not a multiple of its codec's block of ", use.block,
+                                    " elements; choose a count that is a multiple of ", use.block,
+                                    " elements or another codec for this tensor"));
+          }
+        }
+      }
+    }
+  }
+  // ---- importance ----
+  if (m.importance.size() > m.axes.size() * (static_cast<uint64_t>(m.layer_count) + 1)) {
+    return Bad(file, "more importance records than (axis, layer) pairs");
+  }
+  std::unordered_set<uint64_t> seen;
+  for (const ElasticImportance& imp : m.importance) {
+    std::string where = StrCat("importance of axis ", Quoted(imp.axis), " layer ", imp.layer);
+    const ElasticAxis* a = m.FindAxis(imp.axis);
+    if (a == nullptr) return Bad(file, StrCat(where, ": unknown axis"));
+    if (imp.layer >= a->parent.size()) return Bad(file, StrCat(where, ": no such layer for this axis"));
+    if (!seen.insert((static_cast<uint64_t>(a - m.axes.data()) << 32) | imp.layer).second) {
+      return Bad(file, StrCat(where, " is given twice"));
+    }
+    uint64_t n = a->parent[imp.layer];
+    if (imp.scores.size() != n || imp.order.size() != n) {
+      return Bad(file, StrCat(where, ": ", imp.scores.size(), " scores and ", imp.order.size(),
+                              " order entries, the axis has ", n, " units"));
+    }
+    // Source indices are distinct (a slice of a slice keeps the original
+    // checkpoint's indices, so they need not be < n).
+    std::vector<uint32_t> sorted = imp.order;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      return Bad(file, StrCat(where, ": order names a source unit twice"));
+    }
+    for (size_t p = 0; p < n; ++p) {
+      if (!std::isfinite(imp.scores[p])) return Bad(file, StrCat(where, ": score ", p, " is not finite"));
+    }
+    if (imp.method.size() > kMaxElasticNameBytes) return Bad(file, StrCat(where, ": method over 256 bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateElasticOf(const v1::Manifest& m, const std::string& file) {
+  ElasticManifest elastic = ElasticFromProto(m.elastic());
+  std::vector<std::vector<uint64_t>> shapes(m.tensors_size());
+  std::vector<CodecParams> params(m.tensors_size());
+  std::vector<ElasticTensorRef> refs(m.tensors_size());
+  for (int i = 0; i < m.tensors_size(); ++i) {
+    const auto& t = m.tensors(i);
+    shapes[i].assign(t.shape().begin(), t.shape().end());
+    // Only ggml-* codecs need their parameters here (StoredCellLayout).
+    if (t.codec().id().rfind("ggml-", 0) == 0) {
+      for (const auto& p : t.codec().params()) params[i].emplace_back(p.key(), FromProto(p.value()));
+    }
+    refs[i] = {t.name(), shapes[i], t.codec().id(), static_cast<DType>(t.dtype()), &params[i]};
+  }
+  return ValidateElastic(elastic, refs, file);
+}
+
+}  // namespace boltpack::format

@@ -1,0 +1,7 @@
+2
+vocab *:
+
+tok.weightvocab-B
+half
+
+vocab

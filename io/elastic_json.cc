@@ -1,0 +1,404 @@
+#include "io/elastic_json.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <numeric>
+
+#include "common/status_macros.h"
+#include "common/str_cat.h"
+#include "format/elastic_validate.h"
+#include "io/json.h"
+
+namespace boltpack::io {
+namespace {
+
+class Ctx {
+ public:
+  explicit Ctx(const std::string& file) : file_(file) {}
+  absl::Status Err(std::string_view where, std::string_view what) const {
+    return absl::InvalidArgumentError(StrCat(file_, ": ", where, ": ", what));
+  }
+  // Only the listed keys are allowed.
+  absl::Status Keys(const JsonValue& obj, std::string_view where, std::initializer_list<std::string_view> allowed) const {
+    if (!obj.is_object()) return Err(where, StrCat("expected an object, got ", JsonTypeName(obj.type())));
+    for (const auto& [k, v] : obj.object()) {
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+        std::string list;
+        for (auto a : allowed) list += StrCat(list.empty() ? "" : ", ", a);
+        return Err(where, StrCat("unknown key \"", k, "\" (expected one of: ", list, ")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<uint64_t> Uint(const JsonValue& v, std::string_view where, uint64_t lo, uint64_t hi) const {
+    auto u = v.is_number() ? v.uint64_value() : std::nullopt;
+    if (!u || *u < lo || *u > hi) return Err(where, StrCat("expected an integer in ", lo, "..", hi));
+    return *u;
+  }
+  absl::StatusOr<std::string> Str(const JsonValue& v, std::string_view where, size_t max) const {
+    if (!v.is_string() || v.string_value().size() > max || v.string_value().find('\0') != std::string::npos) {
+      return Err(where, StrCat("expected a string of at most ", max, " bytes without NUL"));
+    }
+    return v.string_value();
+  }
+
+ private:
+  const std::string& file_;
+};
+
+}  // namespace
+
+std::string_view DefaultElasticMetadataKey(std::string_view axis) {
+  if (axis == "ffn") return "feed_forward_length";
+  if (axis == "moe_ffn") return "expert_feed_forward_length";
+  if (axis == "heads") return "attention.head_count";
+  if (axis == "kv_heads") return "attention.head_count_kv";
+  if (axis == "experts") return "expert_count";
+  if (axis == "top_k") return "expert_used_count";
+  return {};
+}
+
+std::vector<std::vector<uint64_t>> ElasticAuthoring::MapsFor(std::string_view name,
+                                                             absl::Span<const uint64_t> shape) const {
+  std::vector<std::vector<uint64_t>> maps(shape.size());
+  if (orders.empty()) return maps;
+  format::BindingIndex index(manifest);
+  format::ElasticBound bound = index.Resolve(name);
+  if (bound.binding == nullptr || bound.binding->dims.size() != shape.size()) return maps;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const ElasticAxis* a = manifest.FindAxis(bound.binding->dims[d]);
+    if (a == nullptr) continue;
+    size_t ai = static_cast<size_t>(a - manifest.axes.data());
+    uint32_t layer = a->scope == ElasticScope::kLayer ? bound.layer : 0;
+    auto it = orders.find({ai, layer});
+    if (it == orders.end()) continue;
+    const auto& order = it->second;
+    uint64_t u = a->unit_elems;
+    if (order.size() * u != shape[d]) continue;  // validated before; never cut wrong
+    bool identity = true;
+    for (size_t p = 0; p < order.size(); ++p) identity &= order[p] == p;
+    if (identity) continue;
+    maps[d].resize(shape[d]);
+    for (uint64_t j = 0; j < shape[d]; ++j) maps[d][j] = order[j / u] * u + j % u;
+  }
+  return maps;
+}
+
+absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const std::string& file,
+                                                  const std::vector<ElasticTensorShape>& tensors) {
+  Ctx ctx(file);
+  JsonLimits limits;
+  limits.max_depth = 16;
+  limits.max_bytes = kMaxElasticJsonBytes;
+  auto parsed = ParseJson(text, limits);
+  if (!parsed.ok()) return absl::Status(parsed.status().code(), StrCat(file, ": ", parsed.status().message()));
+  const JsonValue& root = *parsed;
+  BP_RETURN_IF_ERROR(ctx.Keys(root, "top level",
+                              {"version", "layers", "axes", "bindings", "importance", "importance_method", "budgets"}));
+  ElasticAuthoring out;
+  ElasticManifest& m = out.manifest;
+  const JsonValue* version = root.Find("version");
+  if (version == nullptr) return ctx.Err("top level", "\"version\" is required (1)");
+  BP_ASSIGN_OR_RETURN(uint64_t ver, ctx.Uint(*version, "version", 1, 1));
+  m.version = static_cast<uint32_t>(ver);
+  m.prefix_order = true;
+  if (const JsonValue* layers = root.Find("layers")) {
+    BP_RETURN_IF_ERROR(ctx.Keys(*layers, "layers", {"count", "name_pattern"}));
+    const JsonValue* count = layers->Find("count");
+    const JsonValue* pattern = layers->Find("name_pattern");
+    if (count == nullptr || pattern == nullptr) return ctx.Err("layers", "\"count\" and \"name_pattern\" are required");
+    BP_ASSIGN_OR_RETURN(uint64_t n, ctx.Uint(*count, "layers.count", 1, format::kMaxElasticLayers));
+    m.layer_count = static_cast<uint32_t>(n);
+    BP_ASSIGN_OR_RETURN(m.layer_pattern, ctx.Str(*pattern, "layers.name_pattern", format::kMaxElasticTemplateBytes));
+    size_t at = m.layer_pattern.find("{L}");
+    if (at == std::string::npos || m.layer_pattern.find("{L}", at + 3) != std::string::npos ||
+        m.layer_pattern.size() < 4) {
+      return ctx.Err("layers.name_pattern", "must hold \"{L}\" exactly once and text around it, e.g. \"blk.{L}.\"");
+    }
+  }
+  // ---- axes ----
+  const JsonValue* axes = root.Find("axes");
+  if (axes == nullptr || !axes->is_object() || axes->object().empty()) {
+    return ctx.Err("axes", "a non-empty object of axes is required");
+  }
+  if (axes->object().size() > format::kMaxElasticAxes) {
+    return absl::ResourceExhaustedError(StrCat(file, ": more than ", format::kMaxElasticAxes, " axes"));
+  }
+  std::vector<const JsonValue*> explicit_parent;
+  for (const auto& [name, spec] : axes->object()) {
+    std::string where = StrCat("axis \"", name, "\"");
+    BP_RETURN_IF_ERROR(ctx.Keys(spec, where, {"scope", "granularity", "unit_elems", "parent", "at_most", "metadata_key"}));
+    ElasticAxis a;
+    a.name = name;
+    const JsonValue* scope = spec.Find("scope");
+    std::string s = scope != nullptr && scope->is_string() ? scope->string_value() : "";
+    if (s == "layer") a.scope = ElasticScope::kLayer;
+    else if (s == "global") a.scope = ElasticScope::kGlobal;
+    else return ctx.Err(where, "\"scope\" must be \"layer\" or \"global\"");
+    if (a.scope == ElasticScope::kLayer && m.layer_count == 0) {
+      return ctx.Err(where, "a per-layer axis needs \"layers\"");
+    }
+    if (const JsonValue* g = spec.Find("granularity")) {
+      BP_ASSIGN_OR_RETURN(a.granularity, ctx.Uint(*g, where + ".granularity", 1, format::kMaxElasticAxisUnits));
+    }
+    if (const JsonValue* u = spec.Find("unit_elems")) {
+      BP_ASSIGN_OR_RETURN(a.unit_elems, ctx.Uint(*u, where + ".unit_elems", 1, format::kMaxElasticAxisUnits));
+    }
+    if (const JsonValue* am = spec.Find("at_most")) {
+      BP_ASSIGN_OR_RETURN(a.at_most, ctx.Str(*am, where + ".at_most", 64));
+    }
+    if (const JsonValue* mk = spec.Find("metadata_key")) {
+      BP_ASSIGN_OR_RETURN(a.metadata_key, ctx.Str(*mk, where + ".metadata_key", format::kMaxElasticNameBytes));
+    } else {
+      a.metadata_key = std::string(DefaultElasticMetadataKey(name));
+    }
+    a.parent.assign(a.scope == ElasticScope::kLayer ? m.layer_count : 1, 0);
+    explicit_parent.push_back(spec.Find("parent"));
+    m.axes.push_back(std::move(a));
+  }
+  // ---- bindings ----
+  const JsonValue* bindings = root.Find("bindings");
+  if (bindings == nullptr || !bindings->is_array()) return ctx.Err("bindings", "an array of bindings is required");
+  if (bindings->array().size() > format::kMaxElasticBindings) {
+    return absl::ResourceExhaustedError(StrCat(file, ": more than ", format::kMaxElasticBindings, " bindings"));
+  }
+  for (size_t i = 0; i < bindings->array().size(); ++i) {
+    const JsonValue& b = bindings->array()[i];
+    std::string where = StrCat("bindings[", i, "]");
+    BP_RETURN_IF_ERROR(ctx.Keys(b, where, {"tensor", "dims"}));
+    const JsonValue* t = b.Find("tensor");
+    const JsonValue* dims = b.Find("dims");
+    if (t == nullptr || dims == nullptr || !dims->is_array()) return ctx.Err(where, "\"tensor\" and \"dims\" are required");
+    ElasticBinding eb;
+    BP_ASSIGN_OR_RETURN(eb.tensor, ctx.Str(*t, where + ".tensor", format::kMaxElasticTemplateBytes));
+    if (dims->array().size() > 8) return ctx.Err(where, "more than 8 dims");
+    for (const auto& d : dims->array()) {
+      BP_ASSIGN_OR_RETURN(std::string name, ctx.Str(d, where + ".dims", 64));
+      if (name != "-" && m.FindAxis(name) == nullptr) return ctx.Err(where, StrCat("unknown axis \"", name, "\""));
+      eb.dims.push_back(std::move(name));
+    }
+    m.bindings.push_back(std::move(eb));
+  }
+  // ---- parent sizes from the tensors ----
+  format::BindingIndex index(m);
+  std::vector<std::vector<std::string>> parent_from(m.axes.size());
+  for (size_t i = 0; i < m.axes.size(); ++i) parent_from[i].resize(m.axes[i].parent.size());
+  for (const auto& t : tensors) {
+    format::ElasticBound bound = index.Resolve(t.name);
+    if (bound.binding == nullptr) continue;
+    std::string where = StrCat("tensor \"", t.name, "\"");
+    if (bound.in_layer && bound.layer >= m.layer_count) {
+      return ctx.Err(where, StrCat("layer ", bound.layer, " is past layers.count ", m.layer_count));
+    }
+    if (bound.binding->dims.size() != t.shape.size()) {
+      return ctx.Err(where, StrCat("has ", t.shape.size(), " dimensions but its binding \"", bound.binding->tensor,
+                                   "\" lists ", bound.binding->dims.size()));
+    }
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      ElasticAxis* a = const_cast<ElasticAxis*>(m.FindAxis(bound.binding->dims[d]));
+      if (a == nullptr) continue;
+      if (a->scope == ElasticScope::kLayer && !bound.in_layer) {
+        return ctx.Err(where, StrCat("binds per-layer axis \"", a->name, "\" but its name has no layer index"));
+      }
+      size_t ai = static_cast<size_t>(a - m.axes.data());
+      size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
+      if (t.shape[d] == 0 || t.shape[d] % a->unit_elems != 0) {
+        return ctx.Err(where, StrCat("dimension ", d, " (", t.shape[d], ") is not a positive multiple of axis \"",
+                                     a->name, "\"'s unit_elems ", a->unit_elems));
+      }
+      uint64_t units = t.shape[d] / a->unit_elems;
+      if (units > format::kMaxElasticAxisUnits) return ctx.Err(where, "more than 2^32 units");
+      if (a->parent[k] == 0) {
+        a->parent[k] = units;
+        parent_from[ai][k] = t.name;
+      } else if (a->parent[k] != units) {
+        return ctx.Err(where, StrCat("dimension ", d, " has ", units, " units of axis \"", a->name, "\" but tensor \"",
+                                     parent_from[ai][k], "\" has ", a->parent[k],
+                                     a->scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string()));
+      }
+    }
+  }
+  for (size_t ai = 0; ai < m.axes.size(); ++ai) {
+    ElasticAxis& a = m.axes[ai];
+    std::string where = StrCat("axis \"", a.name, "\".parent");
+    const JsonValue* p = explicit_parent[ai];
+    bool any = std::any_of(a.parent.begin(), a.parent.end(), [](uint64_t v) { return v != 0; });
+    if (p == nullptr) {
+      if (!any) return ctx.Err(StrCat("axis \"", a.name, "\""), "no tensor is bound to it, so it needs \"parent\"");
+      continue;
+    }
+    std::vector<uint64_t> given(a.parent.size(), 0);
+    if (p->is_number()) {
+      BP_ASSIGN_OR_RETURN(uint64_t v, ctx.Uint(*p, where, 1, format::kMaxElasticAxisUnits));
+      // A scalar applies to every layer that has the axis (all, if unbound).
+      for (size_t k = 0; k < given.size(); ++k) given[k] = (!any || a.parent[k] != 0) ? v : 0;
+    } else if (p->is_array() && p->array().size() == given.size()) {
+      for (size_t k = 0; k < given.size(); ++k) {
+        if (p->array()[k].is_null()) continue;
+        BP_ASSIGN_OR_RETURN(given[k], ctx.Uint(p->array()[k], StrCat(where, "[", k, "]"), 1, format::kMaxElasticAxisUnits));
+      }
+    } else {
+      return ctx.Err(where, StrCat("expected a count or an array of ", given.size(), " counts or nulls"));
+    }
+    if (any && given != a.parent) return ctx.Err(where, "disagrees with the sizes of the tensors bound to the axis");
+    a.parent = std::move(given);
+  }
+  // ---- importance ----
+  std::string method = "importance";
+  if (const JsonValue* im = root.Find("importance_method")) {
+    BP_ASSIGN_OR_RETURN(method, ctx.Str(*im, "importance_method", 256));
+  }
+  if (const JsonValue* imp = root.Find("importance")) {
+    if (!imp->is_object()) return ctx.Err("importance", "expected an object {AXIS: {LAYER: [scores]}}");
+    for (const auto& [axis_name, per_layer] : imp->object()) {
+      const ElasticAxis* a = m.FindAxis(axis_name);
+      std::string where = StrCat("importance \"", axis_name, "\"");
+      if (a == nullptr) return ctx.Err(where, "unknown axis");
+      if (!per_layer.is_object()) return ctx.Err(where, "expected an object {LAYER: [scores]}");
+      size_t ai = static_cast<size_t>(a - m.axes.data());
+      for (const auto& [layer_key, scores] : per_layer.object()) {
+        std::string lw = StrCat(where, " layer \"", layer_key, "\"");
+        uint32_t layer = 0;
+        if (a->scope == ElasticScope::kGlobal) {
+          if (layer_key != "global") return ctx.Err(lw, "a global axis takes one entry keyed \"global\"");
+        } else {
+          auto r = std::from_chars(layer_key.data(), layer_key.data() + layer_key.size(), layer);
+          if (r.ec != std::errc() || r.ptr != layer_key.data() + layer_key.size() || layer >= m.layer_count ||
+              (layer_key.size() > 1 && layer_key[0] == '0')) {
+            return ctx.Err(lw, StrCat("the key must be a layer index below ", m.layer_count));
+          }
+        }
+        uint64_t n = a->parent[layer];
+        if (!scores.is_array() || scores.array().size() != n || n == 0) {
+          return ctx.Err(lw, StrCat("expected an array of ", n, " scores (one per unit)"));
+        }
+        if (out.orders.count({ai, layer})) return ctx.Err(lw, "given twice");
+        ElasticImportance ei;
+        ei.axis = a->name;
+        ei.layer = layer;
+        ei.method = method;
+        std::vector<float> raw(n);
+        for (size_t i = 0; i < n; ++i) {
+          const JsonValue& s = scores.array()[i];
+          if (!s.is_number() || !std::isfinite(s.double_value()) || std::fabs(s.double_value()) > 3.0e38) {
+            return ctx.Err(lw, StrCat("score ", i, " is not a finite number"));
+          }
+          raw[i] = static_cast<float>(s.double_value());
+        }
+        std::vector<uint32_t> order(n);
+        std::iota(order.begin(), order.end(), 0u);
+        // Descending score; ties keep the lower index first.
+        std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return raw[x] > raw[y]; });
+        for (uint32_t o : order) ei.scores.push_back(raw[o]);
+        ei.order = order;
+        out.orders[{ai, layer}] = std::move(order);
+        m.importance.push_back(std::move(ei));
+      }
+    }
+  }
+  // ---- budgets ----
+  const JsonValue* budgets = root.Find("budgets");
+  if (budgets != nullptr && !budgets->is_array()) return ctx.Err("budgets", "expected an array");
+  if (budgets != nullptr && budgets->array().size() > format::kMaxElasticBudgets) {
+    return absl::ResourceExhaustedError(StrCat(file, ": more than ", format::kMaxElasticBudgets, " budgets"));
+  }
+  if (budgets != nullptr) {
+    uint64_t cells = 0;
+    for (const auto& a : m.axes) cells += a.parent.size();
+    if (cells * budgets->array().size() > format::kMaxElasticBudgetCells) {
+      return absl::ResourceExhaustedError(StrCat(file, ": ", budgets->array().size(), " budgets over ", cells,
+                                                 " axis sizes exceed the limit of 2^26 budget cells"));
+    }
+  }
+  for (size_t bi = 0; budgets != nullptr && bi < budgets->array().size(); ++bi) {
+    const JsonValue& b = budgets->array()[bi];
+    std::string where = StrCat("budgets[", bi, "]");
+    BP_RETURN_IF_ERROR(ctx.Keys(b, where, {"name", "layer_keep", "per_layer", "global", "nested_in"}));
+    ElasticBudget eb;
+    const JsonValue* name = b.Find("name");
+    if (name == nullptr) return ctx.Err(where, "\"name\" is required");
+    BP_ASSIGN_OR_RETURN(eb.name, ctx.Str(*name, where + ".name", format::kMaxElasticNameBytes));
+    where = StrCat("budget \"", eb.name, "\"");
+    eb.layer_keep.assign(m.layer_count, true);
+    if (const JsonValue* keep = b.Find("layer_keep")) {
+      if (!keep->is_array() || keep->array().size() != m.layer_count) {
+        return ctx.Err(where, StrCat("layer_keep must list ", m.layer_count, " entries (1/0 or true/false)"));
+      }
+      for (size_t l = 0; l < m.layer_count; ++l) {
+        const JsonValue& v = keep->array()[l];
+        if (v.is_bool()) {
+          eb.layer_keep[l] = v.bool_value();
+        } else {
+          BP_ASSIGN_OR_RETURN(uint64_t k, ctx.Uint(v, StrCat(where, ".layer_keep[", l, "]"), 0, 1));
+          eb.layer_keep[l] = k == 1;
+        }
+      }
+    }
+    if (const JsonValue* nested = b.Find("nested_in")) {
+      BP_ASSIGN_OR_RETURN(eb.nested_in, ctx.Str(*nested, where + ".nested_in", format::kMaxElasticNameBytes));
+    }
+    for (const char* group : {"per_layer", "global"}) {
+      const JsonValue* sizes = b.Find(group);
+      if (sizes == nullptr) continue;
+      if (!sizes->is_object()) return ctx.Err(where, StrCat("\"", group, "\" must be an object {AXIS: ...}"));
+      bool layered = std::string_view(group) == "per_layer";
+      for (const auto& [axis_name, v] : sizes->object()) {
+        const ElasticAxis* a = m.FindAxis(axis_name);
+        std::string aw = StrCat(where, " ", group, " \"", axis_name, "\"");
+        if (a == nullptr) return ctx.Err(aw, "unknown axis");
+        if ((a->scope == ElasticScope::kLayer) != layered) {
+          return ctx.Err(aw, layered ? "is a global axis: give it under \"global\""
+                                     : "is a per-layer axis: give it under \"per_layer\"");
+        }
+        for (const auto& s : eb.sizes) {
+          if (s.axis == axis_name) return ctx.Err(aw, "given twice");
+        }
+        ElasticBudgetAxis s{a->name, std::vector<uint64_t>(a->parent.size(), 0)};
+        if (!layered) {
+          if (v.is_null()) {
+            s.counts[0] = a->parent[0];
+          } else {
+            BP_ASSIGN_OR_RETURN(s.counts[0], ctx.Uint(v, aw, 1, format::kMaxElasticAxisUnits));
+          }
+        } else {
+          if (!v.is_array() || v.array().size() != m.layer_count) {
+            return ctx.Err(aw, StrCat("expected ", m.layer_count, " counts or nulls (one per parent layer)"));
+          }
+          for (size_t l = 0; l < m.layer_count; ++l) {
+            const JsonValue& c = v.array()[l];
+            if (!eb.layer_keep[l]) continue;  // a dropped layer keeps nothing
+            if (c.is_null()) {
+              s.counts[l] = a->parent[l];
+              continue;
+            }
+            BP_ASSIGN_OR_RETURN(s.counts[l], ctx.Uint(c, StrCat(aw, "[", l, "]"), 1, format::kMaxElasticAxisUnits));
+            if (a->parent[l] == 0) return ctx.Err(aw, StrCat("layer ", l, " has no such axis (give null)"));
+          }
+        }
+        eb.sizes.push_back(std::move(s));
+      }
+    }
+    // Every axis explicit: parent sizes where not given, 0 on dropped layers.
+    for (const auto& a : m.axes) {
+      bool listed = false;
+      for (const auto& s : eb.sizes) listed |= s.axis == a.name;
+      if (listed) continue;
+      ElasticBudgetAxis s{a.name, a.parent};
+      if (a.scope == ElasticScope::kLayer) {
+        for (size_t l = 0; l < m.layer_count; ++l) {
+          if (!eb.layer_keep[l]) s.counts[l] = 0;
+        }
+      }
+      eb.sizes.push_back(std::move(s));
+    }
+    // Keep the declared axis order.
+    std::sort(eb.sizes.begin(), eb.sizes.end(), [&](const ElasticBudgetAxis& x, const ElasticBudgetAxis& y) {
+      return m.FindAxis(x.axis) < m.FindAxis(y.axis);
+    });
+    m.budgets.push_back(std::move(eb));
+  }
+  return out;
+}
+
+}  // namespace boltpack::io

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# scripts/llama_cpp_check.sh BOLT_PACK [WORK_DIR]
+#
+# llama.cpp as the external consumer of the GGUF files bolt-pack writes.
+# Installs node-llama-cpp 3.21.1 from npm with only its prebuilt linux-x64 CPU
+# binaries (tests/llama_cpp/package-lock.json pins every package; no CUDA or
+# Vulkan package, no install scripts, llama.cpp is never downloaded or built),
+# then for the TinyStories-656K GGUF files in testdata/:
+#   1. GGUF -> .bolt -> GGUF with BOLT_PACK; the result must be byte-identical;
+#   2. greedy generation (temperature 0, CPU, "Once upon a time", 48 tokens) on
+#      the original and the round-tripped file must give the same tokens/text;
+#   3. the F16 file re-encoded to Q8_0 (GGUF -> GGUF, norms kept F32 as
+#      llama-quantize does) must load and write a story, not garbage, and match
+#      llama.cpp's own Q8_0 conversion of the same model token for token.
+# Prints "SKIP: ..." and exits 0 when node/npm are missing or too old, the
+# machine is not linux-x64, or the npm registry cannot be reached (and the
+# packages are not cached); any other failure exits non-zero.
+#
+#   WORK_DIR              default build-llama-cpp/ (ignored by git); node_modules lives there
+#   BOLTPACK_NPM_CACHE    npm download cache, default ${XDG_CACHE_HOME:-~/.cache}/bolt-pack/npm
+#   LLAMA_CHECK_THREADS   llama.cpp threads (default 1: the model is tiny, and
+#                         ggml's spinning threads crawl on a busy 2-core machine)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BP="$(realpath "${1:?usage: $0 BOLT_PACK [WORK_DIR]}")"
+WORK="${2:-$ROOT/build-llama-cpp}"
+CACHE="${BOLTPACK_NPM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/bolt-pack/npm}"
+THREADS="${LLAMA_CHECK_THREADS:-1}"
+SRC="$ROOT/tests/llama_cpp"
+DATA="$ROOT/testdata/tinystories-656k"
+START=$SECONDS
+
+skip() { echo "SKIP: llama.cpp check: $*"; exit 0; }
+fail() { echo "FAIL: llama.cpp check: $*" >&2; exit 1; }
+
+[ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ] || skip "node-llama-cpp's binaries are installed for linux-x64 only (this is $(uname -s)-$(uname -m))"
+command -v node >/dev/null || skip "node is not installed"
+command -v npm >/dev/null || skip "npm is not installed"
+NODE_MAJOR="$(node -p 'process.versions.node.split(".")[0]')"
+[ "$NODE_MAJOR" -ge 20 ] || skip "node-llama-cpp needs Node.js >= 20 (this is $(node --version))"
+
+# Never fetch or compile llama.cpp, never look for a GPU.
+export NODE_LLAMA_CPP_SKIP_DOWNLOAD=true NODE_LLAMA_CPP_GPU=false
+export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
+
+APP="$WORK/app"
+mkdir -p "$APP" "$CACHE"
+cp "$SRC/package.json" "$SRC/package-lock.json" "$SRC/check.mjs" "$APP/"
+LOCK_SUM="$(sha256sum "$SRC/package-lock.json" | cut -d' ' -f1)"
+if [ "$(cat "$APP/node_modules/.bolt-pack-lock-sha256" 2>/dev/null)" = "$LOCK_SUM" ]; then
+  echo "== node-llama-cpp: already installed in $APP (same package-lock.json)"
+else
+  echo "== node-llama-cpp 3.21.1 + @node-llama-cpp/linux-x64: npm ci (cache $CACHE)"
+  # --omit=optional drops the other platforms' and the CUDA/Vulkan binary
+  # packages (linux-x64 is a direct dependency, so it stays); --ignore-scripts
+  # skips node-llama-cpp's postinstall, which may try to fetch or build llama.cpp.
+  NPM_CI=(npm ci --omit=optional --ignore-scripts --cache "$CACHE" --loglevel=error)
+  if ! (cd "$APP" && timeout 300 "${NPM_CI[@]}" --offline >/dev/null 2>&1); then
+    (cd "$APP" && timeout 60 npm ping --cache "$CACHE" --fetch-retries=0 --fetch-timeout=30000 >/dev/null 2>&1) \
+      || skip "npm registry $(npm config get registry) not reachable and the packages are not in the npm cache"
+    (cd "$APP" && timeout 600 "${NPM_CI[@]}" --prefer-offline --fetch-retries=1) \
+      || fail "npm ci failed although the registry answers"
+  fi
+  echo "$LOCK_SUM" > "$APP/node_modules/.bolt-pack-lock-sha256"
+fi
+shopt -s nullglob
+for p in "$APP"/node_modules/@node-llama-cpp/*; do
+  case "$(basename "$p")" in linux-x64) ;; *) fail "unexpected binary package installed: $p" ;; esac
+done
+[ -d "$APP/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64" ] || fail "@node-llama-cpp/linux-x64 binaries missing"
+echo "   installed in $((SECONDS - START)) s"
+
+echo "== bolt-pack: GGUF -> bolt -> GGUF, and F16 -> Q8_0"
+OUT="$WORK/models"
+rm -rf "$OUT"; mkdir -p "$OUT"
+F16=TinyStories-656K.f16.gguf
+Q8_LLAMA=TinyStories-656K-Q8_0.from-llama.cpp.zig.gguf
+JOBS=()
+for g in "$F16" "$Q8_LLAMA" tinystories-656k-q8_0.from-infer-zero.gguf; do
+  [ -f "$DATA/$g" ] || fail "missing $DATA/$g"
+  b="${g%.gguf}"
+  "$BP" convert "$DATA/$g" -o "$OUT/$b.bolt"
+  "$BP" convert "$OUT/$b.bolt" -o "$OUT/$b.roundtrip.gguf"
+  cmp "$DATA/$g" "$OUT/$b.roundtrip.gguf" || fail "$g: GGUF -> bolt -> GGUF is not byte-identical"
+  echo "   $g -> $b.bolt -> $b.roundtrip.gguf: byte-identical"
+  JOBS+=("same:$DATA/$g,$OUT/$b.roundtrip.gguf")
+done
+# llama.cpp keeps 1-D tensors (the RMSNorm weights) in F32; its CPU backend
+# aborts on a Q8_0 norm weight (binary_op: unsupported types ... src1: q8_0),
+# so bolt-pack's quantizing codecs leave 1-D tensors in float as well.
+Q8=TinyStories-656K.f16.bolt-pack-q8_0.gguf
+"$BP" convert "$DATA/$F16" -o "$OUT/$Q8" --codec '*=q8_0'
+"$BP" inspect "$OUT/$Q8" | sed -n '/^totals by codec/,$p'
+JOBS+=("sane:$OUT/$Q8,$DATA/$F16" "same:$OUT/$Q8,$DATA/$Q8_LLAMA")
+# Elastic (spec/elastic.md): FFN channels stored in importance order
+# (recipes/tinystories-656k-elastic.json); the permuted full model must give
+# the same tokens, and the 75% / 50% FFN-width slices must load and write
+# English (pruned without retraining, so agreement is checked loosely).
+"$BP" convert "$DATA/$F16" -o "$OUT/elastic.bolt" --elastic "$ROOT/recipes/tinystories-656k-elastic.json"
+"$BP" convert "$OUT/elastic.bolt" -o "$OUT/TinyStories-656K.elastic-full.gguf"
+JOBS+=("same:$DATA/$F16,$OUT/TinyStories-656K.elastic-full.gguf")
+SLICE_JOBS=()
+for b in ffn75 ffn50; do
+  "$BP" slice "$OUT/elastic.bolt" --budget "$b" -o "$OUT/TinyStories-656K.$b.gguf"
+  SLICE_JOBS+=("sane:$OUT/TinyStories-656K.$b.gguf,$DATA/$F16")
+done
+
+echo "== llama.cpp (node-llama-cpp, CPU, $THREADS thread(s)): greedy generation"
+(cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 48 --prompt "Once upon a time" "${JOBS[@]}") \
+  || fail "see the FAIL lines above"
+echo "== llama.cpp: elastic FFN slices (75%, 50%)"
+(cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 48 --prompt "Once upon a time" --min-agree 0.15 \
+  "${SLICE_JOBS[@]}") || fail "see the FAIL lines above"
+# build: "never" in check.mjs; make sure nothing was cloned or compiled anyway.
+for d in llama/llama.cpp llama/localBuilds; do
+  [ ! -e "$APP/node_modules/node-llama-cpp/$d" ] || fail "node-llama-cpp fetched or built llama.cpp ($d exists)"
+done
+echo "llama.cpp check passed in $((SECONDS - START)) s"

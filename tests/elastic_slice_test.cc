@@ -1,0 +1,512 @@
+// Elastic MoE end to end: a 3-layer model with per-layer experts, MoE width
+// and heads (and a top-K bounded by experts) is converted with importance
+// scores, then every budget is sliced to .bolt, .gguf and .safetensors and
+// checked against a reference computed here, independently of the library:
+// permute the f32 source by descending score (ties: lower index first) and
+// keep the budget's prefix. Once with f32 experts (exact equality) and once
+// with q8_0 experts (the slice equals decode-then-cut of the parent, and its
+// blocks are the parent's blocks byte for byte).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <numeric>
+
+#include "boltpack/budget_view.h"
+#include "boltpack/reader.h"
+#include "gtest/gtest.h"
+#include "io/gguf.h"
+#include "io/safetensors.h"
+#include "tests/test_util.h"
+
+namespace boltpack {
+namespace {
+
+using testing::MakeTempDir;
+using testing::RunCli;
+
+struct LayerDims {
+  uint64_t experts, moe_ffn, heads;
+};
+constexpr LayerDims kLayers[3] = {{4, 64, 4}, {6, 96, 4}, {4, 64, 2}};
+constexpr uint64_t kD = 64, kHeadDim = 16, kVocab = 32;
+
+struct Bound {
+  std::string name;
+  std::vector<uint64_t> shape;
+  std::vector<std::string> dims;  // axis or "-"
+  int layer = -1;
+};
+
+std::vector<Bound> ModelTensors() {
+  std::vector<Bound> t;
+  t.push_back({"token_embd.weight", {kVocab, kD}, {"-", "-"}, -1});
+  for (int l = 0; l < 3; ++l) {
+    const auto& d = kLayers[l];
+    std::string p = "blk." + std::to_string(l) + ".";
+    t.push_back({p + "attn_norm.weight", {kD}, {"-"}, l});
+    t.push_back({p + "attn_q.weight", {d.heads * kHeadDim, kD}, {"heads", "-"}, l});
+    t.push_back({p + "attn_output.weight", {kD, d.heads * kHeadDim}, {"-", "heads"}, l});
+    t.push_back({p + "ffn_gate_inp.weight", {d.experts, kD}, {"experts", "-"}, l});
+    t.push_back({p + "ffn_up_exps.weight", {d.experts, d.moe_ffn, kD}, {"experts", "moe_ffn", "-"}, l});
+    t.push_back({p + "ffn_down_exps.weight", {d.experts, kD, d.moe_ffn}, {"experts", "-", "moe_ffn"}, l});
+  }
+  return t;
+}
+
+uint64_t Count(const std::vector<uint64_t>& s) {
+  uint64_t n = 1;
+  for (uint64_t d : s) n *= d;
+  return n;
+}
+
+std::vector<float> Values(const std::string& name, uint64_t n) {
+  uint32_t h = 2166136261u;
+  for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    h = h * 1664525u + 1013904223u;
+    x = static_cast<float>(static_cast<int32_t>(h >> 8) % 20000) / 10000.0f;
+  }
+  return v;
+}
+
+uint64_t Units(const std::string& axis, int layer) {
+  const auto& d = kLayers[layer];
+  return axis == "experts" ? d.experts : axis == "moe_ffn" ? d.moe_ffn : d.heads;
+}
+uint64_t UnitElems(const std::string& axis) { return axis == "heads" ? kHeadDim : 1; }
+
+// Scores with ties (small integers), so tie-breaking is exercised.
+std::vector<double> Scores(const std::string& axis, int layer) {
+  uint64_t n = Units(axis, layer);
+  std::vector<double> s(n);
+  for (uint64_t i = 0; i < n; ++i) s[i] = static_cast<double>((i * 7 + layer * 3 + axis.size()) % 5);
+  return s;
+}
+
+// The reference order, written independently of the library.
+std::vector<uint64_t> Order(const std::string& axis, int layer) {
+  auto s = Scores(axis, layer);
+  std::vector<uint64_t> o(s.size());
+  for (uint64_t i = 0; i < o.size(); ++i) o[i] = i;
+  // Insertion sort: descending score, lower index first among equals.
+  for (size_t i = 1; i < o.size(); ++i) {
+    for (size_t j = i; j > 0 && s[o[j]] > s[o[j - 1]]; --j) std::swap(o[j], o[j - 1]);
+  }
+  return o;
+}
+
+struct Budget {
+  std::string name;
+  std::vector<int> keep;
+  std::map<std::string, std::vector<uint64_t>> per_layer;  // 0 for dropped
+};
+const Budget kBig{"big", {1, 1, 1}, {{"experts", {3, 4, 4}}, {"moe_ffn", {64, 64, 32}}, {"heads", {4, 2, 2}}, {"top_k", {2, 2, 2}}}};
+const Budget kSmall{"small", {1, 0, 1}, {{"experts", {2, 0, 2}}, {"moe_ffn", {32, 0, 32}}, {"heads", {2, 0, 1}}, {"top_k", {1, 0, 1}}}};
+
+// Row-major gather: out[i...] = in[map0[i0], map1[i1], ...].
+std::vector<float> Gather(const std::vector<float>& in, const std::vector<uint64_t>& shape,
+                          const std::vector<std::vector<uint64_t>>& maps) {
+  std::vector<uint64_t> out_shape;
+  for (const auto& m : maps) out_shape.push_back(m.size());
+  std::vector<float> out(Count(out_shape));
+  std::vector<uint64_t> idx(shape.size(), 0);
+  for (uint64_t o = 0; o < out.size(); ++o) {
+    uint64_t src = 0;
+    for (size_t d = 0; d < shape.size(); ++d) src = src * shape[d] + maps[d][idx[d]];
+    out[o] = in[src];
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < out_shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+// Maps of tensor `t` under importance order, keeping `budget`'s prefix
+// (nullptr: the whole permuted tensor).
+std::vector<std::vector<uint64_t>> RefMaps(const Bound& t, const Budget* budget) {
+  std::vector<std::vector<uint64_t>> maps;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    std::vector<uint64_t> m;
+    if (t.dims[d] == "-") {
+      for (uint64_t j = 0; j < t.shape[d]; ++j) m.push_back(j);
+    } else {
+      auto order = Order(t.dims[d], t.layer);
+      uint64_t u = UnitElems(t.dims[d]);
+      uint64_t keep = budget ? budget->per_layer.at(t.dims[d])[t.layer] : order.size();
+      for (uint64_t j = 0; j < keep * u; ++j) m.push_back(order[j / u] * u + j % u);
+    }
+    maps.push_back(std::move(m));
+  }
+  return maps;
+}
+
+std::string JsonArray(const std::vector<double>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(static_cast<int>(v[i]));
+  return s + "]";
+}
+
+std::string ElasticJson() {
+  std::string j = R"({"version": 1, "layers": {"count": 3, "name_pattern": "blk.{L}."},
+  "axes": {"experts": {"scope": "layer"}, "moe_ffn": {"scope": "layer", "granularity": 32},
+           "heads": {"scope": "layer", "unit_elems": 16},
+           "top_k": {"scope": "layer", "parent": 2, "at_most": "experts"}},
+  "bindings": [
+    {"tensor": "blk.{L}.attn_q.weight", "dims": ["heads", "-"]},
+    {"tensor": "blk.{L}.attn_output.weight", "dims": ["-", "heads"]},
+    {"tensor": "blk.{L}.ffn_gate_inp.weight", "dims": ["experts", "-"]},
+    {"tensor": "blk.{L}.ffn_up_exps.weight", "dims": ["experts", "moe_ffn", "-"]},
+    {"tensor": "blk.{L}.ffn_down_exps.weight", "dims": ["experts", "-", "moe_ffn"]}],
+  "importance": {)";
+  bool first = true;
+  for (std::string axis : {"experts", "moe_ffn", "heads"}) {
+    j += std::string(first ? "" : ",") + "\"" + axis + "\": {";
+    first = false;
+    for (int l = 0; l < 3; ++l) j += (l ? "," : "") + std::string("\"") + std::to_string(l) + "\": " + JsonArray(Scores(axis, l));
+    j += "}";
+  }
+  j += R"(},
+  "budgets": [
+    {"name": "big", "per_layer": {"experts": [3, 4, 4], "moe_ffn": [64, 64, 32], "heads": [4, 2, 2], "top_k": [2, 2, 2]}},
+    {"name": "small", "layer_keep": [1, 0, 1], "nested_in": "big",
+     "per_layer": {"experts": [2, null, 2], "moe_ffn": [32, null, 32], "heads": [2, null, 1], "top_k": [1, null, 1]}}]})";
+  return j;
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// The parent model as a GGUF (F32 tensors, llama-style per-layer metadata).
+void WriteModel(const std::string& path) {
+  Metadata kv;
+  kv.emplace_back("general.architecture", MetaValue::String("testmoe"));
+  kv.emplace_back("testmoe.block_count", MetaValue::Uint(ValueType::kUint32, 3));
+  kv.emplace_back("testmoe.expert_count", MetaValue::Uint(ValueType::kUint32, 6));
+  kv.emplace_back("testmoe.expert_used_count", MetaValue::Uint(ValueType::kUint32, 2));
+  std::vector<MetaValue> ffn, heads;
+  for (const auto& l : kLayers) {
+    ffn.push_back(MetaValue::Int(ValueType::kInt32, static_cast<int64_t>(l.moe_ffn)));
+    heads.push_back(MetaValue::Uint(ValueType::kUint32, l.heads));
+  }
+  kv.emplace_back("testmoe.expert_feed_forward_length", MetaValue::Array(ValueType::kInt32, ffn));
+  kv.emplace_back("testmoe.attention.head_count", MetaValue::Array(ValueType::kUint32, heads));
+  std::vector<io::GgufTensorDecl> decls;
+  for (const auto& t : ModelTensors()) decls.push_back({t.name, {t.shape.rbegin(), t.shape.rend()}, 0});
+  auto w = io::GgufWriter::Create(path, kv, decls);
+  ASSERT_TRUE(w.ok()) << w.status();
+  for (const auto& t : ModelTensors()) {
+    auto v = Values(t.name, Count(t.shape));
+    ASSERT_TRUE((*w)->WriteNext({reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4}).ok());
+  }
+  ASSERT_TRUE((*w)->Finish().ok());
+}
+
+std::vector<float> DecodeF32(const Reader& r, const std::string& name) {
+  auto t = r.FindTensor(name);
+  EXPECT_TRUE(t.has_value()) << name;
+  if (!t) return {};
+  std::vector<float> out(r.tensors()[*t].element_count());
+  auto st = r.Decode(*t, OutputType::kF32, {reinterpret_cast<uint8_t*>(out.data()), out.size() * 4});
+  EXPECT_TRUE(st.ok()) << st;
+  return out;
+}
+
+std::string Renamed(const Bound& t, const Budget& b) {
+  if (t.layer < 0) return t.name;
+  int n = 0;
+  for (int l = 0; l < t.layer; ++l) n += b.keep[l];
+  return "blk." + std::to_string(n) + t.name.substr(t.name.find('.', 4));
+}
+
+const MetaValue* Find(const Metadata& m, const std::string& key) {
+  for (const auto& [k, v] : m) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+class ElasticMoe : public ::testing::TestWithParam<bool> {};  // param: q8_0 experts
+
+TEST_P(ElasticMoe, EveryBudgetMatchesTheReference) {
+  bool q8 = GetParam();
+  std::string dir = MakeTempDir();
+  WriteModel(dir + "/m.gguf");
+  WriteText(dir + "/e.json", ElasticJson());
+  std::vector<std::string> args = {"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json"};
+  if (q8) args.insert(args.end(), {"--codec", "*_exps.weight=q8_0"});
+  auto c = RunCli(args);
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  auto parent = Reader::Open(dir + "/e.bolt");
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  ASSERT_NE((*parent)->elastic(), nullptr);
+  EXPECT_EQ((*parent)->elastic()->budgets.size(), 2u);
+
+  // The parent stores every tensor permuted by importance.
+  for (const auto& t : ModelTensors()) {
+    auto src = Values(t.name, Count(t.shape));
+    auto want = t.layer < 0 ? src : Gather(src, t.shape, RefMaps(t, nullptr));
+    bool quantized = q8 && t.name.find("_exps") != std::string::npos;
+    auto got = DecodeF32(**parent, t.name);
+    if (!quantized) {
+      EXPECT_EQ(got, want) << t.name;
+    } else {
+      // q8_0 of the permuted elements: within one quantization step.
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2.0 / 127) << t.name << " " << i;
+    }
+  }
+
+  for (const Budget* b : {&kBig, &kSmall}) {
+    SCOPED_TRACE(b->name);
+    std::string out = dir + "/" + b->name;
+    for (const char* ext : {".bolt", ".gguf", ".safetensors"}) {
+      auto s = RunCli({"slice", dir + "/e.bolt", "--budget", b->name, "-o", out + ext});
+      ASSERT_EQ(s.exit_code, 0) << s.output;
+    }
+    auto sliced = Reader::Open(out + ".bolt");
+    ASSERT_TRUE(sliced.ok()) << sliced.status();
+    auto gguf = io::GgufModel::Open(out + ".gguf");
+    ASSERT_TRUE(gguf.ok()) << gguf.status();
+    auto st = io::SafetensorsModel::Open(out + ".safetensors");
+    ASSERT_TRUE(st.ok()) << st.status();
+    size_t expected_tensors = 0;
+    for (const auto& t : ModelTensors()) {
+      if (t.layer >= 0 && !b->keep[t.layer]) continue;
+      ++expected_tensors;
+      std::string name = Renamed(t, *b);
+      auto maps = RefMaps(t, t.layer < 0 ? nullptr : b);
+      std::vector<float> want;
+      bool quantized = q8 && t.name.find("_exps") != std::string::npos;
+      if (t.layer < 0) {
+        want = Values(t.name, Count(t.shape));
+      } else if (!quantized) {
+        want = Gather(Values(t.name, Count(t.shape)), t.shape, maps);
+      } else {
+        // Decode-then-cut of the parent: the parent is already permuted, so
+        // the cut is the plain prefix.
+        std::vector<std::vector<uint64_t>> prefix;
+        for (const auto& m : maps) {
+          std::vector<uint64_t> p(m.size());
+          std::iota(p.begin(), p.end(), 0);
+          prefix.push_back(p);
+        }
+        want = Gather(DecodeF32(**parent, t.name), t.shape, prefix);
+      }
+      auto got = DecodeF32(**sliced, name);
+      EXPECT_EQ(got, want) << name;
+      auto ti = (*sliced)->FindTensor(name);
+      ASSERT_TRUE(ti.has_value());
+      std::vector<uint64_t> shape;
+      for (const auto& m : maps) shape.push_back(m.size());
+      EXPECT_EQ((*sliced)->tensors()[*ti].shape, shape) << name;
+      EXPECT_EQ((*sliced)->tensors()[*ti].codec_id, quantized ? "q8_0" : "f32") << name;
+      // GGUF: the same stored bytes (q8_0 blocks copied, not re-quantized).
+      auto gi = (*gguf)->FindTensor(name);
+      ASSERT_TRUE(gi.has_value()) << name;
+      auto gbytes = (*gguf)->TensorBytes(*gi);
+      auto stored = (*sliced)->StoredStream(*ti, 0);
+      ASSERT_TRUE(stored.ok());
+      EXPECT_TRUE(std::equal(gbytes.begin(), gbytes.end(), stored->begin(), stored->end())) << name;
+      EXPECT_EQ((*gguf)->tensors()[*gi].type->name, quantized ? "Q8_0" : "F32") << name;
+      // safetensors: the decoded f32 elements.
+      size_t si = 0;
+      while (si < (*st)->tensors().size() && (*st)->tensors()[si].name != name) ++si;
+      ASSERT_LT(si, (*st)->tensors().size()) << name;
+      auto sb = (*st)->TensorBytes(si);
+      ASSERT_EQ(sb.size(), want.size() * 4) << name;
+      EXPECT_EQ(std::memcmp(sb.data(), got.data(), sb.size()), 0) << name;
+    }
+    EXPECT_EQ((*sliced)->tensors().size(), expected_tensors);
+    EXPECT_EQ((*gguf)->tensors().size(), expected_tensors);
+
+    // Per-layer metadata rewritten for the kept layers.
+    const Metadata& md = (*gguf)->metadata();
+    uint64_t kept = std::accumulate(b->keep.begin(), b->keep.end(), 0);
+    ASSERT_NE(Find(md, "testmoe.block_count"), nullptr);
+    EXPECT_EQ(Find(md, "testmoe.block_count")->u, kept);
+    std::vector<uint64_t> ffn, heads, experts, topk;
+    for (int l = 0; l < 3; ++l) {
+      if (!b->keep[l]) continue;
+      ffn.push_back(b->per_layer.at("moe_ffn")[l]);
+      heads.push_back(b->per_layer.at("heads")[l]);
+      experts.push_back(b->per_layer.at("experts")[l]);
+      topk.push_back(b->per_layer.at("top_k")[l]);
+    }
+    auto ints = [](const MetaValue* v) {
+      std::vector<uint64_t> r;
+      if (v == nullptr) return r;
+      if (v->type != ValueType::kArray) return std::vector<uint64_t>{IsSignedInt(v->type) ? static_cast<uint64_t>(v->i) : v->u};
+      for (const auto& e : v->elements) r.push_back(IsSignedInt(e.type) ? static_cast<uint64_t>(e.i) : e.u);
+      return r;
+    };
+    const MetaValue* ffn_md = Find(md, "testmoe.expert_feed_forward_length");
+    ASSERT_NE(ffn_md, nullptr);
+    EXPECT_EQ(ffn_md->type, ValueType::kArray);
+    EXPECT_EQ(ffn_md->element_type, ValueType::kInt32);
+    EXPECT_EQ(ints(ffn_md), ffn);
+    EXPECT_EQ(ints(Find(md, "testmoe.attention.head_count")), heads);
+    // Scalars stay scalars where every kept layer agrees, else per-layer arrays.
+    auto expect_scalar_or_array = [&](const std::string& key, const std::vector<uint64_t>& v) {
+      const MetaValue* m = Find(md, key);
+      ASSERT_NE(m, nullptr) << key;
+      bool uniform = std::all_of(v.begin(), v.end(), [&](uint64_t x) { return x == v[0]; });
+      EXPECT_EQ(m->type == ValueType::kArray, !uniform) << key;
+      EXPECT_EQ(uniform ? std::vector<uint64_t>{v[0]} : v, ints(m)) << key;
+    };
+    expect_scalar_or_array("testmoe.expert_count", experts);
+    expect_scalar_or_array("testmoe.expert_used_count", topk);
+    // The .bolt keeps the same metadata.
+    EXPECT_EQ(ints(Find((*sliced)->metadata(), "testmoe.expert_feed_forward_length")), ffn);
+  }
+
+  // "small" is nested in "big": slicing big keeps small (re-expressed), and
+  // small cut from the big slice equals small cut from the parent.
+  auto big = Reader::Open(dir + "/big.bolt");
+  ASSERT_TRUE(big.ok());
+  ASSERT_NE((*big)->elastic(), nullptr);
+  ASSERT_EQ((*big)->elastic()->budgets.size(), 1u);
+  EXPECT_EQ((*big)->elastic()->budgets[0].name, "small");
+  auto again = RunCli({"slice", dir + "/big.bolt", "--budget", "small", "-o", dir + "/small2.gguf"});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  auto a = io::GgufModel::Open(dir + "/small.gguf");
+  auto b2 = io::GgufModel::Open(dir + "/small2.gguf");
+  ASSERT_TRUE(a.ok() && b2.ok());
+  ASSERT_EQ((*a)->tensors().size(), (*b2)->tensors().size());
+  for (size_t i = 0; i < (*a)->tensors().size(); ++i) {
+    EXPECT_EQ((*a)->tensors()[i].name, (*b2)->tensors()[i].name);
+    auto x = (*a)->TensorBytes(i);
+    auto y = (*b2)->TensorBytes(i);
+    EXPECT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << (*a)->tensors()[i].name;
+  }
+  // Equal metadata, except that expert_count became a per-layer array in the
+  // "big" slice ([3, 4, 4]) and so stays one ([2, 2]) where the parent's
+  // scalar collapses to 2.
+  ASSERT_EQ((*a)->metadata().size(), (*b2)->metadata().size());
+  for (size_t i = 0; i < (*a)->metadata().size(); ++i) {
+    const auto& [ka, va] = (*a)->metadata()[i];
+    const auto& [kb, vb] = (*b2)->metadata()[i];
+    EXPECT_EQ(ka, kb);
+    if (ka == "testmoe.expert_count") {
+      EXPECT_EQ(va.u, 2u);
+      ASSERT_EQ(vb.elements.size(), 2u);
+      EXPECT_EQ(vb.elements[0].u, 2u);
+      EXPECT_EQ(vb.elements[1].u, 2u);
+    } else {
+      EXPECT_TRUE(va == vb) << ka;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(F32AndQ8, ElasticMoe, ::testing::Values(false, true),
+                         [](const auto& p) { return p.param ? "q8_0" : "f32"; });
+
+TEST(ElasticCli, ListBudgetsAndAdHocKeep) {
+  std::string dir = MakeTempDir();
+  WriteModel(dir + "/m.gguf");
+  WriteText(dir + "/e.json", ElasticJson());
+  ASSERT_EQ(RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json", "--codec",
+                    "*_exps.weight=q8_0"}).exit_code, 0);
+  auto l = RunCli({"slice", dir + "/e.bolt", "--list-budgets"});
+  ASSERT_EQ(l.exit_code, 0) << l.output;
+  EXPECT_NE(l.output.find("small: layers 2/3"), std::string::npos) << l.output;
+  EXPECT_NE(l.output.find("nested in big"), std::string::npos) << l.output;
+  // Half the MoE width: 64 -> 32, 96 -> 32 (rounded down to granularity 32).
+  auto k = RunCli({"slice", dir + "/e.bolt", "--keep", "moe_ffn=0.5", "-o", dir + "/half.bolt"});
+  ASSERT_EQ(k.exit_code, 0) << k.output;
+  auto r = Reader::Open(dir + "/half.bolt");
+  ASSERT_TRUE(r.ok());
+  auto t = (*r)->FindTensor("blk.1.ffn_up_exps.weight");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ((*r)->tensors()[*t].shape, (std::vector<uint64_t>{6, 32, kD}));
+  // 0.3 x 64 = 19 rounds down to 0 granules of 32, so one granule is kept.
+  auto coarse = RunCli({"slice", dir + "/e.bolt", "--keep", "moe_ffn=0.3", "-o", dir + "/coarse.bolt"});
+  EXPECT_EQ(coarse.exit_code, 0) << coarse.output;
+  // More units than a layer has: refused, naming the axis.
+  auto odd = RunCli({"slice", dir + "/e.bolt", "--keep", "heads=3", "-o", dir + "/odd.bolt"});
+  EXPECT_NE(odd.exit_code, 0);
+  EXPECT_NE(odd.output.find("heads"), std::string::npos) << odd.output;
+  auto unknown = RunCli({"slice", dir + "/e.bolt", "--keep", "ffn=0.5", "-o", dir + "/u.bolt"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("no axis \"ffn\""), std::string::npos) << unknown.output;
+  auto nob = RunCli({"slice", dir + "/e.bolt", "--budget", "nope", "-o", dir + "/n.bolt"});
+  EXPECT_EQ(nob.exit_code, 1);
+  EXPECT_NE(nob.output.find("budgets: big, small"), std::string::npos) << nob.output;
+}
+
+}  // namespace
+}  // namespace boltpack
+
+namespace boltpack {
+namespace {
+
+// Budget views: the strided regions over the mapping hold exactly the bytes
+// `slice` writes, and a cut of the outermost dimension alone is contiguous.
+TEST(ElasticViews, RegionsAreTheSlicedBytes) {
+  std::string dir = MakeTempDir();
+  WriteModel(dir + "/m.gguf");
+  WriteText(dir + "/e.json", ElasticJson());
+  ASSERT_EQ(RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json", "--codec",
+                    "*_exps.weight=q8_0"}).exit_code, 0);
+  ASSERT_EQ(RunCli({"slice", dir + "/e.bolt", "--budget", "small", "-o", dir + "/s.bolt"}).exit_code, 0);
+  auto parent = Reader::Open(dir + "/e.bolt");
+  auto sliced = Reader::Open(dir + "/s.bolt");
+  ASSERT_TRUE(parent.ok() && sliced.ok());
+  auto views = BudgetViews(**parent, "small");
+  ASSERT_TRUE(views.ok()) << views.status();
+  EXPECT_EQ(views->size(), (*sliced)->tensors().size());
+  for (const auto& v : *views) {
+    auto t = (*sliced)->FindTensor(v.name);
+    ASSERT_TRUE(t.has_value()) << v.name;
+    EXPECT_EQ((*sliced)->tensors()[*t].shape, v.shape) << v.name;
+    ASSERT_EQ(v.streams.size(), 1u);
+    std::vector<uint8_t> bytes(v.streams[0].total_bytes());
+    ASSERT_TRUE(v.streams[0].CopyTo(absl::MakeSpan(bytes)).ok());
+    auto want = (*sliced)->StoredStream(*t, 0);
+    ASSERT_TRUE(want.ok());
+    EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), want->begin(), want->end())) << v.name;
+    // Router [E, D] keeps a prefix of experts: one contiguous range.
+    if (v.name.find("ffn_gate_inp") != std::string::npos) {
+      EXPECT_TRUE(v.streams[0].contiguous()) << v.name;
+    }
+    if (v.name.find("ffn_down_exps") != std::string::npos) {
+      // [E, D, F] cut on E and F: E x D runs of F' q8_0 blocks.
+      EXPECT_FALSE(v.streams[0].contiguous());
+      EXPECT_EQ(v.streams[0].counts.size(), 2u);
+      EXPECT_EQ(v.streams[0].run_bytes, 32u / 32 * 34);
+    }
+  }
+  EXPECT_FALSE(BudgetViews(**parent, "nope").ok());
+}
+
+}  // namespace
+}  // namespace boltpack
+
+namespace boltpack {
+namespace {
+
+// zstd-compressed parents are decompressed and cut the same way.
+TEST(ElasticCli, ZstdParentSlicesLikeAPlainOne) {
+  std::string dir = MakeTempDir();
+  WriteModel(dir + "/m.gguf");
+  WriteText(dir + "/e.json", ElasticJson());
+  for (std::string z : {"0", "5"}) {
+    auto c = RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e" + z + ".bolt", "--elastic", dir + "/e.json",
+                     "--zstd", z, "--codec", "*_exps.weight=q8_0"});
+    ASSERT_EQ(c.exit_code, 0) << c.output;
+    auto s = RunCli({"slice", dir + "/e" + z + ".bolt", "--budget", "small", "-o", dir + "/s" + z + ".gguf"});
+    ASSERT_EQ(s.exit_code, 0) << s.output;
+  }
+  auto r = Reader::Open(dir + "/e5.bolt");
+  ASSERT_TRUE(r.ok());
+  const auto& f = (*r)->required_features();
+  EXPECT_NE(std::find(f.begin(), f.end(), "zstd"), f.end()) << "nothing was compressed; the test proves nothing";
+  EXPECT_EQ(testing::ReadFileBytes(dir + "/s0.gguf"), testing::ReadFileBytes(dir + "/s5.gguf"));
+}
+
+}  // namespace
+}  // namespace boltpack

@@ -1,0 +1,392 @@
+// bolt-pack verify --target llama.cpp: the metadata keys, value types and
+// tensor shapes llama.cpp's loader needs, on .gguf and .bolt files.
+#include <filesystem>
+#include <functional>
+
+#include "gtest/gtest.h"
+#include "io/gguf.h"
+#include "io/json.h"
+#include "tests/test_util.h"
+
+namespace boltpack {
+namespace {
+
+using testing::MakeTempDir;
+using testing::RunCli;
+using testing::SharedDir;
+using testing::SourceDir;
+
+constexpr int kF32 = 0;
+
+// A small but complete llama model: 2 layers, n_embd 32, 4 heads (2 KV),
+// head size 8, FFN 64, 16 tokens. Shapes are GGUF ne (innermost first).
+struct Model {
+  Metadata kv;
+  std::vector<io::GgufTensorDecl> tensors;
+
+  MetaValue* Find(std::string_view key) {
+    for (auto& [k, v] : kv) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  }
+  void Erase(std::string_view key) {
+    std::erase_if(kv, [&](const auto& e) { return e.first == key; });
+  }
+  io::GgufTensorDecl* Tensor(std::string_view name) {
+    for (auto& t : tensors) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  }
+};
+
+Model TinyLlama() {
+  Model m;
+  auto u32 = [](uint64_t v) { return MetaValue::Uint(ValueType::kUint32, v); };
+  std::vector<MetaValue> tokens, scores, types;
+  for (int i = 0; i < 16; ++i) {
+    tokens.push_back(MetaValue::String("t" + std::to_string(i)));
+    scores.push_back(MetaValue::Float32(-static_cast<float>(i)));
+    types.push_back(MetaValue::Int(ValueType::kInt32, 1));
+  }
+  m.kv = {{"general.architecture", MetaValue::String("llama")},
+          {"general.name", MetaValue::String("tiny")},
+          {"llama.context_length", u32(128)},
+          {"llama.embedding_length", u32(32)},
+          {"llama.block_count", u32(2)},
+          {"llama.feed_forward_length", u32(64)},
+          {"llama.attention.head_count", u32(4)},
+          {"llama.attention.head_count_kv", u32(2)},
+          {"llama.rope.freq_base", MetaValue::Float32(500000.0f)},
+          {"llama.attention.layer_norm_rms_epsilon", MetaValue::Float32(1e-5f)},
+          {"llama.rope.dimension_count", u32(8)},
+          {"tokenizer.ggml.model", MetaValue::String("llama")},
+          {"tokenizer.ggml.tokens", MetaValue::Array(ValueType::kString, tokens)},
+          {"tokenizer.ggml.scores", MetaValue::Array(ValueType::kFloat32, scores)},
+          {"tokenizer.ggml.token_type", MetaValue::Array(ValueType::kInt32, types)},
+          {"tokenizer.ggml.bos_token_id", u32(1)},
+          {"tokenizer.ggml.eos_token_id", u32(2)}};
+  m.tensors.push_back({"token_embd.weight", {32, 16}, kF32});
+  m.tensors.push_back({"output_norm.weight", {32}, kF32});
+  for (int i = 0; i < 2; ++i) {
+    std::string b = "blk." + std::to_string(i) + ".";
+    m.tensors.push_back({b + "attn_norm.weight", {32}, kF32});
+    m.tensors.push_back({b + "attn_q.weight", {32, 32}, kF32});
+    m.tensors.push_back({b + "attn_k.weight", {32, 16}, kF32});
+    m.tensors.push_back({b + "attn_v.weight", {32, 16}, kF32});
+    m.tensors.push_back({b + "attn_output.weight", {32, 32}, kF32});
+    m.tensors.push_back({b + "ffn_norm.weight", {32}, kF32});
+    m.tensors.push_back({b + "ffn_gate.weight", {32, 64}, kF32});
+    m.tensors.push_back({b + "ffn_up.weight", {32, 64}, kF32});
+    m.tensors.push_back({b + "ffn_down.weight", {64, 32}, kF32});
+  }
+  return m;
+}
+
+// Writes `m` with the library's GGUF writer (tensor data zero).
+std::string Write(const Model& m, const std::string& path) {
+  auto w = io::GgufWriter::Create(path, m.kv, m.tensors);
+  EXPECT_TRUE(w.ok()) << w.status();
+  if (!w.ok()) return path;
+  for (const auto& t : m.tensors) {
+    auto n = io::GgmlTensorBytes(*io::GgmlTypeById(t.type), t.ne);
+    std::vector<uint8_t> bytes(*n, 0);
+    EXPECT_TRUE((*w)->WriteNext(bytes).ok());
+  }
+  EXPECT_TRUE((*w)->Finish().ok());
+  return path;
+}
+
+testing::CommandResult Check(const std::string& file, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"verify", "--target", "llama.cpp", file};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return RunCli(args);
+}
+
+// The folder with the three TinyStories-656K GGUF files (llama.cpp
+// conversions): testdata/ ships them; ../shared/corpus has them too.
+std::string TinyStoriesGgufDir() {
+  for (std::string dir : {SourceDir() + "/testdata/tinystories-656k/",
+                          SharedDir().empty() ? std::string() : SharedDir() + "/corpus/gguf/tinystories-656k/"}) {
+    if (!dir.empty() && std::filesystem::exists(dir + "TinyStories-656K.f16.gguf")) return dir;
+  }
+  return "";
+}
+
+bool Has(const testing::CommandResult& r, std::string_view text) { return r.output.find(text) != std::string::npos; }
+
+TEST(LlamaCheck, CompleteModelPasses) {
+  std::string f = Write(TinyLlama(), MakeTempDir() + "/tiny.gguf");
+  auto r = Check(f);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Has(r, "OK for llama.cpp (architecture \"llama\", 20 tensors; 0 errors, 0 warnings)")) << r.output;
+}
+
+TEST(LlamaCheck, MissingRopeFreqBaseIsReportedNotSilent) {
+  Model m = TinyLlama();
+  m.Erase("llama.rope.freq_base");
+  std::string f = Write(m, MakeTempDir() + "/norope.gguf");
+  auto r = Check(f);
+  // llama.cpp loads it (with 10000), so it is a warning, named and explained.
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Has(r, "warning: key \"llama.rope.freq_base\": missing: llama.cpp silently uses 10000")) << r.output;
+  EXPECT_TRUE(Has(r, "1 warning")) << r.output;
+  auto strict = Check(f, {"--strict"});
+  EXPECT_EQ(strict.exit_code, 1) << strict.output;
+  EXPECT_TRUE(Has(strict, "FAILED for llama.cpp")) << strict.output;
+}
+
+TEST(LlamaCheck, WrongValueTypesAreErrors) {
+  struct Case {
+    std::string key;
+    MetaValue value;
+    std::string expect;
+  };
+  std::vector<Case> cases = {
+      {"llama.embedding_length", MetaValue::Uint(ValueType::kUint64, 32),
+       "error: key \"llama.embedding_length\": has type"},
+      {"llama.rope.freq_base", MetaValue::Float64(10000.0), "error: key \"llama.rope.freq_base\": has type"},
+      {"llama.block_count", MetaValue::Int(ValueType::kInt32, 2), "error: key \"llama.block_count\": has type"},
+      {"tokenizer.ggml.scores", MetaValue::Array(ValueType::kInt32, std::vector<MetaValue>(16, MetaValue::Int(ValueType::kInt32, 0))),
+       "error: key \"tokenizer.ggml.scores\": must be an array of"},
+      {"tokenizer.ggml.bos_token_id", MetaValue::Int(ValueType::kInt32, 1),
+       "error: key \"tokenizer.ggml.bos_token_id\": has type"},
+  };
+  std::string dir = MakeTempDir();
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.key);
+    Model m = TinyLlama();
+    *m.Find(c.key) = c.value;
+    auto r = Check(Write(m, dir + "/t.gguf"));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(Has(r, c.expect)) << r.output;
+  }
+}
+
+TEST(LlamaCheck, MissingRequiredKeysAreErrors) {
+  std::string dir = MakeTempDir();
+  for (const char* key : {"llama.context_length", "llama.embedding_length", "llama.block_count",
+                          "llama.attention.layer_norm_rms_epsilon", "tokenizer.ggml.model", "tokenizer.ggml.tokens",
+                          "general.architecture"}) {
+    SCOPED_TRACE(key);
+    Model m = TinyLlama();
+    m.Erase(key);
+    auto r = Check(Write(m, dir + "/t.gguf"));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(Has(r, std::string("error: key \"") + key + "\": missing")) << r.output;
+  }
+}
+
+TEST(LlamaCheck, ShapeMismatchesNameTheTensorAndBothOrders) {
+  Model m = TinyLlama();
+  m.Tensor("blk.1.attn_k.weight")->ne = {32, 32};  // needs n_embd_head_k*n_head_kv = 16
+  auto r = Check(Write(m, MakeTempDir() + "/t.gguf"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Has(r, "error: tensor \"blk.1.attn_k.weight\": shape [32, 32] (GGUF ne [32, 32]) but llama.cpp expects "
+                     "ne [n_embd=32, n_embd_head_k*n_head_kv=16], i.e. shape [n_embd_head_k*n_head_kv=16, n_embd=32]"))
+      << r.output;
+
+  // token_embd must be [n_vocab, n_embd] (outermost first): transposed is wrong.
+  Model t = TinyLlama();
+  t.Tensor("token_embd.weight")->ne = {16, 32};
+  auto e = Check(Write(t, MakeTempDir() + "/t.gguf"));
+  EXPECT_EQ(e.exit_code, 1) << e.output;
+  EXPECT_TRUE(Has(e, "error: tensor \"token_embd.weight\": shape [32, 16] (GGUF ne [16, 32])")) << e.output;
+
+  // Trailing 1s are what ggml's check_tensor_dims accepts.
+  Model ok = TinyLlama();
+  ok.Tensor("output_norm.weight")->ne = {32, 1};
+  auto o = Check(Write(ok, MakeTempDir() + "/t.gguf"));
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+}
+
+TEST(LlamaCheck, BlockCountAgainstTensors) {
+  Model more = TinyLlama();
+  more.Find("llama.block_count")->u = 3;
+  auto r = Check(Write(more, MakeTempDir() + "/t.gguf"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Has(r, "key \"llama.block_count\": is 3 but 1 of those blocks have no tensors (first: blk.2")) << r.output;
+  EXPECT_TRUE(Has(r, "tensor \"blk.2.attn_q.weight\": missing")) << r.output;
+
+  Model fewer = TinyLlama();
+  fewer.Find("llama.block_count")->u = 1;
+  auto f = Check(Write(fewer, MakeTempDir() + "/t.gguf"));
+  EXPECT_EQ(f.exit_code, 1) << f.output;
+  EXPECT_TRUE(Has(f, "tensor \"blk.1.attn_norm.weight\": is in block 1 but llama.block_count is 1")) << f.output;
+}
+
+TEST(LlamaCheck, PerLayerArraysAndTokenArrays) {
+  Model m = TinyLlama();
+  // feed_forward_length per layer: right length passes, wrong length fails.
+  *m.Find("llama.feed_forward_length") =
+      MetaValue::Array(ValueType::kInt32, {MetaValue::Int(ValueType::kInt32, 64), MetaValue::Int(ValueType::kInt32, 64)});
+  auto ok = Check(Write(m, MakeTempDir() + "/t.gguf"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  m.Find("llama.feed_forward_length")->elements.pop_back();
+  auto bad = Check(Write(m, MakeTempDir() + "/t.gguf"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(Has(bad, "key \"llama.feed_forward_length\": is an array of 1 elements but block_count is 2")) << bad.output;
+
+  Model s = TinyLlama();
+  s.Find("tokenizer.ggml.scores")->elements.pop_back();
+  auto r = Check(Write(s, MakeTempDir() + "/t.gguf"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Has(r, "key \"tokenizer.ggml.scores\": has 15 elements but tokenizer.ggml.tokens has 16")) << r.output;
+}
+
+TEST(LlamaCheck, UnexpectedTensorForLlamaIsAnError) {
+  Model m = TinyLlama();
+  m.tensors.push_back({"blk.0.mystery.weight", {32}, kF32});
+  auto r = Check(Write(m, MakeTempDir() + "/t.gguf"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Has(r, "tensor \"blk.0.mystery.weight\": is not a tensor llama.cpp's \"llama\" architecture creates"))
+      << r.output;
+}
+
+TEST(LlamaCheck, JsonReport) {
+  Model m = TinyLlama();
+  m.Erase("llama.rope.freq_base");
+  m.Tensor("blk.0.ffn_down.weight")->ne = {32, 64};
+  auto r = Check(Write(m, MakeTempDir() + "/t.gguf"), {"--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  auto json = io::ParseJson(r.output);
+  ASSERT_TRUE(json.ok()) << json.status() << r.output;
+  EXPECT_EQ(json->Find("architecture")->string_value(), "llama");
+  EXPECT_FALSE(json->Find("ok")->bool_value());
+  EXPECT_EQ(json->Find("errors")->uint64_value(), 1u);
+  EXPECT_EQ(json->Find("warnings")->uint64_value(), 1u);
+  const auto& problems = json->Find("problems")->array();
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].Find("severity")->string_value(), "warning");
+  EXPECT_EQ(problems[0].Find("key")->string_value(), "llama.rope.freq_base");
+  EXPECT_EQ(problems[1].Find("severity")->string_value(), "error");
+  EXPECT_EQ(problems[1].Find("tensor")->string_value(), "blk.0.ffn_down.weight");
+}
+
+TEST(LlamaCheck, BoltConvertedFromGgufIsCheckedByItsTypedMetadata) {
+  std::string dir = MakeTempDir();
+  std::string good = Write(TinyLlama(), dir + "/good.gguf");
+  ASSERT_EQ(RunCli({"convert", good, "-o", dir + "/good.bolt"}).exit_code, 0);
+  auto r = Check(dir + "/good.bolt");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  Model m = TinyLlama();
+  *m.Find("llama.context_length") = MetaValue::Uint(ValueType::kUint16, 128);
+  m.Tensor("blk.0.ffn_up.weight")->ne = {32, 48};
+  std::string bad = Write(m, dir + "/bad.gguf");
+  ASSERT_EQ(RunCli({"convert", bad, "-o", dir + "/bad.bolt"}).exit_code, 0);
+  auto b = Check(dir + "/bad.bolt");
+  EXPECT_EQ(b.exit_code, 1) << b.output;
+  EXPECT_TRUE(Has(b, "key \"llama.context_length\": has type")) << b.output;
+  EXPECT_TRUE(Has(b, "tensor \"blk.0.ffn_up.weight\": shape [48, 32]")) << b.output;
+
+  // A tensor whose codec GGUF lacks cannot reach llama.cpp.
+  ASSERT_EQ(RunCli({"convert", good, "-o", dir + "/mx.bolt", "--codec", "blk.0.attn_q.weight=bf16-mx:from_f32=true"})
+                .exit_code,
+            0);
+  auto i = Check(dir + "/mx.bolt");
+  EXPECT_EQ(i.exit_code, 1) << i.output;
+  EXPECT_TRUE(Has(i, "tensor \"blk.0.attn_q.weight\": codec \"bf16-mx\"")) << i.output;
+}
+
+TEST(LlamaCheck, AnyKeyOfAnyTypeIsReportedNeverACrash) {
+  std::vector<MetaValue> odd = {
+      MetaValue::Uint(ValueType::kUint8, 255),
+      MetaValue::Int(ValueType::kInt64, -1),
+      MetaValue::Float64(-0.0),
+      MetaValue::Bool(true),
+      MetaValue::String(""),
+      MetaValue::Array(ValueType::kString, {}),
+      MetaValue::Array(ValueType::kInt32, {MetaValue::Int(ValueType::kInt32, -7)}),
+      MetaValue::Array(ValueType::kUint32, std::vector<MetaValue>(2, MetaValue::Uint(ValueType::kUint32, 0))),
+  };
+  std::string dir = MakeTempDir();
+  Model base = TinyLlama();
+  for (size_t k = 0; k < base.kv.size(); ++k) {
+    for (size_t v = 0; v < odd.size(); ++v) {
+      SCOPED_TRACE(base.kv[k].first + " #" + std::to_string(v));
+      Model m = base;
+      m.kv[k].second = odd[v];
+      auto r = Check(Write(m, dir + "/t.gguf"));
+      EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.exit_code << r.output;
+      EXPECT_TRUE(Has(r, "for llama.cpp (architecture")) << r.output;
+    }
+  }
+}
+
+TEST(LlamaCheck, UsageErrors) {
+  std::string f = Write(TinyLlama(), MakeTempDir() + "/t.gguf");
+  EXPECT_EQ(RunCli({"verify", "--target", "vllm", f}).exit_code, 2);
+  EXPECT_EQ(RunCli({"verify", "--json", f}).exit_code, 2);
+  EXPECT_EQ(Check(SourceDir() + "/testdata/tinystories-656k/model.safetensors").exit_code, 2);
+}
+
+TEST(LlamaCheck, RealTinyStoriesGgufPassesAndBreaksAsExpected) {
+  std::string dir = TinyStoriesGgufDir();
+  if (dir.empty()) GTEST_SKIP() << "no TinyStories GGUF (testdata/tinystories-656k or ../shared)";
+  for (const char* name : {"TinyStories-656K-Q8_0.from-llama.cpp.zig.gguf", "TinyStories-656K.f16.gguf",
+                           "tinystories-656k-q8_0.from-infer-zero.gguf"}) {
+    auto r = Check(dir + name);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(Has(r, "0 errors, 0 warnings")) << r.output;
+  }
+  // The same file without rope.freq_base, rewritten by the library.
+  auto src = io::GgufModel::Open(dir + "TinyStories-656K.f16.gguf");
+  ASSERT_TRUE(src.ok()) << src.status();
+  Metadata kv = (*src)->metadata();
+  std::erase_if(kv, [](const auto& e) { return e.first == "llama.rope.freq_base"; });
+  std::vector<io::GgufTensorDecl> decls;
+  for (const auto& t : (*src)->tensors()) decls.push_back({t.name, t.ne, t.type->id});
+  std::string out = MakeTempDir() + "/norope.gguf";
+  auto w = io::GgufWriter::Create(out, kv, decls);
+  ASSERT_TRUE(w.ok()) << w.status();
+  for (size_t i = 0; i < decls.size(); ++i) ASSERT_TRUE((*w)->WriteNext((*src)->TensorBytes(i)).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  auto r = Check(out);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Has(r, "key \"llama.rope.freq_base\": missing: llama.cpp silently uses 10000")) << r.output;
+}
+
+TEST(LlamaCheck, CorpusVocabFilesHaveNoErrorsAndUnknownArchsFallBack) {
+  if (SharedDir().empty()) GTEST_SKIP() << "../shared not present";
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(SharedDir() + "/corpus/gguf/vocab")) {
+    if (e.path().extension() != ".gguf") continue;
+    SCOPED_TRACE(e.path().string());
+    auto r = Check(e.path().string());
+    EXPECT_EQ(r.exit_code, 0) << r.output;  // vocab-only: warnings at most
+    EXPECT_TRUE(Has(r, "the file has no tensors")) << r.output;
+    ++n;
+  }
+  EXPECT_GE(n, 10);
+  // superpoint is not a language model: the generic checks catch it.
+  auto s = Check(SharedDir() + "/corpus/gguf/superpoint.gguf");
+  EXPECT_EQ(s.exit_code, 1);
+  EXPECT_TRUE(Has(s, "architecture \"superpoint\" has no specific rules here")) << s.output;
+  EXPECT_TRUE(Has(s, "key \"superpoint.block_count\": missing")) << s.output;
+}
+
+TEST(LlamaCheck, QuantizedOneDimensionalTensorIsAnError) {
+  // bolt-pack's own conversion keeps norms in float, so write the bad file
+  // directly: a Q8_0 norm weight (32 elements, one block).
+  Model m = TinyLlama();
+  m.Tensor("blk.1.ffn_norm.weight")->type = 8;  // GGML_TYPE_Q8_0
+  std::string f = Write(m, MakeTempDir() + "/qnorm.gguf");
+  auto r = Check(f);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Has(r, "tensor \"blk.1.ffn_norm.weight\": is a quantized 1-D tensor")) << r.output;
+}
+
+TEST(LlamaCheck, ConvertKeepsOneDimensionalTensorsInFloatForQuantizingCodecs) {
+  std::string dir = MakeTempDir();
+  std::string good = Write(TinyLlama(), dir + "/good.gguf");
+  auto c = RunCli({"convert", good, "-o", dir + "/q8.gguf", "--codec", "*=q8_0"});
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_TRUE(Has(c, "blk.0.attn_norm.weight: q8_0 -> kept as F32 (a 1-D tensor stays in float")) << c.output;
+  auto r = Check(dir + "/q8.gguf");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+}  // namespace
+}  // namespace boltpack

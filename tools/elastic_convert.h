@@ -1,0 +1,34 @@
+// `convert --elastic FILE`: reads the authoring JSON (io/elastic_json.h),
+// checks it against the inputs and the codec each tensor will get (block
+// alignment of every budget), and stores tensors in importance order.
+#ifndef BOLTPACK_TOOLS_ELASTIC_CONVERT_H_
+#define BOLTPACK_TOOLS_ELASTIC_CONVERT_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "boltpack/writer.h"
+#include "format/elastic_cut.h"
+#include "io/elastic_json.h"
+#include "tools/codec_rules.h"
+#include "tools/inputs.h"
+
+namespace boltpack::tools {
+
+// `plan[i]` is the rule of input tensor i (nullopt: its source form).
+absl::StatusOr<std::unique_ptr<io::ElasticAuthoring>> LoadElastic(const std::string& path, const Inputs& in,
+                                                                   const std::vector<std::optional<CodecRule>>& plan);
+
+// True when any dimension moves.
+bool Moves(const format::ElementMaps& maps);
+
+// Adds input tensor `t` (a .bolt tensor or GGUF blocks kept in their stored
+// form) permuted by `maps`, by moving stored cells (no re-quantization).
+absl::Status AddPermutedStored(Writer& writer, const InputTensor& t, const format::ElementMaps& maps);
+
+}  // namespace boltpack::tools
+
+#endif  // BOLTPACK_TOOLS_ELASTIC_CONVERT_H_

@@ -1,0 +1,92 @@
+#include "tools/gguf_nvfp4.h"
+
+#include <utility>
+#include <vector>
+
+#include "boltpack/writer.h"
+#include "codecs/encoded_record.h"
+#include "common/status_macros.h"
+#include "common/str_cat.h"
+
+namespace boltpack::tools {
+namespace {
+
+// The value of a "tensor_scale" parameter when it is a number.
+bool NumericScale(const CodecParams& params, double* value) {
+  for (const auto& [key, v] : params) {
+    if (key != kNvfp4TensorScaleParam) continue;
+    switch (v.type) {
+      case ValueType::kFloat32: *value = v.f32; return true;
+      case ValueType::kFloat64: *value = v.f64; return true;
+      default:
+        if (IsUnsignedInt(v.type)) {
+          *value = static_cast<double>(v.u);
+          return true;
+        }
+        if (IsSignedInt(v.type)) {
+          *value = static_cast<double>(v.i);
+          return true;
+        }
+        return false;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsTwoLevelNvfp4(const InputTensor& t, const CodecRule* rule) {
+  if (rule != nullptr) return rule->codec_id == "nvfp4";
+  return t.kind == InputKind::kBolt && t.reader->tensors()[t.index].codec_id == "nvfp4";
+}
+
+std::string Nvfp4ScaleTensorName(std::string_view name) {
+  constexpr std::string_view kWeight = ".weight";
+  if (name.size() > kWeight.size() && name.substr(name.size() - kWeight.size()) == kWeight) {
+    name.remove_suffix(kWeight.size());
+  }
+  return StrCat(name, ".scale");
+}
+
+absl::StatusOr<bool> Nvfp4HasScaleTensor(const InputTensor& t, const CodecRule* rule) {
+  double ts = 0.0;
+  if (rule != nullptr) return !(NumericScale(rule->params, &ts) && ts == 1.0);
+  const TensorInfo& info = t.reader->tensors()[t.index];
+  if (!NumericScale(info.codec_params, &ts)) {
+    return absl::InvalidArgumentError(StrCat(t.file, ": tensor \"", t.name,
+                                             "\": nvfp4 record without a numeric tensor_scale"));
+  }
+  return ts != 1.0;
+}
+
+absl::StatusOr<GgmlNvfp4Tensor> Nvfp4GgufBlocks(const InputTensor& t, const CodecRule* rule, int threads) {
+  if (rule == nullptr) {
+    const TensorInfo& info = t.reader->tensors()[t.index];
+    if (info.streams.size() != 2) {
+      return absl::InvalidArgumentError(StrCat(t.file, ": tensor \"", t.name, "\": nvfp4 record with ",
+                                               info.streams.size(), " streams, expected 2"));
+    }
+    absl::Span<const uint8_t> streams[2];
+    for (size_t k = 0; k < 2; ++k) {
+      if (info.streams[k].compression != Compression::kNone) {
+        return absl::UnimplementedError(StrCat(
+            t.file, ": tensor \"", t.name, "\": nvfp4 stream \"", info.streams[k].role,
+            "\" is zstd-compressed; GGUF export repacks the stored nvfp4 bytes, which needs "
+            "them uncompressed (write the .bolt without --zstd)"));
+      }
+      BP_RETURN_IF_ERROR(t.reader->VerifyStream(t.index, k));
+      BP_ASSIGN_OR_RETURN(streams[k], t.reader->StoredStream(t.index, k));
+    }
+    return Nvfp4ToGgml(info, streams[0], streams[1]);
+  }
+  BP_ASSIGN_OR_RETURN(std::vector<uint8_t> logical, DecodeToLogical(t, threads));
+  TensorSource src{t.name, t.dtype, t.shape, logical};
+  ExecOptions exec;
+  exec.threads = threads;
+  BP_ASSIGN_OR_RETURN(EncodedTensor enc, EncodeTensor("nvfp4", src, rule->params, exec));
+  const TensorInfo info = RecordFor(t.name, t.dtype, t.shape, "nvfp4", enc);
+  if (enc.streams.size() != 2) return absl::InternalError("nvfp4 encoder wrote other than 2 streams");
+  return Nvfp4ToGgml(info, enc.streams[0].bytes, enc.streams[1].bytes);
+}
+
+}  // namespace boltpack::tools

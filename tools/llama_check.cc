@@ -1,0 +1,592 @@
+// llama.cpp loadability rules. Sources (ggml-org/llama.cpp):
+// src/llama-model-loader.cpp (get_key: exact GGUF type, get_key_or_arr:
+// scalar or INT32/UINT32 array of block_count elements, at most 512 layers;
+// check_tensor_dims: ne must match, trailing dims 1; done_getting_tensors:
+// every tensor in the file must be one the architecture creates),
+// src/llama-model.cpp (load_hparams: context_length, embedding_length,
+// block_count required; rope.freq_base optional, defaults to 10000;
+// load_tensors: per-architecture tensor shapes), src/llama-vocab.cpp
+// (tokenizer.ggml.model required; tokens required; scores/token_type read
+// for every token; merges required for BPE).
+#include "tools/llama_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include "common/str_cat.h"
+
+namespace boltpack::tools {
+namespace {
+
+constexpr uint64_t kLlamaMaxLayers = 512;  // LLAMA_MAX_LAYERS
+
+enum class Norm { kRms, kLayer };
+
+// What an architecture's load_hparams requires beyond the common keys.
+struct ArchSpec {
+  std::string_view name;
+  Norm norm;
+  bool rope;           // uses RoPE: rope.freq_base matters
+  bool ffn_up_double;  // phi3: ffn_up holds gate and up ([n_embd, 2*n_ff])
+  bool n_rot_is_head;  // llama, falcon: rope.dimension_count must be n_embd/n_head
+  bool complete;       // the tensor table below is complete for this arch
+  std::vector<std::pair<std::string_view, ValueType>> required;  // "{arch}." + key
+};
+
+const std::vector<ArchSpec>& Archs() {
+  static const auto* archs = new std::vector<ArchSpec>{
+      {"llama", Norm::kRms, true, false, true, true, {}},
+      {"baichuan", Norm::kRms, true, false, false, false, {}},
+      {"falcon", Norm::kLayer, true, false, true, false, {}},
+      {"gpt2", Norm::kLayer, false, false, false, false, {}},
+      {"gptneox", Norm::kLayer, true, false, false, false, {{"use_parallel_residual", ValueType::kBool}}},
+      {"mpt", Norm::kLayer, false, false, false, false, {{"attention.max_alibi_bias", ValueType::kFloat32}}},
+      {"phi3", Norm::kRms, true, true, false, false, {}},
+      {"refact", Norm::kRms, false, false, false, false, {}},
+      {"starcoder", Norm::kLayer, false, false, false, false, {}},
+      {"starcoder2", Norm::kLayer, true, false, false, false, {}},
+      {"bert", Norm::kLayer, false, false, false, false, {}},
+      {"qwen2", Norm::kRms, true, false, false, false, {}},
+      {"qwen3", Norm::kRms, true, false, false, false, {}},
+      {"gemma", Norm::kRms, true, false, false, false, {}},
+      {"gemma2", Norm::kRms, true, false, false, false, {}},
+  };
+  return *archs;
+}
+
+std::string Quoted(std::string_view s) { return StrCat("\"", s, "\""); }
+
+std::string Dims(const std::vector<uint64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += StrCat(i ? ", " : "", d[i]);
+  return s + "]";
+}
+
+// One expected GGUF dimension: a value when the hyperparameters give it.
+struct Dim {
+  std::optional<uint64_t> value;
+  std::string label;
+};
+
+class Checker {
+ public:
+  Checker(const Metadata& kv, const std::vector<LlamaCheckTensor>& tensors) : tensors_(tensors) {
+    for (const auto& [k, v] : kv) {
+      if (k.rfind("gguf.", 0) == 0 || k.rfind("split.", 0) == 0) continue;  // layout, not model keys
+      kv_.emplace(k, &v);
+    }
+  }
+
+  LlamaCheckResult Run() {
+    result_.architecture = "";
+    auto arch = Str("general.architecture", true, "llama.cpp fails with \"unknown model architecture\"");
+    if (arch) result_.architecture = *arch;
+    for (const auto& a : Archs()) {
+      if (arch && a.name == *arch) spec_ = &a;
+    }
+    result_.known_architecture = spec_ != nullptr;
+    if (arch && spec_ == nullptr) {
+      std::string known;
+      for (const auto& a : Archs()) known += StrCat(known.empty() ? "" : ", ", a.name);
+      Warn("general.architecture", "",
+           StrCat("architecture ", Quoted(*arch), " has no specific rules here (known: ", known,
+                  "); only the keys every architecture needs are checked, and llama.cpp refuses the file if it "
+                  "does not know the architecture either"));
+    }
+    Str("general.name", false);
+    U32("general.file_type", false);
+    U32("general.quantization_version", false);
+    if (arch) Hparams(*arch);
+    Vocab();
+    Tensors();
+    return std::move(result_);
+  }
+
+ private:
+  void Add(LlamaProblem::Severity sev, std::string key, std::string tensor, std::string message) {
+    result_.problems.push_back({sev, std::move(key), std::move(tensor), std::move(message)});
+  }
+  void Error(std::string key, std::string tensor, std::string message) {
+    Add(LlamaProblem::Severity::kError, std::move(key), std::move(tensor), std::move(message));
+  }
+  void Warn(std::string key, std::string tensor, std::string message) {
+    Add(LlamaProblem::Severity::kWarning, std::move(key), std::move(tensor), std::move(message));
+  }
+
+  const MetaValue* Get(const std::string& key) const {
+    auto it = kv_.find(key);
+    return it == kv_.end() ? nullptr : it->second;
+  }
+
+  // The value of `key` when present with type `want`; records a problem
+  // when it is missing (and required) or has another type.
+  const MetaValue* Typed(const std::string& key, ValueType want, bool required, std::string_view why = "") {
+    const MetaValue* v = Get(key);
+    if (v == nullptr) {
+      if (required) {
+        Error(key, "", StrCat("missing (", why.empty() ? "llama.cpp fails with \"key not found in model\"" : why, ")"));
+      }
+      return nullptr;
+    }
+    if (v->type != want) {
+      Error(key, "", StrCat("has type ", ValueTypeName(v->type), "; llama.cpp reads it as ", ValueTypeName(want),
+                            " and fails with \"wrong type\""));
+      return nullptr;
+    }
+    return v;
+  }
+  std::optional<uint64_t> U32(const std::string& key, bool required, std::string_view why = "") {
+    const MetaValue* v = Typed(key, ValueType::kUint32, required, why);
+    return v ? std::optional<uint64_t>(v->u) : std::nullopt;
+  }
+  std::optional<float> F32(const std::string& key, bool required) {
+    const MetaValue* v = Typed(key, ValueType::kFloat32, required);
+    return v ? std::optional<float>(v->f32) : std::nullopt;
+  }
+  std::optional<std::string> Str(const std::string& key, bool required, std::string_view why = "") {
+    const MetaValue* v = Typed(key, ValueType::kString, required, why);
+    return v ? std::optional<std::string>(v->s) : std::nullopt;
+  }
+  void Bool(const std::string& key, bool required) { Typed(key, ValueType::kBool, required); }
+
+  // A UINT32 scalar or an INT32/UINT32 array of n_layer elements
+  // (get_key_or_arr). Empty when absent or unusable.
+  std::vector<uint64_t> PerLayer(const std::string& key, std::optional<uint64_t> n_layer, bool required) {
+    const MetaValue* v = Get(key);
+    if (v == nullptr) {
+      if (required) Error(key, "", "missing (llama.cpp then has no value for it)");
+      return {};
+    }
+    uint64_t n = n_layer.value_or(0);
+    if (v->type == ValueType::kArray) {
+      if (v->element_type != ValueType::kInt32 && v->element_type != ValueType::kUint32) {
+        Error(key, "", StrCat("is an array of ", ValueTypeName(v->element_type),
+                              "; llama.cpp takes a UINT32 or an array of INT32/UINT32 (one per layer)"));
+        return {};
+      }
+      if (!n_layer) return {};
+      if (v->elements.size() != n) {
+        Error(key, "", StrCat("is an array of ", v->elements.size(), " elements but block_count is ", n,
+                              " (llama.cpp: \"wrong array length\")"));
+        return {};
+      }
+      std::vector<uint64_t> out;
+      for (const auto& e : v->elements) {
+        if (e.type == ValueType::kInt32 && e.i < 0) {
+          Error(key, "", StrCat("has a negative element ", e.i));
+          return {};
+        }
+        out.push_back(e.type == ValueType::kInt32 ? static_cast<uint64_t>(e.i) : e.u);
+      }
+      return out;
+    }
+    if (v->type != ValueType::kUint32) {
+      Error(key, "", StrCat("has type ", ValueTypeName(v->type),
+                            "; llama.cpp takes a UINT32 or an array of INT32/UINT32 (one per layer)"));
+      return {};
+    }
+    if (!n_layer) return {};
+    return std::vector<uint64_t>(n, v->u);
+  }
+
+  std::string K(std::string_view suffix) const { return StrCat(arch_, ".", suffix); }
+
+  void Hparams(const std::string& arch) {
+    arch_ = arch;
+    n_ctx_ = U32(K("context_length"), true);
+    n_embd_ = U32(K("embedding_length"), true);
+    n_layer_ = U32(K("block_count"), true);
+    if (n_layer_ && *n_layer_ > kLlamaMaxLayers) {
+      Error(K("block_count"), "", StrCat("is ", *n_layer_, "; llama.cpp supports at most ", kLlamaMaxLayers, " layers"));
+      n_layer_.reset();
+    }
+    n_expert_ = U32(K("expert_count"), false);
+    n_expert_used_ = U32(K("expert_used_count"), false);
+    n_ff_exp_ = U32(K("expert_feed_forward_length"), false);
+    uint64_t ne = n_expert_.value_or(0), nu = n_expert_used_.value_or(0);
+    if (nu > ne) {
+      Error(K("expert_used_count"), "", StrCat("is ", nu, " but expert_count is ", ne, " (llama.cpp aborts)"));
+    } else if (ne > 0 && nu == 0) {
+      Error(K("expert_used_count"), "", StrCat("is missing or 0 while expert_count is ", ne, " (llama.cpp aborts)"));
+    }
+    // Attention-free architectures may omit head_count; every one listed has it.
+    n_ff_ = PerLayer(K("feed_forward_length"), n_layer_, spec_ != nullptr);
+    n_head_ = PerLayer(K("attention.head_count"), n_layer_, spec_ != nullptr);
+    if (Get(K("attention.head_count_kv")) != nullptr) {
+      n_head_kv_ = PerLayer(K("attention.head_count_kv"), n_layer_, false);
+    } else {
+      n_head_kv_ = n_head_;  // llama.cpp's default
+    }
+    for (size_t i = 0; i < n_head_.size() && i < n_head_kv_.size(); ++i) {
+      if (n_head_kv_[i] == 0 ? n_head_[i] != 0 : n_head_[i] % n_head_kv_[i] != 0) {
+        Error(K("attention.head_count_kv"), "", StrCat("layer ", i, ": head_count ", n_head_[i],
+                                                       " is not a multiple of head_count_kv ", n_head_kv_[i]));
+        break;
+      }
+    }
+    uint64_t n_head0 = n_head_.empty() ? 0 : n_head_[0];
+    head_k_ = U32(K("attention.key_length"), false);
+    head_v_ = U32(K("attention.value_length"), false);
+    if (n_head0 > 0 && n_embd_) {
+      if (!head_k_) head_k_ = *n_embd_ / n_head0;
+      if (!head_v_) head_v_ = *n_embd_ / n_head0;
+      if (*n_embd_ % n_head0 != 0 && Get(K("attention.key_length")) == nullptr) {
+        Error(K("attention.head_count"), "", StrCat(n_head0, " does not divide embedding_length ", *n_embd_,
+                                                    " and attention.key_length is absent"));
+      }
+    }
+    n_rot_ = U32(K("rope.dimension_count"), false);
+    if (!n_rot_) n_rot_ = head_k_;
+    if (spec_ != nullptr && spec_->n_rot_is_head && n_rot_ && head_k_ && *n_rot_ != *head_k_) {
+      Error(K("rope.dimension_count"), "", StrCat("is ", *n_rot_, " but the head size is ", *head_k_,
+                                                  " (llama.cpp: \"invalid n_rot\")"));
+    }
+    // The silent default: llama.cpp uses 10000 when the key is absent.
+    const MetaValue* fb = Get(K("rope.freq_base"));
+    if (fb == nullptr) {
+      if (spec_ != nullptr && spec_->rope) {
+        Warn(K("rope.freq_base"), "",
+             "missing: llama.cpp silently uses 10000.0; a model trained with another RoPE base (Llama 3: 500000, "
+             "Qwen2: 1000000, ...) then loads without complaint and produces wrong output; add the key with the "
+             "model's value");
+      }
+    } else if (auto v = F32(K("rope.freq_base"), false); v && !(std::isfinite(*v) && *v > 0)) {
+      Error(K("rope.freq_base"), "", StrCat("is ", *v, "; must be a positive finite FLOAT32"));
+    }
+    if (auto st = Str(K("rope.scaling.type"), false)) {
+      if (*st != "none" && *st != "linear" && *st != "yarn" && *st != "longrope") {
+        Error(K("rope.scaling.type"), "", StrCat("is ", Quoted(*st),
+                                                 "; llama.cpp knows none, linear, yarn, longrope (and aborts otherwise)"));
+      }
+    }
+    F32(K("rope.scaling.factor"), false);
+    F32(K("rope.scale_linear"), false);
+    U32(K("rope.scaling.original_context_length"), false);
+    Bool(K("rope.scaling.finetuned"), false);
+    n_vocab_key_ = U32(K("vocab_size"), false);
+    if (spec_ != nullptr) {
+      if (spec_->norm == Norm::kRms) F32(K("attention.layer_norm_rms_epsilon"), true);
+      else F32(K("attention.layer_norm_epsilon"), true);
+      for (const auto& [suffix, type] : spec_->required) Typed(K(suffix), type, true);
+    } else {
+      F32(K("attention.layer_norm_rms_epsilon"), false);
+      F32(K("attention.layer_norm_epsilon"), false);
+    }
+  }
+
+  void Vocab() {
+    auto model = Str("tokenizer.ggml.model", true, "llama.cpp reads the tokenizer type from it");
+    Str("tokenizer.ggml.pre", false);
+    Str("tokenizer.chat_template", false);
+    U32("tokenizer.ggml.token_type_count", false);
+    for (const char* b : {"add_bos_token", "add_eos_token", "add_space_prefix", "remove_extra_whitespaces"}) {
+      Bool(StrCat("tokenizer.ggml.", b), false);
+    }
+    bool no_vocab = model && (*model == "no_vocab" || *model == "none");
+    if (model && !no_vocab && *model != "llama" && *model != "bert" && *model != "gpt2" && *model != "t5" &&
+        *model != "rwkv" && *model != "plamo2") {
+      Error("tokenizer.ggml.model", "", StrCat("is ", Quoted(*model),
+                                               "; llama.cpp knows llama, gpt2, bert, t5, rwkv, plamo2, none, no_vocab"));
+    }
+    if (no_vocab) {
+      n_vocab_ = n_vocab_key_;
+      return;
+    }
+    const MetaValue* tokens = Get("tokenizer.ggml.tokens");
+    if (tokens == nullptr) {
+      Error("tokenizer.ggml.tokens", "", "missing (llama.cpp: \"cannot find tokenizer vocab in model file\")");
+    } else if (tokens->type != ValueType::kArray || tokens->element_type != ValueType::kString) {
+      Error("tokenizer.ggml.tokens", "", "must be an array of STRING");
+    } else if (tokens->elements.empty()) {
+      Error("tokenizer.ggml.tokens", "", "is empty");
+    } else {
+      n_vocab_ = tokens->elements.size();
+    }
+    // llama.cpp reads scores[i] and token_type[i] for every token: a shorter
+    // array is an out-of-bounds read, another element type is misread.
+    auto parallel = [&](const char* key, ValueType element) {
+      const MetaValue* v = Get(key);
+      if (v == nullptr) return;
+      if (v->type != ValueType::kArray || v->element_type != element) {
+        Error(key, "", StrCat("must be an array of ", ValueTypeName(element), " (llama.cpp reinterprets its bytes)"));
+      } else if (n_vocab_ && v->elements.size() != *n_vocab_) {
+        Error(key, "", StrCat("has ", v->elements.size(), " elements but tokenizer.ggml.tokens has ", *n_vocab_,
+                              " (llama.cpp reads one per token)"));
+      }
+    };
+    parallel("tokenizer.ggml.scores", ValueType::kFloat32);
+    parallel("tokenizer.ggml.token_type", ValueType::kInt32);
+    if (model && *model == "gpt2") {
+      const MetaValue* merges = Get("tokenizer.ggml.merges");
+      if (merges == nullptr) {
+        Error("tokenizer.ggml.merges", "", "missing for a BPE (gpt2) tokenizer (llama.cpp: \"cannot find tokenizer "
+                                           "merges in model file\")");
+      } else if (merges->type != ValueType::kArray || merges->element_type != ValueType::kString) {
+        Error("tokenizer.ggml.merges", "", "must be an array of STRING");
+      }
+      if (Get("tokenizer.ggml.pre") == nullptr) {
+        Warn("tokenizer.ggml.pre", "", "missing for a BPE tokenizer: llama.cpp falls back to the 'default' "
+                                       "pre-tokenizer, which splits text differently from most models");
+      }
+    }
+    for (const char* id : {"bos", "eos", "eot", "eom", "unknown", "seperator", "padding", "cls", "mask", "prefix",
+                           "suffix", "middle", "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep"}) {
+      std::string key = StrCat("tokenizer.ggml.", id, "_token_id");
+      auto v = U32(key, false);
+      if (v && n_vocab_ && *v >= *n_vocab_) {
+        Warn(key, "", StrCat("is ", *v, ", outside the ", *n_vocab_, " tokens (llama.cpp ignores it and uses a default)"));
+      }
+    }
+    if (n_vocab_ && n_vocab_key_ && *n_vocab_key_ != *n_vocab_) {
+      Warn(K("vocab_size"), "", StrCat("is ", *n_vocab_key_, " but tokenizer.ggml.tokens has ", *n_vocab_,
+                                       " (llama.cpp sizes the embeddings by the tokens)"));
+    }
+  }
+
+  Dim Ff(size_t layer) const { return {layer < n_ff_.size() ? std::optional(n_ff_[layer]) : std::nullopt, "n_ff"}; }
+  Dim Mul(std::optional<uint64_t> a, std::optional<uint64_t> b, std::string label) const {
+    return {a && b ? std::optional(*a * *b) : std::nullopt, std::move(label)};
+  }
+  std::optional<uint64_t> At(const std::vector<uint64_t>& v, size_t i) const {
+    return i < v.size() ? std::optional(v[i]) : std::nullopt;
+  }
+
+  // The GGUF ne llama.cpp expects for `name`, or nullopt when no rule applies.
+  std::optional<std::vector<Dim>> Expected(const std::string& name, std::optional<size_t> layer,
+                                           const std::string& local) const {
+    Dim embd{n_embd_, "n_embd"}, vocab{n_vocab_, "n_vocab"};
+    if (!layer) {
+      if (name == "token_embd.weight" || name == "output.weight") return std::vector<Dim>{embd, vocab};
+      if (name == "output_norm.weight" || name == "output_norm.bias") return std::vector<Dim>{embd};
+      if (spec_ == nullptr) return std::nullopt;
+      if (name == "token_embd_norm.weight" || name == "token_embd_norm.bias") return std::vector<Dim>{embd};
+      if (name == "position_embd.weight") return std::vector<Dim>{embd, {n_ctx_, "n_ctx_train"}};
+      if (name == "rope_freqs.weight") {
+        return std::vector<Dim>{{n_rot_ ? std::optional(*n_rot_ / 2) : std::nullopt, "n_rot/2"}};
+      }
+      return std::nullopt;
+    }
+    if (spec_ == nullptr) return std::nullopt;
+    size_t i = *layer;
+    auto nh = At(n_head_, i), nkv = At(n_head_kv_, i);
+    Dim q = Mul(head_k_, nh, "n_embd_head_k*n_head"), k = Mul(head_k_, nkv, "n_embd_head_k*n_head_kv"),
+        v = Mul(head_v_, nkv, "n_embd_head_v*n_head_kv"), o = Mul(head_v_, nh, "n_embd_head_v*n_head");
+    Dim ff = Ff(i);
+    Dim ff_exp{n_ff_exp_ ? n_ff_exp_ : ff.value, n_ff_exp_ ? "n_ff_exp" : "n_ff"};
+    Dim experts{n_expert_, "n_expert"};
+    if (local == "attn_norm.weight" || local == "attn_norm.bias" || local == "ffn_norm.weight" ||
+        local == "ffn_norm.bias" || local == "attn_output_norm.weight" || local == "attn_output_norm.bias" ||
+        local == "layer_output_norm.weight" || local == "layer_output_norm.bias" || local == "attn_output.bias" ||
+        local == "ffn_down.bias") {
+      return std::vector<Dim>{embd};
+    }
+    if (local == "attn_q.weight") return std::vector<Dim>{embd, q};
+    if (local == "attn_k.weight") return std::vector<Dim>{embd, k};
+    if (local == "attn_v.weight") return std::vector<Dim>{embd, v};
+    if (local == "attn_q.bias") return std::vector<Dim>{q};
+    if (local == "attn_k.bias") return std::vector<Dim>{k};
+    if (local == "attn_v.bias") return std::vector<Dim>{v};
+    if (local == "attn_output.weight") return std::vector<Dim>{o, embd};
+    if (local == "attn_qkv.weight" || local == "attn_qkv.bias") {
+      Dim qkv{q.value && k.value && v.value ? std::optional(*q.value + *k.value + *v.value) : std::nullopt,
+              "n_embd_head_k*n_head + 2*n_embd_gqa"};
+      if (local == "attn_qkv.bias") return std::vector<Dim>{qkv};
+      return std::vector<Dim>{embd, qkv};
+    }
+    if (local == "ffn_up.weight" && spec_->ffn_up_double) {
+      return std::vector<Dim>{embd, {ff.value ? std::optional(*ff.value * 2) : std::nullopt, "2*n_ff"}};
+    }
+    if (local == "ffn_up.weight" || local == "ffn_gate.weight") return std::vector<Dim>{embd, ff};
+    if (local == "ffn_up.bias" || local == "ffn_gate.bias") return std::vector<Dim>{ff};
+    if (local == "ffn_down.weight") return std::vector<Dim>{ff, embd};
+    if (local == "ffn_gate_inp.weight") return std::vector<Dim>{embd, experts};
+    if (local == "ffn_gate_exps.weight" || local == "ffn_up_exps.weight") return std::vector<Dim>{embd, ff_exp, experts};
+    if (local == "ffn_down_exps.weight") return std::vector<Dim>{ff_exp, embd, experts};
+    return std::nullopt;
+  }
+
+  void CheckShape(const LlamaCheckTensor& t, const std::vector<Dim>& want) {
+    std::vector<uint64_t> ne(t.shape.rbegin(), t.shape.rend());
+    size_t n = std::max(ne.size(), want.size());
+    bool ok = true;
+    for (size_t d = 0; d < n && ok; ++d) {
+      uint64_t have = d < ne.size() ? ne[d] : 1;
+      if (d >= want.size()) ok = have == 1;  // check_tensor_dims: trailing dims must be 1
+      else if (want[d].value) ok = have == *want[d].value;
+    }
+    if (ok) return;
+    std::string exp_ne = "[", exp_shape;
+    std::vector<std::string> parts;
+    for (const auto& w : want) parts.push_back(w.value ? StrCat(w.label, "=", *w.value) : StrCat(w.label, "=?"));
+    for (size_t d = 0; d < parts.size(); ++d) exp_ne += StrCat(d ? ", " : "", parts[d]);
+    exp_ne += "]";
+    exp_shape = "[";
+    for (size_t d = parts.size(); d-- > 0;) exp_shape += StrCat(d + 1 < parts.size() ? ", " : "", parts[d]);
+    exp_shape += "]";
+    Error("", t.name, StrCat("shape ", Dims(t.shape), " (GGUF ne ", Dims(ne), ") but llama.cpp expects ne ", exp_ne,
+                             ", i.e. shape ", exp_shape, " (\"tensor has wrong shape\")"));
+  }
+
+  // blk.N.rest -> N; nullopt for names outside blocks (or N out of range).
+  static std::optional<size_t> BlockOf(const std::string& name, std::string* local) {
+    if (name.rfind("blk.", 0) != 0) return std::nullopt;
+    size_t dot = name.find('.', 4);
+    if (dot == std::string::npos || dot == 4 || dot - 4 > 9) return std::nullopt;
+    size_t n = 0;
+    for (size_t i = 4; i < dot; ++i) {
+      if (name[i] < '0' || name[i] > '9') return std::nullopt;
+      n = n * 10 + static_cast<size_t>(name[i] - '0');
+    }
+    *local = name.substr(dot + 1);
+    return n;
+  }
+
+  void Tensors() {
+    if (tensors_.empty()) {
+      Warn("", "", "the file has no tensors: llama.cpp can load only its vocabulary (vocab_only)");
+      return;
+    }
+    std::set<std::string> names;
+    bool quantized = false;
+    size_t max_block = 0;
+    bool any_block = false;
+    std::vector<bool> layer_seen(n_layer_.value_or(0), false);
+    for (const auto& t : tensors_) {
+      names.insert(t.name);
+      quantized |= t.quantized;
+      if (!t.type_problem.empty()) Error("", t.name, t.type_problem);
+      if (t.quantized && t.shape.size() < 2) {
+        // ggml's CPU kernels take norm weights and biases in float only.
+        Error("", t.name, "is a quantized 1-D tensor; llama.cpp aborts on it at run time (binary_op: unsupported "
+                          "types); llama-quantize keeps 1-D tensors in F32");
+      }
+      std::string local;
+      auto layer = BlockOf(t.name, &local);
+      if (layer) {
+        any_block = true;
+        max_block = std::max(max_block, *layer);
+        if (n_layer_ && *layer >= *n_layer_) {
+          Error("", t.name, StrCat("is in block ", *layer, " but ", K("block_count"), " is ", *n_layer_,
+                                   "; llama.cpp never loads it and fails with \"wrong number of tensors\""));
+          continue;
+        }
+        if (*layer < layer_seen.size()) layer_seen[*layer] = true;
+      }
+      if (auto want = Expected(t.name, layer, local)) CheckShape(t, *want);
+    }
+    if (quantized && Get("general.quantization_version") == nullptr) {
+      Warn("general.quantization_version", "", "missing although tensors are quantized (gguf-py writes 2)");
+    }
+    if (n_layer_ && any_block) {
+      std::vector<size_t> empty;
+      for (size_t i = 0; i < layer_seen.size(); ++i) {
+        if (!layer_seen[i]) empty.push_back(i);
+      }
+      if (!empty.empty()) {
+        Error(K("block_count"), "", StrCat("is ", *n_layer_, " but ", empty.size(), " of those blocks have no tensors "
+                                           "(first: blk.", empty[0], "; the file's highest block is blk.", max_block,
+                                           ")"));
+      }
+    }
+    if (n_layer_ && !any_block && *n_layer_ > 0) {
+      Error(K("block_count"), "", StrCat("is ", *n_layer_, " but no tensor is named blk.N.*"));
+    }
+    if (!names.count("token_embd.weight") && spec_ != nullptr) {
+      Error("", "token_embd.weight", "missing (llama.cpp: \"missing tensor\")");
+    }
+    if (spec_ != nullptr && spec_->complete) LlamaTable(names);
+  }
+
+  // The complete tensor set of LLM_ARCH_LLAMA (load_tensors): required ones
+  // must exist, and no other may (done_getting_tensors counts them).
+  void LlamaTable(const std::set<std::string>& names) {
+    std::set<std::string> allowed = {"token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight"};
+    allowed.insert("output_norm.weight");
+    if (!names.count("output_norm.weight")) Error("", "output_norm.weight", "missing (llama.cpp: \"missing tensor\")");
+    uint64_t layers = n_layer_.value_or(0);
+    bool moe = n_expert_.value_or(0) > 0;
+    // Missing per-layer tensors: one problem per tensor kind, listing blocks.
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> missing;
+    auto need = [&](uint64_t layer, const std::string& local) {
+      std::string n = StrCat("blk.", layer, ".", local);
+      allowed.insert(n);
+      if (names.count(n)) return;
+      auto it = std::find_if(missing.begin(), missing.end(), [&](const auto& m) { return m.first == local; });
+      if (it == missing.end()) it = missing.insert(missing.end(), {local, {}});
+      it->second.push_back(layer);
+    };
+    for (uint64_t i = 0; i < layers; ++i) {
+      for (const char* n : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm"}) need(i, StrCat(n, ".weight"));
+      for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"}) {
+        allowed.insert(StrCat("blk.", i, ".", n, ".bias"));
+      }
+      if (moe) {
+        for (const char* n : {"ffn_gate_inp", "ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"}) need(i, StrCat(n, ".weight"));
+      } else {
+        for (const char* n : {"ffn_gate", "ffn_down", "ffn_up"}) need(i, StrCat(n, ".weight"));
+      }
+    }
+    for (const auto& [local, blocks] : missing) {
+      std::string list;
+      for (size_t j = 0; j < blocks.size() && j < 8; ++j) list += StrCat(j ? ", " : "", blocks[j]);
+      if (blocks.size() > 8) list += ", ...";
+      Error("", StrCat("blk.", blocks[0], ".", local),
+            StrCat("missing (llama.cpp: \"missing tensor\")",
+                   blocks.size() > 1 ? StrCat("; blk.N.", local, " is missing in ", blocks.size(), " of ", layers,
+                                              " blocks (N = ", list, ")")
+                                     : std::string()));
+    }
+    if (!n_layer_) return;  // block_count unusable: already reported
+    // NVFP4 weights may carry an F32 "<name>.scale" (convert_hf_to_gguf's
+    // _write_scale_tensor), which llama.cpp loads as optional.
+    std::vector<std::string> scales;
+    for (const auto& n : allowed) {
+      if (n.size() > 7 && n.compare(n.size() - 7, 7, ".weight") == 0) scales.push_back(n.substr(0, n.size() - 7) + ".scale");
+    }
+    allowed.insert(scales.begin(), scales.end());
+    for (const auto& n : names) {
+      std::string local;
+      auto layer = BlockOf(n, &local);
+      if (layer && *layer >= layers) continue;  // reported above
+      if (!allowed.count(n)) {
+        Error("", n, StrCat("is not a tensor llama.cpp's ", Quoted(arch_), " architecture", moe ? " (MoE)" : "",
+                            " creates; it fails with \"wrong number of tensors\""));
+      }
+    }
+  }
+
+  const std::vector<LlamaCheckTensor>& tensors_;
+  std::map<std::string, const MetaValue*> kv_;
+  LlamaCheckResult result_;
+  const ArchSpec* spec_ = nullptr;
+  std::string arch_;
+  std::optional<uint64_t> n_ctx_, n_embd_, n_layer_, n_expert_, n_expert_used_, n_ff_exp_, head_k_, head_v_, n_rot_,
+      n_vocab_key_, n_vocab_;
+  std::vector<uint64_t> n_ff_, n_head_, n_head_kv_;
+};
+
+}  // namespace
+
+size_t LlamaCheckResult::errors() const {
+  return static_cast<size_t>(std::count_if(problems.begin(), problems.end(), [](const LlamaProblem& p) {
+    return p.severity == LlamaProblem::Severity::kError;
+  }));
+}
+
+size_t LlamaCheckResult::warnings() const { return problems.size() - errors(); }
+
+LlamaCheckResult CheckForLlamaCpp(const Metadata& kv, const std::vector<LlamaCheckTensor>& tensors) {
+  return Checker(kv, tensors).Run();
+}
+
+std::vector<std::string> LlamaCheckKnownArchitectures() {
+  std::vector<std::string> out;
+  for (const auto& a : Archs()) out.emplace_back(a.name);
+  return out;
+}
+
+}  // namespace boltpack::tools
