@@ -34,7 +34,11 @@
 namespace boltpack::format {
 
 inline constexpr uint32_t kFormatMajor = 1;
-inline constexpr uint32_t kFormatMinor = 0;
+// The newest minor version this library implements (1.1: views and the
+// elastic manifest). A writer stamps the lowest minor whose additions the
+// file uses, so a file without them stays a 1.0 file (VERSIONING.md).
+inline constexpr uint32_t kFormatMinor = 1;
+inline constexpr uint32_t kFormatMinorBase = 0;
 inline constexpr size_t kHeaderSize = 64;
 inline constexpr size_t kFooterSize = 64;
 inline constexpr std::array<uint8_t, 8> kHeaderMagic = {0x89, 'B', 'P', 'K', '\r', '\n', 0x1a, '\n'};
@@ -43,7 +47,7 @@ inline constexpr uint32_t kByteOrderMark = 0x01020304;
 
 struct Header {
   uint32_t format_major = kFormatMajor;
-  uint32_t format_minor = kFormatMinor;
+  uint32_t format_minor = kFormatMinorBase;
   uint64_t file_id = 0;
   uint64_t alignment = 4096;
 };
@@ -53,7 +57,7 @@ struct Footer {
   uint64_t manifest_length = 0;
   uint64_t manifest_xxh3 = 0;
   uint32_t format_major = kFormatMajor;
-  uint32_t format_minor = kFormatMinor;
+  uint32_t format_minor = kFormatMinorBase;
   uint64_t file_id = 0;
   uint64_t file_size = 0;
 };

@@ -341,7 +341,7 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(const std::string& path, 
   BP_RETURN_IF_ERROR(impl->file->Write(header));
   auto& m = impl->manifest;
   m.set_format_major(format::kFormatMajor);
-  m.set_format_minor(format::kFormatMinor);
+  m.set_format_minor(format::kFormatMinorBase);
   m.set_alignment(options.alignment);
   m.set_writer(options.writer_name.empty() ? "bolt-pack" : options.writer_name);
   for (const auto& f : options.optional_features) m.add_optional_features(f);
@@ -482,6 +482,13 @@ absl::Status Writer::Finish() {
   // Streams only "full" reads come last, so every other view reads a prefix.
   BP_RETURN_IF_ERROR(impl_->PlaceSpilled());
   impl_->RecordViews();
+  // A file that uses a 1.1 addition says so; any other stays a 1.0 file
+  // that every 1.x reader reads exactly (VERSIONING.md).
+  if (m.views_size() > 0 || m.has_elastic()) {
+    m.set_format_minor(1);
+    impl_->header.format_minor = 1;
+    BP_RETURN_IF_ERROR(impl_->file->Overwrite(0, format::EncodeHeader(impl_->header)));
+  }
   uint64_t manifest_offset = impl_->file->position();
   std::string bytes;
   if (!m.SerializeToString(&bytes)) return absl::InternalError(StrCat(impl_->file->path(), ": cannot serialize the manifest"));
@@ -498,6 +505,7 @@ absl::Status Writer::Finish() {
   footer.manifest_length = bytes.size();
   footer.manifest_xxh3 = format::Xxh3(span);
   footer.file_id = impl_->header.file_id;
+  footer.format_minor = impl_->header.format_minor;
   footer.file_size = manifest_offset + bytes.size() + format::kFooterSize;
   BP_RETURN_IF_ERROR(impl_->file->Write(format::EncodeFooter(footer)));
   return impl_->file->Commit();

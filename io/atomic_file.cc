@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/status_macros.h"
 #include "common/str_cat.h"
 
 namespace boltpack::io {
@@ -98,6 +99,24 @@ absl::Status AtomicFile::Flush() {
   absl::Status s = WriteAll(fd_, buffer_.data(), buffer_.size(), path_);
   buffer_.clear();
   return s;
+}
+
+absl::Status AtomicFile::Overwrite(uint64_t offset, absl::Span<const uint8_t> bytes) {
+  if (offset > position_ || bytes.size() > position_ - offset) {
+    return absl::InternalError(StrCat(path_, ": overwrite of [", offset, ", +", bytes.size(),
+                                      ") beyond the ", position_, " bytes written"));
+  }
+  BP_RETURN_IF_ERROR(Flush());
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(path_, "write failed", errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status AtomicFile::Write(absl::Span<const uint8_t> bytes) {

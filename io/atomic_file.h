@@ -30,6 +30,9 @@ class AtomicFile {
   // Pads with zeros up to a multiple of `alignment`.
   absl::Status PadTo(uint64_t alignment);
   uint64_t position() const { return position_; }
+  // Rewrites bytes already written (e.g. a header whose fields are known only
+  // at the end); [offset, offset + size) must lie before position().
+  absl::Status Overwrite(uint64_t offset, absl::Span<const uint8_t> bytes);
   absl::Status Commit();
   const std::string& path() const { return path_; }
 

@@ -1,5 +1,6 @@
 // The elastic manifest: authoring JSON parsing, validation rules (each
 // error names what is wrong), the proto round trip and layer-name matching.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "boltpack_proto/boltpack.pb.h"
 #include "format/elastic_manifest.h"
 #include "format/elastic_validate.h"
+#include "format/layout.h"
 #include "gtest/gtest.h"
 #include "io/elastic_json.h"
 #include "tests/test_util.h"
@@ -208,6 +210,99 @@ TEST(ElasticManifest, MatchLayer) {
   auto hf = MatchLayer("model.layers.{L}.", "model.layers.3.mlp.up_proj.weight");
   ASSERT_TRUE(hf.has_value());
   EXPECT_EQ(hf->layer, 3u);
+}
+
+}  // namespace
+}  // namespace boltpack
+
+namespace boltpack {
+namespace {
+
+// Rewrites the manifest of a .bolt file (new footer and checksum), so a test
+// can hand the reader a well-formed file whose elastic manifest is hostile.
+std::vector<uint8_t> WithManifest(const std::vector<uint8_t>& file, const v1::Manifest& m) {
+  auto footer = format::ParseFooter(absl::MakeConstSpan(file).subspan(file.size() - format::kFooterSize), "f");
+  EXPECT_TRUE(footer.ok());
+  std::string bytes = m.SerializeAsString();
+  std::vector<uint8_t> out(file.begin(), file.begin() + footer->manifest_offset);
+  out.insert(out.end(), bytes.begin(), bytes.end());
+  format::Footer f = *footer;
+  f.manifest_length = bytes.size();
+  f.manifest_xxh3 = format::Xxh3({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+  f.file_size = out.size() + format::kFooterSize;
+  auto enc = format::EncodeFooter(f);
+  out.insert(out.end(), enc.begin(), enc.end());
+  return out;
+}
+
+TEST(ElasticManifest, ReaderRejectsAHostileElasticManifest) {
+  // A valid elastic file: two layers, one q8_0 tensor per layer.
+  std::string dir = testing::MakeTempDir();
+  auto w = Writer::Create(dir + "/e.bolt", {.alignment = 64});
+  ASSERT_TRUE(w.ok());
+  std::vector<float> x(4 * 64, 0.5f);
+  for (int l = 0; l < 2; ++l) {
+    std::vector<uint64_t> shape{4, 64};
+    TensorSource src{"", DType::kF32, shape, {reinterpret_cast<const uint8_t*>(x.data()), x.size() * 4}};
+    auto enc = EncodeTensor("q8_0", src, {}, {});
+    ASSERT_TRUE(enc.ok());
+    ASSERT_TRUE((*w)->AddTensor("blk." + std::to_string(l) + ".w", shape, DType::kF32, "q8_0", std::move(*enc)).ok());
+  }
+  ElasticManifest m;
+  m.layer_count = 2;
+  m.layer_pattern = "blk.{L}.";
+  m.axes.push_back({"ffn", ElasticScope::kLayer, 16, 1, {64, 64}, "", "feed_forward_length"});
+  m.bindings.push_back({"blk.{L}.w", {"-", "ffn"}});
+  m.budgets.push_back({"half", {true, true}, {{"ffn", {32, 32}}}, ""});
+  ASSERT_TRUE((*w)->SetElastic(m).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  auto good = Reader::Open(dir + "/e.bolt");
+  ASSERT_TRUE(good.ok()) << good.status();
+  ASSERT_NE((*good)->elastic(), nullptr);
+  EXPECT_EQ((*good)->elastic()->budgets[0].name, "half");
+  const auto& opt = (*good)->tensors();
+  EXPECT_EQ(opt.size(), 2u);
+
+  auto file = testing::ReadFileBytes(dir + "/e.bolt");
+  auto footer = format::ParseFooter(absl::MakeConstSpan(file).subspan(file.size() - format::kFooterSize), "f");
+  ASSERT_TRUE(footer.ok());
+  v1::Manifest manifest;
+  ASSERT_TRUE(manifest.ParseFromArray(file.data() + footer->manifest_offset, static_cast<int>(footer->manifest_length)));
+  EXPECT_TRUE(std::find(manifest.optional_features().begin(), manifest.optional_features().end(), "elastic") !=
+              manifest.optional_features().end());
+  struct Case {
+    std::string name;
+    void (*mutate)(v1::ElasticManifest*);
+    std::string want;
+  };
+  const Case cases[] = {
+      {"misaligned", [](v1::ElasticManifest* e) { e->mutable_budgets(0)->mutable_sizes(0)->set_counts(0, 48); },
+       "block of 32"},
+      {"past parent", [](v1::ElasticManifest* e) { e->mutable_budgets(0)->mutable_sizes(0)->set_counts(1, 96); },
+       "keeps 96 of 64"},
+      {"layer mask", [](v1::ElasticManifest* e) { e->mutable_budgets(0)->add_layer_keep(true); }, "layer_keep has 3"},
+      {"huge layers", [](v1::ElasticManifest* e) { e->set_layer_count(1u << 30); }, "layer_count"},
+      {"version", [](v1::ElasticManifest* e) { e->set_version(7); }, "version 7"},
+      {"unknown order", [](v1::ElasticManifest* e) { e->set_storage_order(static_cast<v1::ElasticStorageOrder>(9)); },
+       "storage order"},
+      {"wrong dim", [](v1::ElasticManifest* e) { e->mutable_axes(0)->set_parent(0, 60); }, "dimension 1 is 64"},
+  };
+  for (const auto& c : cases) {
+    v1::Manifest bad = manifest;
+    c.mutate(bad.mutable_elastic());
+    auto bytes = WithManifest(file, bad);
+    auto r = Reader::OpenBuffer(bytes, "bad.bolt");
+    ASSERT_FALSE(r.ok()) << c.name;
+    // DATA_LOSS, or RESOURCE_EXHAUSTED for a limit.
+    EXPECT_TRUE(r.status().code() == absl::StatusCode::kDataLoss ||
+                (c.name == "huge layers" && r.status().code() == absl::StatusCode::kResourceExhausted))
+        << c.name << ": " << r.status();
+    EXPECT_NE(std::string(r.status().message()).find(c.want), std::string::npos) << c.name << ": " << r.status();
+    EXPECT_NE(std::string(r.status().message()).find("elastic manifest"), std::string::npos) << r.status();
+  }
+  // The untouched manifest re-framed the same way still opens.
+  auto same = WithManifest(file, manifest);
+  EXPECT_TRUE(Reader::OpenBuffer(same, "same.bolt").ok());
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "boltpack/elastic.h"
 #include "boltpack/reader.h"
 #include "boltpack/tensor_info.h"
 #include "boltpack/types.h"
@@ -176,6 +177,10 @@ void ExpectStream(const StreamInfo& s, const JsonValue& want, const std::string&
                                                                   : "compression-" + std::to_string(int(s.compression));
   EXPECT_EQ(compression, GetS(want, "compression")) << where;
   EXPECT_EQ(s.raw_length, GetU(want, "raw_length")) << where;
+  // Format 1.1: "views" is listed only when the stream's list is not empty.
+  std::vector<std::string> views;
+  if (want.Find("views") != nullptr) views = GetStrings(want, "views");
+  EXPECT_EQ(s.views, views) << where;
   const auto& chunks = Get(want, "chunks").array();
   ASSERT_EQ(s.chunks.size(), chunks.size()) << where;
   for (size_t k = 0; k < chunks.size(); ++k) {
@@ -192,12 +197,13 @@ void ExpectStream(const StreamInfo& s, const JsonValue& want, const std::string&
   }
 }
 
-absl::Status DecodeAll(const Reader& r, size_t t, OutputType out, std::vector<uint8_t>* bytes) {
+absl::Status DecodeAll(const Reader& r, size_t t, OutputType out, std::vector<uint8_t>* bytes,
+                       std::string_view view = "full") {
   auto n = r.DecodedBytes(t, out);
   if (!n.ok()) return n.status();
   if (*n > (uint64_t{1} << 28)) return absl::ResourceExhaustedError("test: decode larger than 256 MiB");
   bytes->assign(static_cast<size_t>(*n), 0xcd);
-  return r.Decode(t, out, absl::MakeSpan(*bytes));
+  return r.Decode(t, view, out, absl::MakeSpan(*bytes));
 }
 
 void ExpectF32Values(const std::vector<uint8_t>& bytes, const JsonValue& values, const std::string& where) {
@@ -238,15 +244,17 @@ void ExpectRowReads(const Reader& r, size_t t, const std::vector<uint8_t>& full,
   }
 }
 
-void ExpectDecodes(const std::string& vector, const Reader& r, size_t t, const JsonValue& decode) {
-  const std::string where = vector + ": tensor \"" + r.tensors()[t].name + "\"";
+void ExpectDecodes(const std::string& vector, const Reader& r, size_t t, const JsonValue& decode,
+                   const std::string& view = "full") {
+  std::string where = vector + ": tensor \"" + r.tensors()[t].name + "\"";
+  if (view != "full") where += " in view \"" + view + "\"";
   std::vector<uint8_t> native;
   for (const auto& [out_name, want] : decode.object()) {
     auto out = OutputTypeFromName(out_name);
     ASSERT_TRUE(out.has_value()) << out_name;
     std::string at = where + " to " + out_name;
     std::vector<uint8_t> got;
-    absl::Status s = DecodeAll(r, t, *out, &got);
+    absl::Status s = DecodeAll(r, t, *out, &got, view);
     if (const JsonValue* err = want.Find("error")) {
       const std::string& cls = GetS(*err, "class");
       const std::string& msg = GetS(*err, "message");
@@ -266,7 +274,92 @@ void ExpectDecodes(const std::string& vector, const Reader& r, size_t t, const J
     if (const JsonValue* values = want.Find("values")) ExpectF32Values(got, *values, at);
     if (*out == OutputType::kNative) native = got;
   }
-  if (!native.empty()) ExpectRowReads(r, t, native, where);
+  if (!native.empty() && view == "full") ExpectRowReads(r, t, native, where);
+}
+
+// Format 1.1 (container.md §15): the views a reader offers, "full" first,
+// with their ranges and the bytes a reader of each touches. A file that
+// declares none offers only "full".
+void ExpectViews(const std::string& vector, const Reader& r, const JsonValue& e) {
+  const JsonValue* want = e.Find("views");
+  if (want == nullptr) {
+    ASSERT_EQ(r.views().size(), 1u) << vector;
+    EXPECT_EQ(r.views()[0].name, "full") << vector;
+    return;
+  }
+  const auto& views = want->array();
+  ASSERT_EQ(r.views().size(), views.size()) << vector;
+  for (size_t v = 0; v < views.size(); ++v) {
+    const ViewInfo& got = r.views()[v];
+    const std::string where = vector + ": view " + std::to_string(v);
+    EXPECT_EQ(got.name, GetS(views[v], "name")) << where;
+    EXPECT_EQ(got.description, GetS(views[v], "description")) << where;
+    EXPECT_EQ(got.bytes, GetU(views[v], "bytes")) << where;
+    auto bytes = r.ViewBytes(got.name);
+    ASSERT_TRUE(bytes.ok()) << where << ": " << bytes.status();
+    EXPECT_EQ(*bytes, GetU(views[v], "bytes")) << where;
+    const auto& ranges = Get(views[v], "ranges").array();
+    ASSERT_EQ(got.ranges.size(), ranges.size()) << where;
+    for (size_t k = 0; k < ranges.size(); ++k) {
+      EXPECT_EQ(got.ranges[k].shard, GetU(ranges[k], "shard")) << where;
+      EXPECT_EQ(got.ranges[k].offset, GetU(ranges[k], "offset")) << where;
+      EXPECT_EQ(got.ranges[k].length, GetU(ranges[k], "length")) << where;
+    }
+  }
+}
+
+std::vector<uint64_t> GetUints(const JsonValue& o, std::string_view key) {
+  std::vector<uint64_t> v;
+  for (const auto& x : Get(o, key).array()) v.push_back(x.uint64_value().value_or(~0ull));
+  return v;
+}
+
+// Format 1.1 (spec/elastic.md): the elastic manifest as the reader gives it.
+void ExpectElastic(const std::string& vector, const Reader& r, const JsonValue& e) {
+  const JsonValue* want = e.Find("elastic");
+  if (want == nullptr) {
+    EXPECT_EQ(r.elastic(), nullptr) << vector;
+    return;
+  }
+  const ElasticManifest* got = r.elastic();
+  ASSERT_NE(got, nullptr) << vector;
+  EXPECT_EQ(got->version, GetU(*want, "version")) << vector;
+  EXPECT_EQ(got->layer_count, GetU(*want, "layer_count")) << vector;
+  EXPECT_EQ(got->layer_pattern, GetS(*want, "layer_pattern")) << vector;
+  const auto& axes = Get(*want, "axes").array();
+  ASSERT_EQ(got->axes.size(), axes.size()) << vector;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const ElasticAxis& a = got->axes[i];
+    EXPECT_EQ(a.name, GetS(axes[i], "name")) << vector;
+    EXPECT_EQ(a.scope == ElasticScope::kLayer ? "layer" : "global", GetS(axes[i], "scope")) << vector;
+    EXPECT_EQ(a.granularity, GetU(axes[i], "granularity")) << vector;
+    EXPECT_EQ(a.unit_elems, GetU(axes[i], "unit_elems")) << vector;
+    EXPECT_EQ(a.parent, GetUints(axes[i], "parent")) << vector;
+  }
+  const auto& bindings = Get(*want, "bindings").array();
+  ASSERT_EQ(got->bindings.size(), bindings.size()) << vector;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    EXPECT_EQ(got->bindings[i].tensor, GetS(bindings[i], "tensor")) << vector;
+    EXPECT_EQ(got->bindings[i].dims, GetStrings(bindings[i], "dims")) << vector;
+  }
+  const auto& budgets = Get(*want, "budgets").array();
+  ASSERT_EQ(got->budgets.size(), budgets.size()) << vector;
+  for (size_t i = 0; i < budgets.size(); ++i) {
+    const ElasticBudget& b = got->budgets[i];
+    const std::string where = vector + ": budget " + std::to_string(i);
+    EXPECT_EQ(b.name, GetS(budgets[i], "name")) << where;
+    EXPECT_EQ(got->FindBudget(b.name), &b) << where;
+    EXPECT_EQ(b.nested_in, GetS(budgets[i], "nested_in")) << where;
+    std::vector<bool> keep;
+    for (const auto& k : Get(budgets[i], "layer_keep").array()) keep.push_back(k.bool_value());
+    EXPECT_EQ(b.layer_keep, keep) << where;
+    const auto& sizes = Get(budgets[i], "sizes").array();
+    ASSERT_EQ(b.sizes.size(), sizes.size()) << where;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      EXPECT_EQ(b.sizes[k].axis, GetS(sizes[k], "axis")) << where;
+      EXPECT_EQ(b.sizes[k].counts, GetUints(sizes[k], "counts")) << where;
+    }
+  }
 }
 
 // Stored bytes can be copied whatever the codec or features: copy every
@@ -378,7 +471,14 @@ TEST_P(ValidVectorTest, ListsAndDecodesAsExpected) {
   absl::Status verified = r.VerifyContainer();
   EXPECT_TRUE(verified.ok()) << name << ": " << verified;
 
-  for (size_t t = 0; t < tensors.size(); ++t) ExpectDecodes(name, r, t, Get(tensors[t], "decode"));
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    ExpectDecodes(name, r, t, Get(tensors[t], "decode"));
+    if (const JsonValue* dv = tensors[t].Find("decode_views")) {
+      for (const auto& [view, decode] : dv->object()) ExpectDecodes(name, r, t, decode, view);
+    }
+  }
+  ExpectViews(name, r, e);
+  ExpectElastic(name, r, e);
 
   ExpectCopy(name, r);
 }

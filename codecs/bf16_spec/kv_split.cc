@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <cstdlib>  // TMPTMP
 #include <utility>
 
 #include "codecs/bf16_exp/exponent_code.h"
@@ -157,7 +158,7 @@ struct KvTables {
 // time.
 bool UseBmi2() {
 #ifdef BP_KV_HAVE_BMI2_VARIANT
-  static const bool has = __builtin_cpu_supports("bmi2");
+  static const bool has = __builtin_cpu_supports("bmi2") && getenv("BP_TMP_NO_BMI2") == nullptr;  // TMPTMP
   return has;
 #else
   return false;

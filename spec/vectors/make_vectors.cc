@@ -22,6 +22,7 @@
 // version; the committed files are the reference, not a re-run.
 #include <zstd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <charconv>
@@ -560,6 +561,9 @@ Json StreamJson(const v1::Stream& s) {
                             : s.compression() == v1::COMPRESSION_ZSTD ? std::string("zstd")
                                                                       : "compression-" + std::to_string(s.compression())))
       .Add("raw_length", U(s.raw_length()));
+  // Format 1.1: written only when the list is not empty, so that the 1.0
+  // expectations keep their bytes.
+  if (s.views_size() > 0) o.Add("views", StrList({s.views().begin(), s.views().end()}));
   Json chunks = Json::Arr();
   for (const auto& c : s.chunks()) {
     chunks.Push(Json::Obj()
@@ -673,7 +677,94 @@ Json MetadataJson(const v1::Manifest& m) {
 struct Decodes {
   std::string tensor;
   Json decode;
+  // Format 1.1: view name -> decodes in that view (absent: none listed).
+  std::vector<std::pair<std::string, Json>> views = {};
 };
+
+// Format 1.1 (container.md §15): the views a reader offers, "full" first
+// (ranges computed: per shard the span of every non-empty stream), then the
+// declared ones as the manifest records them; `bytes` is the sum of the
+// stored lengths of the streams each reads (§15.5).
+Json ViewsJson(const v1::Manifest& m) {
+  auto reads = [](const v1::Stream& s, const std::string& view) {
+    return view == "full" || s.views_size() == 0 ||
+           std::find(s.views().begin(), s.views().end(), view) != s.views().end();
+  };
+  auto range = [](uint64_t shard, uint64_t offset, uint64_t length) {
+    return Json::Obj().Add("shard", U(shard)).Add("offset", U(offset)).Add("length", U(length));
+  };
+  auto bytes_of = [&](const std::string& view) {
+    uint64_t n = 0;
+    for (const auto& t : m.tensors())
+      for (const auto& s : t.streams())
+        if (reads(s, view)) n += s.length();
+    return n;
+  };
+  Json a = Json::Arr();
+  {
+    const size_t shards = m.shards_size() == 0 ? 1 : static_cast<size_t>(m.shards_size());
+    std::vector<uint64_t> begin(shards, ~0ull), end(shards, 0);
+    for (const auto& t : m.tensors())
+      for (const auto& s : t.streams()) {
+        if (s.length() == 0) continue;
+        begin[s.shard()] = std::min<uint64_t>(begin[s.shard()], s.offset());
+        end[s.shard()] = std::max<uint64_t>(end[s.shard()], s.offset() + s.length());
+      }
+    Json ranges = Json::Arr();
+    for (size_t k = 0; k < shards; ++k)
+      if (begin[k] < end[k]) ranges.Push(range(k, begin[k], end[k] - begin[k]));
+    a.Push(Json::Obj().Add("name", S("full")).Add("description", S("")).Add("ranges", ranges)
+               .Add("bytes", U(bytes_of("full"))));
+  }
+  for (const auto& v : m.views()) {
+    Json ranges = Json::Arr();
+    for (const auto& r : v.ranges()) ranges.Push(range(r.shard(), r.offset(), r.length()));
+    a.Push(Json::Obj().Add("name", S(v.name())).Add("description", S(v.description())).Add("ranges", ranges)
+               .Add("bytes", U(bytes_of(v.name()))));
+  }
+  return a;
+}
+
+// Format 1.1 (spec/elastic.md): the elastic manifest's shape and budgets.
+Json ElasticJson(const v1::ElasticManifest& e) {
+  auto uints = [](const auto& v) {
+    Json a = Json::Arr();
+    for (uint64_t x : v) a.Push(U(x));
+    return a;
+  };
+  Json axes = Json::Arr();
+  for (const auto& a : e.axes()) {
+    axes.Push(Json::Obj()
+                  .Add("name", S(a.name()))
+                  .Add("scope", S(a.scope() == v1::ELASTIC_SCOPE_LAYER ? "layer" : "global"))
+                  .Add("granularity", U(a.granularity()))
+                  .Add("unit_elems", U(a.unit_elems()))
+                  .Add("parent", uints(a.parent())));
+  }
+  Json bindings = Json::Arr();
+  for (const auto& b : e.bindings()) {
+    bindings.Push(Json::Obj().Add("tensor", S(b.tensor())).Add("dims", StrList({b.dims().begin(), b.dims().end()})));
+  }
+  Json budgets = Json::Arr();
+  for (const auto& b : e.budgets()) {
+    Json keep = Json::Arr();
+    for (bool k : b.layer_keep()) keep.Push(Bool(k));
+    Json sizes = Json::Arr();
+    for (const auto& sz : b.sizes()) sizes.Push(Json::Obj().Add("axis", S(sz.axis())).Add("counts", uints(sz.counts())));
+    budgets.Push(Json::Obj()
+                     .Add("name", S(b.name()))
+                     .Add("nested_in", S(b.nested_in()))
+                     .Add("layer_keep", keep)
+                     .Add("sizes", sizes));
+  }
+  return Json::Obj()
+      .Add("version", U(e.version()))
+      .Add("layer_count", U(e.layer_count()))
+      .Add("layer_pattern", S(e.layer_pattern()))
+      .Add("axes", axes)
+      .Add("bindings", bindings)
+      .Add("budgets", budgets);
+}
 
 // The whole expected.json of a valid vector: the container facts come from
 // the manifest the file carries (they describe its layout), the metadata and
@@ -695,9 +786,19 @@ Json ExpectedJson(const Bytes& b, const std::vector<std::string>& missing_featur
   if (static_cast<size_t>(m.tensors_size()) != decodes.size()) Die("decodes do not match the tensors");
   for (int i = 0; i < m.tensors_size(); ++i) {
     if (m.tensors(i).name() != decodes[i].tensor) Die(StrCat("tensor order: ", m.tensors(i).name()));
-    tensors.Push(TensorJson(m.tensors(i), decodes[i].decode));
+    Json t = TensorJson(m.tensors(i), decodes[i].decode);
+    if (!decodes[i].views.empty()) {
+      Json dv = Json::Obj();
+      for (const auto& [view, d] : decodes[i].views) dv.Add(view, d);
+      t.Add("decode_views", dv);
+    }
+    tensors.Push(std::move(t));
   }
   o.Add("tensors", tensors);
+  // Format 1.1 keys, only in files that use the addition (the 1.0
+  // expectations keep their bytes).
+  if (m.views_size() > 0) o.Add("views", ViewsJson(m));
+  if (m.has_elastic()) o.Add("elastic", ElasticJson(m.elastic()));
   return o;
 }
 
@@ -1175,6 +1276,126 @@ void ValidSharded() {
   WriteFile(g_out / "valid" / "sharded-1.boltshard", sibling);
   std::printf("valid/sharded-1.boltshard (%zu bytes)\n", sibling.size());
   SaveValid("sharded", b, {}, DecodesOf({local, remote}));
+}
+
+// ---------------------------------------------------------------------------
+// Format 1.1 valid vectors: views (container.md §15) and the elastic manifest
+// (spec/elastic.md).
+
+// Decodes of bf16 values (every target from the bf16 bits, §10.5).
+Json BF16DecodeJson(const std::vector<uint16_t>& bits) {
+  TensorSpec t{"", {}, DType::kBF16, "bf16", Raw(bits)};
+  return DecodeJson(t);
+}
+
+// bf16-spec's draft value of a bf16 tensor of rows x cols (spec/codecs-bf16-spec.md
+// §3 reference selection by magnitude, ties to the lower column; §5 draft
+// view: pruned -> +0, kept -> top `mbits` mantissa bits and the midpoint fill).
+std::vector<uint16_t> RefBF16SpecDraft(const std::vector<uint16_t>& v, size_t rows, size_t cols, size_t kept,
+                                       int mbits) {
+  std::vector<uint16_t> out(v.size(), 0);
+  for (size_t r = 0; r < rows; ++r) {
+    std::vector<size_t> idx(cols);
+    for (size_t c = 0; c < cols; ++c) idx[c] = r * cols + c;
+    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return (v[a] & 0x7fff) > (v[b] & 0x7fff); });
+    for (size_t j = 0; j < kept; ++j) {
+      const uint16_t x = v[idx[j]];
+      const uint16_t e = (x >> 7) & 0xff;
+      const uint16_t low_mask = static_cast<uint16_t>((1u << (7 - mbits)) - 1);
+      const uint16_t fill = (mbits < 7 && e >= 1 && e <= 254) ? static_cast<uint16_t>(1u << (6 - mbits)) : 0;
+      out[idx[j]] = static_cast<uint16_t>((x & ~low_mask) | fill);
+    }
+  }
+  return out;
+}
+
+// One bf16-spec tensor (its verification stream is read only by "full" and
+// is placed last by the Writer, §15.4) and one f32 tensor every view reads.
+// The Writer declares "draft" and records its range.
+Bytes ViewsFile(const std::string& name, std::vector<Decodes>* decodes) {
+  const std::vector<uint16_t> w = {0x3fc7, 0xbec1, 0x4049, 0x3c00,   // row 0: keeps 0x4049, 0x3fc7
+                                   0xc031, 0x0001, 0x42c9, 0x7f80};  // row 1: keeps +inf, 0x42c9
+  const std::vector<uint64_t> w_shape = {2, 4};
+  const Bytes w_bytes = Raw(w);
+  TensorSpec norm = F32Tensor("norm", {4}, {1.0f, 0.5f, -2.0f, 0.25f});
+  Bytes b = WriteWith(name, Options(), [&](bp::Writer& wr) {
+    bp::TensorSource src;
+    src.name = "weight";
+    src.dtype = DType::kBF16;
+    src.shape = absl::MakeConstSpan(w_shape);
+    src.bytes = absl::MakeConstSpan(w_bytes);
+    bp::CodecParams params = {{"keep", MetaValue::Float64(0.5)}, {"mbits", MetaValue::Int(ValueType::kInt64, 3)}};
+    auto enc = Take(bp::EncodeTensor("bf16-spec", src, params, {}), "encode weight (bf16-spec)");
+    if (enc.streams.size() != 2 || !enc.streams[0].views.empty() || enc.streams[1].views != std::vector<std::string>{"full"}) {
+      Die("bf16-spec: expected a speculation stream (every view) and a verification stream ([\"full\"])");
+    }
+    Check(wr.AddTensor("weight", w_shape, DType::kBF16, "bf16-spec", std::move(enc)), "add weight");
+    Add(wr, norm);
+  });
+  v1::Manifest m = ManifestOf(b);
+  if (m.format_minor() != 1 || m.views_size() != 1 || m.views(0).name() != "draft" || m.views(0).ranges_size() != 1 ||
+      m.tensors(0).streams(1).offset() < m.tensors(1).streams(0).offset()) {
+    Die("views vector: the Writer did not declare \"draft\" or place the verification stream last");
+  }
+  const std::vector<uint16_t> draft = RefBF16SpecDraft(w, 2, 4, 2, 3);
+  decodes->clear();
+  decodes->push_back({"weight", BF16DecodeJson(w), {{"draft", BF16DecodeJson(draft)}}});
+  decodes->push_back({"norm", DecodeJson(norm), {{"draft", DecodeJson(norm)}}});
+  // The library's draft decode must be the reference's.
+  std::filesystem::path tmp = g_scratch / (name + ".check.bolt");
+  WriteFile(tmp, b);
+  auto r = Take(bp::Reader::Open(tmp.string()), "open views vector");
+  std::vector<uint8_t> got(w.size() * 2);
+  Check(r->Decode(0, "draft", bp::OutputType::kNative, absl::MakeSpan(got)), "draft decode");
+  if (got != Raw(draft)) Die(StrCat("bf16-spec draft decode differs from the reference: ", Hex(got), " vs ", Hex(Raw(draft))));
+  r.reset();
+  std::filesystem::remove(tmp);
+  return b;
+}
+
+void ValidViews() {
+  std::vector<Decodes> d;
+  Bytes b = ViewsFile("views_draft", &d);
+  SaveValid("views_draft", b, {}, d);
+}
+
+// Two layers, one per-layer axis bound by one template, two nested budgets.
+bp::ElasticManifest SmallElastic() {
+  bp::ElasticManifest e;
+  e.layer_count = 2;
+  e.layer_pattern = "blk.{L}.";
+  bp::ElasticAxis ffn;
+  ffn.name = "ffn";
+  ffn.scope = bp::ElasticScope::kLayer;
+  ffn.granularity = 2;
+  ffn.unit_elems = 1;
+  ffn.parent = {4, 4};
+  e.axes.push_back(ffn);
+  e.bindings.push_back({"blk.{L}.ffn_up.weight", {"ffn", "-"}});
+  e.budgets.push_back({"half", {true, true}, {{"ffn", {2, 2}}}, ""});
+  e.budgets.push_back({"small", {true, false}, {{"ffn", {2, 0}}}, "half"});
+  return e;
+}
+
+Bytes ElasticFile(const std::string& name, std::vector<TensorSpec>* ts) {
+  *ts = {F32Tensor("token_embd.weight", {3, 2}, {0.5f, 1, 1.5f, 2, 2.5f, 3}),
+         F32Tensor("blk.0.ffn_up.weight", {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8}),
+         F32Tensor("blk.1.ffn_up.weight", {4, 2}, {-1, -2, -3, -4, -5, -6, -7, -8})};
+  Bytes b = WriteWith(name, Options(), [&](bp::Writer& w) {
+    for (const auto& t : *ts) Add(w, t);
+    Check(w.SetElastic(SmallElastic()), "elastic");
+  });
+  v1::Manifest m = ManifestOf(b);
+  if (m.format_minor() != 1 || !m.has_elastic() || m.optional_features_size() != 1 || m.optional_features(0) != "elastic") {
+    Die("elastic vector: the Writer did not stamp 1.1 or declare \"elastic\"");
+  }
+  return b;
+}
+
+void ValidElastic() {
+  std::vector<TensorSpec> ts;
+  Bytes b = ElasticFile("elastic", &ts);
+  SaveValid("elastic", b, {}, DecodesOf(ts));
 }
 
 // ---------------------------------------------------------------------------
@@ -1740,6 +1961,183 @@ void InvalidChunkRows(const Bytes& chunked) {
                   ErrorSpec{"decode", kDataLoss, "is not whole rows", "§10.3"});
 }
 
+// Format 1.1: views (container.md §15). Each vector edits the valid views
+// file so that exactly one rule breaks.
+void InvalidViews() {
+  std::vector<Decodes> unused;
+  const Bytes b0 = ViewsFile("views_base", &unused);
+  const v1::Manifest m0 = ManifestOf(b0);
+  const v1::ByteRange draft_range = m0.views(0).ranges(0);
+  auto add_view = [&](v1::Manifest& m, const std::string& name) {
+    auto* v = m.add_views();
+    v->set_name(name);
+    *v->add_ranges() = draft_range;  // reads what draft reads: the range rule holds
+  };
+  // §15.2: the stream lists.
+  // The lists are edited on "norm", which every view reads either way (the
+  // layout and ranges stay right, and bf16-spec's own rule on its streams'
+  // lists is not involved).
+  InvalidManifest("view_undeclared", b0,
+                  [](v1::Manifest& m) {
+                    auto* s = FindTensor(m, "norm")->mutable_streams(0);
+                    s->add_views("full");
+                    s->add_views("draft");
+                    s->add_views("x-other");
+                  },
+                  Open(kDataLoss, "names view \"x-other\", which the manifest does not declare", "§15.2 rule 1"));
+  InvalidManifest("view_listed_twice", b0,
+                  [](v1::Manifest& m) {
+                    auto* s = FindTensor(m, "norm")->mutable_streams(0);
+                    s->add_views("full");
+                    s->add_views("draft");
+                    s->add_views("draft");
+                  },
+                  Open(kDataLoss, "lists view \"draft\" twice", "§15.2 rule 2"));
+  InvalidManifest("view_list_without_full", b0,
+                  [](v1::Manifest& m) { FindTensor(m, "norm")->mutable_streams(0)->add_views("draft"); },
+                  Open(kDataLoss, "lists views without \"full\"", "§15.2 rule 3"));
+  // §15.1, §15.3: the declarations.
+  InvalidManifest("view_declared_full", b0,
+                  [&](v1::Manifest& m) {
+                    auto* v = m.add_views();
+                    v->set_name("full");
+                    uint64_t begin = ~0ull, end = 0;
+                    for (const auto& t : m.tensors())
+                      for (const auto& st : t.streams()) {
+                        begin = std::min<uint64_t>(begin, st.offset());
+                        end = std::max<uint64_t>(end, st.offset() + st.length());
+                      }
+                    auto* r = v->add_ranges();
+                    r->set_offset(begin);
+                    r->set_length(end - begin);
+                  },
+                  Open(kDataLoss, "the \"full\" view is implicit and must not be declared", "§15.1, §15.3 rule 2"));
+  InvalidManifest("view_declared_twice", b0, [&](v1::Manifest& m) { add_view(m, "draft"); },
+                  Open(kDataLoss, "duplicate view \"draft\"", "§15.3 rule 2"));
+  InvalidManifest("view_name_upper_case", b0, [&](v1::Manifest& m) { add_view(m, "Draft"); },
+                  Open(kDataLoss, "view name \"Draft\" is not 1..64 bytes of [a-z0-9_-]", "§15.1, §15.3 rule 2"));
+  InvalidManifest("view_name_leading_dash", b0, [&](v1::Manifest& m) { add_view(m, "-draft"); },
+                  Open(kDataLoss, "view name \"-draft\" is not 1..64 bytes of [a-z0-9_-]", "§15.1, §15.3 rule 2"));
+  InvalidManifest("view_name_too_long", b0, [&](v1::Manifest& m) { add_view(m, std::string(65, 'd')); },
+                  Open(kDataLoss, StrCat("view name \"", std::string(65, 'd'), "\" is not 1..64 bytes"),
+                       "§15.1, §15.3 rule 2"));
+  InvalidManifest("too_many_views", b0,
+                  [&](v1::Manifest& m) {
+                    for (int k = 0; k < 64; ++k) add_view(m, StrCat("v", k));
+                  },
+                  Open(kResourceExhausted, "65 views exceed the limit of 64", "§15.3 rule 1, §9"));
+  // §15.4: the range of "draft" one byte short.
+  InvalidManifest("view_range_mismatch", b0,
+                  [](v1::Manifest& m) {
+                    auto* r = m.mutable_views(0)->mutable_ranges(0);
+                    r->set_length(r->length() - 1);
+                  },
+                  Open(kDataLoss, "view \"draft\": its ranges do not match its streams", "§15.4 range rule"));
+  // §15.4: the verification stream (only "full" reads it) moved before the
+  // streams "draft" reads; the draft range still spans exactly those.
+  {
+    const std::string name = "view_layout_full_first";
+    const Bytes b = Named(b0, name);
+    fmt::Header h = Take(fmt::ParseHeader(absl::MakeConstSpan(b.data(), 64), name), "header");
+    v1::Manifest m = ManifestOf(b);
+    auto stored = [&](const v1::Stream& st) {
+      return Bytes(b.begin() + static_cast<ptrdiff_t>(st.offset()),
+                   b.begin() + static_cast<ptrdiff_t>(st.offset() + st.length()));
+    };
+    v1::Stream* spec = FindTensor(m, "weight")->mutable_streams(0);
+    v1::Stream* verif = FindTensor(m, "weight")->mutable_streams(1);
+    v1::Stream* norm = FindTensor(m, "norm")->mutable_streams(0);
+    const Bytes spec_b = stored(*spec), verif_b = stored(*verif), norm_b = stored(*norm);
+    Assembly a;
+    verif->set_offset(a.Append(verif_b, 64));
+    spec->set_offset(a.Append(spec_b, 64));
+    norm->set_offset(a.Append(norm_b, 64));
+    auto* r = m.mutable_views(0)->mutable_ranges(0);
+    r->set_offset(spec->offset());
+    r->set_length(norm->offset() + norm->length() - spec->offset());
+    SaveInvalid(name, a.Finish(h, Serialize(m)),
+                Open(kDataLoss,
+                     "view \"draft\": a stream of tensor \"weight\" it does not read lies before a stream of tensor",
+                     "§15.4 layout rule"));
+  }
+}
+
+// Format 1.1: the elastic manifest (spec/elastic.md §2). Each vector edits
+// the valid elastic file so that exactly one rule breaks.
+void InvalidElastic() {
+  std::vector<TensorSpec> unused;
+  const Bytes b0 = ElasticFile("elastic_base", &unused);
+  auto budget = [](v1::Manifest& m, int i) { return m.mutable_elastic()->mutable_budgets(i); };
+  InvalidManifest("elastic_binding_unknown_axis", b0,
+                  [](v1::Manifest& m) { m.mutable_elastic()->mutable_bindings(0)->set_dims(1, "ffn2"); },
+                  Open(kDataLoss, "binding \"blk.{L}.ffn_up.weight\": unknown axis \"ffn2\"", "elastic.md §2 rule 3"));
+  InvalidManifest("elastic_binding_matches_nothing", b0,
+                  [](v1::Manifest& m) {
+                    auto* b = m.mutable_elastic()->add_bindings();
+                    b->set_tensor("blk.{L}.ffn_down.weight");
+                    b->add_dims("-");
+                    b->add_dims("ffn");
+                  },
+                  Open(kDataLoss, "binding \"blk.{L}.ffn_down.weight\" matches no tensor", "elastic.md §2 rule 4"));
+  // Parent 6 (a multiple of the granularity, above every budget's counts)
+  // where the tensors have 4 rows.
+  InvalidManifest("elastic_dimension_mismatch", b0,
+                  [](v1::Manifest& m) { m.mutable_elastic()->mutable_axes(0)->set_parent(1, 6); },
+                  Open(kDataLoss, "tensor \"blk.1.ffn_up.weight\": dimension 0 is 4 but axis \"ffn\" has 6 units of 1 there",
+                       "elastic.md §2 rule 4"));
+  InvalidManifest("elastic_layer_keep_length", b0,
+                  [&](v1::Manifest& m) { budget(m, 1)->mutable_layer_keep()->RemoveLast(); },
+                  Open(kDataLoss, "budget \"small\": layer_keep has 1 entries, layer_count is 2", "elastic.md §2 rule 5"));
+  // 6 of 4: a multiple of the granularity 2; "small" (2) stays nested.
+  InvalidManifest("elastic_count_over_parent", b0,
+                  [&](v1::Manifest& m) { budget(m, 0)->mutable_sizes(0)->set_counts(0, 6); },
+                  Open(kDataLoss, "budget \"half\": axis \"ffn\" in layer 0 keeps 6 of 4 units", "elastic.md §2 rule 5"));
+  InvalidManifest("elastic_count_off_granularity", b0,
+                  [&](v1::Manifest& m) { budget(m, 0)->mutable_sizes(0)->set_counts(0, 3); },
+                  Open(kDataLoss, "budget \"half\": axis \"ffn\" in layer 0 keeps 3 units, not a multiple of its granularity 2",
+                       "elastic.md §2 rule 5"));
+  // "small" keeps all 4 units of layer 0 (its parent size), "half" only 2.
+  InvalidManifest("elastic_not_nested", b0,
+                  [&](v1::Manifest& m) { budget(m, 1)->mutable_sizes(0)->set_counts(0, 4); },
+                  Open(kDataLoss,
+                       "budget \"small\": axis \"ffn\" in layer 0 keeps 4 units, more than \"half\" (2), so it is not nested in it",
+                       "elastic.md §2 rule 5"));
+  // Block alignment: a q8_0 tensor (blocks of 32 along its innermost
+  // dimension) bound to a global axis of granularity 16; a budget of 32 of
+  // 64 is valid, 16 of 64 splits a block.
+  {
+    std::vector<float> v(2 * 64);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int>(i % 17) - 8) / 8.0f;
+    const std::vector<uint64_t> shape = {2, 64};
+    const Bytes src_bytes = Raw(v);
+    bp::ElasticManifest e;
+    bp::ElasticAxis hidden;
+    hidden.name = "hidden";
+    hidden.scope = bp::ElasticScope::kGlobal;
+    hidden.granularity = 16;
+    hidden.parent = {64};
+    e.axes.push_back(hidden);
+    e.bindings.push_back({"ffn_down.weight", {"-", "hidden"}});
+    e.budgets.push_back({"half", {}, {{"hidden", {32}}}, ""});
+    Bytes q = WriteWith("elastic_q8_0_base", Options(), [&](bp::Writer& w) {
+      bp::TensorSource src;
+      src.name = "ffn_down.weight";
+      src.dtype = DType::kF32;
+      src.shape = absl::MakeConstSpan(shape);
+      src.bytes = absl::MakeConstSpan(src_bytes);
+      auto enc = Take(bp::EncodeTensor("q8_0", src, {}, {}), "encode q8_0");
+      Check(w.AddTensor("ffn_down.weight", shape, DType::kF32, "q8_0", std::move(enc)), "add q8_0");
+      Check(w.SetElastic(e), "elastic q8_0");
+    });
+    InvalidManifest("elastic_cut_splits_block", q,
+                    [&](v1::Manifest& m) { budget(m, 0)->mutable_sizes(0)->set_counts(0, 16); },
+                    Open(kDataLoss,
+                         "budget \"half\": tensor \"ffn_down.weight\" keeps 16 of 64 elements of its innermost dimension "
+                         "(axis \"hidden\"), not a multiple of its codec's block of 32 elements",
+                         "elastic.md §2 rule 6"));
+  }
+}
+
 void InvalidVectors() {
   std::vector<TensorSpec> ts;
   Base base;
@@ -1771,6 +2169,8 @@ void InvalidVectors() {
   InvalidShards(base.bytes);
   InvalidDecode(base);
   InvalidChunkRows(chunked);
+  InvalidViews();
+  InvalidElastic();
 }
 
 }  // namespace
@@ -1804,6 +2204,8 @@ int main(int argc, char** argv) {
   ValidUnknownCompression();
   ValidNewerMinor();
   ValidSharded();
+  ValidViews();
+  ValidElastic();
   InvalidVectors();
 
   std::filesystem::remove_all(g_scratch);
