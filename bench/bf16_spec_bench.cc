@@ -62,7 +62,6 @@ const Prepared& Encoded() {
     TensorSource src{"w", DType::kBF16, kShape, Source()};
     q.enc = *FindCodec("bf16-spec")->Encode(src, Params(), {.threads = 0});
     q.info = RecordFor("w", DType::kBF16, kShape, "bf16-spec", q.enc);
-    for (size_t k = 0; k < q.enc.streams.size(); ++k) q.info.streams[k].views = q.enc.streams[k].views;
     return q;
   }();
   return p;

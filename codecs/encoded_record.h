@@ -31,6 +31,7 @@ inline TensorInfo RecordFor(std::string name, DType dtype, std::vector<uint64_t>
     si.length = s.bytes.size();
     si.raw_length = s.bytes.size();
     si.alignment = 64;
+    si.views = s.views;
     for (const EncodedChunk& c : s.chunks) {
       si.chunks.push_back(ChunkInfo{c.raw_offset, c.raw_length, c.raw_offset, c.raw_length,
                                     c.first_row, c.row_count, 0});

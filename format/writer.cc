@@ -372,7 +372,6 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
   const Codec* codec = FindCodec(codec_id);
   if (codec == nullptr) return absl::NotFoundError(StrCat(where, ": unknown codec \"", codec_id, "\""));
   TensorInfo info = RecordFor(std::move(name), dtype, std::move(shape), codec_id, encoded);
-  for (size_t k = 0; k < encoded.streams.size(); ++k) info.streams[k].views = encoded.streams[k].views;
   BP_RETURN_IF_ERROR(impl_->CheckViews(info, where));
   // An encoder bug must not produce a file its own reader rejects.
   absl::Status valid = codec->ValidateRecord(info);

@@ -63,7 +63,6 @@ Encoded EncodeOrDie(const std::vector<uint64_t>& shape, const std::vector<uint16
   Encoded out;
   if (enc.ok()) out.tensor = *std::move(enc);
   out.info = RecordFor("t", DType::kBF16, shape, "bf16-spec", out.tensor);
-  for (size_t k = 0; k < out.tensor.streams.size(); ++k) out.info.streams[k].views = out.tensor.streams[k].views;
   return out;
 }
 

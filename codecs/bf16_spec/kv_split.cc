@@ -4,7 +4,6 @@
 #include <array>
 #include <cmath>
 #include <cstring>
-#include <cstdlib>  // TMPTMP
 #include <utility>
 
 #include "codecs/bf16_exp/exponent_code.h"
@@ -158,7 +157,7 @@ struct KvTables {
 // time.
 bool UseBmi2() {
 #ifdef BP_KV_HAVE_BMI2_VARIANT
-  static const bool has = __builtin_cpu_supports("bmi2") && getenv("BP_TMP_NO_BMI2") == nullptr;  // TMPTMP
+  static const bool has = __builtin_cpu_supports("bmi2");
   return has;
 #else
   return false;
