@@ -1,6 +1,7 @@
 #include "boltpack/reader.h"
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 
 #include <zstd.h>
@@ -419,6 +420,21 @@ absl::StatusOr<RawBytes> RawRange(const Reader::Impl& impl, size_t tensor, size_
 }
 
 }  // namespace
+
+absl::Status Reader::ReadRawStream(size_t tensor, size_t stream, absl::Span<uint8_t> dst,
+                                   const ExecOptions& exec) const {
+  if (tensor >= impl_->tensors.size() || stream >= impl_->tensors[tensor].streams.size()) {
+    return absl::OutOfRangeError(StrCat(impl_->path, ": no stream ", stream, " of tensor ", tensor));
+  }
+  const StreamInfo& s = impl_->tensors[tensor].streams[stream];
+  if (dst.size() != s.raw_length) {
+    return absl::InvalidArgumentError(StrCat(impl_->Where(tensor), " stream \"", s.role, "\": buffer of ",
+                                             dst.size(), " bytes for ", s.raw_length, " raw bytes"));
+  }
+  BP_ASSIGN_OR_RETURN(RawBytes raw, RawRange(*impl_, tensor, stream, 0, s.raw_length, exec.threads));
+  if (!raw.view.empty()) std::memcpy(dst.data(), raw.view.data(), raw.view.size());
+  return absl::OkStatus();
+}
 
 namespace {
 

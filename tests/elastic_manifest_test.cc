@@ -111,8 +111,10 @@ TEST(ElasticJson, BindingsMustFitTheTensors) {
     "bindings": [{"tensor": "blk.{L}.upp.weight", "dims": ["experts", "-", "-"]}]})";
   auto b = io::ParseElasticJson(typo, "e.json", Shapes());
   ASSERT_TRUE(b.ok()) << b.status();
+  // The refs are views: the shapes they point into must outlive them.
+  const auto typo_shapes = Shapes();
   std::vector<format::ElasticTensorRef> refs;
-  for (const auto& t : Shapes()) refs.push_back({t.name, t.shape, "f32", DType::kF32, nullptr});
+  for (const auto& t : typo_shapes) refs.push_back({t.name, t.shape, "f32", DType::kF32, nullptr});
   absl::Status s = format::ValidateElastic(b->manifest, refs, "e.bolt");
   EXPECT_NE(s.message().find("binding \"blk.{L}.upp.weight\" matches no tensor"), std::string::npos) << s;
 }

@@ -150,5 +150,32 @@ TEST(Nvfp4Gguf, BoltToGgufWritesBlocksAndScaleTensors) {
   EXPECT_NE(r.output.find("w.weight"), std::string::npos) << r.output;
 }
 
+TEST(Nvfp4Gguf, ZstdCompressedStreamsExportToTheSameGguf) {
+  // A .bolt written with --zstd stores the same codec bytes compressed; its
+  // GGUF export must be byte-identical to the uncompressed file's.
+  const std::string dir = testing::MakeTempDir();
+  WriteSafetensors(dir + "/m.safetensors", Sources());
+  for (const std::string codec : {"nvfp4", "q8_0"}) {
+    for (const std::string zstd : {"", "3"}) {
+      std::vector<std::string> args = {"convert", dir + "/m.safetensors", "-o", dir + "/" + codec + zstd + ".bolt",
+                                       "--codec", "*=" + codec};
+      if (!zstd.empty()) args.insert(args.end(), {"--zstd", zstd});
+      auto r = testing::RunCli(args);
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      r = testing::RunCli({"convert", dir + "/" + codec + zstd + ".bolt", "-o", dir + "/" + codec + zstd + ".gguf"});
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+    }
+    auto packed = Reader::Open(dir + "/" + codec + "3.bolt");
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    bool any_compressed = false;
+    for (const auto& t : (*packed)->tensors()) {
+      for (const auto& st : t.streams) any_compressed |= st.compression == Compression::kZstd;
+    }
+    EXPECT_TRUE(any_compressed) << codec << ": the all-zero tensor should compress";
+    EXPECT_EQ(testing::ReadFileBytes(dir + "/" + codec + ".gguf"), testing::ReadFileBytes(dir + "/" + codec + "3.gguf"))
+        << codec;
+  }
+}
+
 }  // namespace
 }  // namespace boltpack

@@ -421,12 +421,14 @@ TEST(Views, ValidationRejectsBadDeclarations) {
   }
   // A 1.0-style reader ignores Stream.views: dropping every view tag and
   // Manifest.views leaves a valid file whose every view is full.
-  auto plain = Reader::OpenBuffer(RewriteManifest(good, [](v1::Manifest& m) {
+  // OpenBuffer maps the caller's bytes: they must outlive the reader.
+  const std::vector<uint8_t> plain_bytes = RewriteManifest(good, [](v1::Manifest& m) {
     m.clear_views();
     for (auto& t : *m.mutable_tensors()) {
       for (auto& s : *t.mutable_streams()) s.clear_views();
     }
-  }), "plain.bolt");
+  });
+  auto plain = Reader::OpenBuffer(plain_bytes, "plain.bolt");
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(DecodeF32(**plain, 0, "full"), f.values[0]);
 }

@@ -257,9 +257,17 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
     out->bytes = t.bytes;
   } else if (rule == nullptr) {
     const TensorInfo& info = t.reader->tensors()[t.index];
-    if (info.streams.size() == 1 && info.streams[0].compression == Compression::kNone) {
+    if (info.streams.size() == 1) {
+      // The stored codec bytes are the GGUF bytes (the codec ids GGUF knows
+      // store ggml's block layout); zstd is undone, checksums checked.
       BP_RETURN_IF_ERROR(t.reader->VerifyStream(t.index, 0));
-      BP_ASSIGN_OR_RETURN(out->bytes, t.reader->StoredStream(t.index, 0));
+      if (info.streams[0].compression == Compression::kNone) {
+        BP_ASSIGN_OR_RETURN(out->bytes, t.reader->StoredStream(t.index, 0));
+      } else {
+        out->owned.resize(info.streams[0].raw_length);
+        BP_RETURN_IF_ERROR(t.reader->ReadRawStream(t.index, 0, absl::MakeSpan(out->owned), ExecOptions{threads}));
+        out->bytes = out->owned;
+      }
     } else if (info.codec_id == "f32" || info.codec_id == "f16" || info.codec_id == "bf16" || info.codec_id == "raw") {
       BP_ASSIGN_OR_RETURN(uint64_t n, t.reader->DecodedBytes(t.index, OutputType::kNative));
       out->owned.resize(n);

@@ -67,15 +67,16 @@ absl::StatusOr<GgmlNvfp4Tensor> Nvfp4GgufBlocks(const InputTensor& t, const Code
                                                info.streams.size(), " streams, expected 2"));
     }
     absl::Span<const uint8_t> streams[2];
+    std::vector<uint8_t> decompressed[2];
     for (size_t k = 0; k < 2; ++k) {
-      if (info.streams[k].compression != Compression::kNone) {
-        return absl::UnimplementedError(StrCat(
-            t.file, ": tensor \"", t.name, "\": nvfp4 stream \"", info.streams[k].role,
-            "\" is zstd-compressed; GGUF export repacks the stored nvfp4 bytes, which needs "
-            "them uncompressed (write the .bolt without --zstd)"));
-      }
       BP_RETURN_IF_ERROR(t.reader->VerifyStream(t.index, k));
-      BP_ASSIGN_OR_RETURN(streams[k], t.reader->StoredStream(t.index, k));
+      if (info.streams[k].compression == Compression::kNone) {
+        BP_ASSIGN_OR_RETURN(streams[k], t.reader->StoredStream(t.index, k));
+      } else {
+        decompressed[k].resize(info.streams[k].raw_length);
+        BP_RETURN_IF_ERROR(t.reader->ReadRawStream(t.index, k, absl::MakeSpan(decompressed[k]), ExecOptions{threads}));
+        streams[k] = decompressed[k];
+      }
     }
     return Nvfp4ToGgml(info, streams[0], streams[1]);
   }

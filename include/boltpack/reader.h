@@ -105,6 +105,11 @@ class Reader {
 
   // Zero-copy view of a stream's stored bytes (compressed if it is).
   absl::StatusOr<absl::Span<const uint8_t>> StoredStream(size_t tensor, size_t stream) const;
+  // Copies a stream's raw (decompressed) bytes into `dst`, which must be
+  // exactly the stream's raw_length: what a tool needs to move stored codec
+  // bytes to another format (GGUF) whatever compression the file used.
+  absl::Status ReadRawStream(size_t tensor, size_t stream, absl::Span<uint8_t> dst,
+                             const ExecOptions& exec = {}) const;
   // Checks one stream's XXH3-64 (and its chunks').
   absl::Status VerifyStream(size_t tensor, size_t stream) const;
   // Everything a byte of the file can break that open does not check:
