@@ -216,5 +216,24 @@ TEST(GgufCli, SplitModelConvertsAsOne) {
   EXPECT_EQ(g.value()->metadata().size(), 1u);  // split.* dropped
 }
 
+TEST(GgufCli, LosslessBf16CodecsExportAsBf16) {
+  // GGUF has no entropy-coded type: bf16-huffman, bf16-unary and bf16-spec
+  // (every original bit in its full view) export as BF16, giving the very
+  // file that the plain bf16 tensors give.
+  std::string dir = MakeTempDir();
+  const std::string model = SourceDir() + "/testdata/tinystories-656k/model.safetensors";
+  ASSERT_EQ(RunCli({"convert", model, "-o", dir + "/bf.safetensors", "--codec", "*=bf16"}).exit_code, 0);
+  auto ref = RunCli({"convert", dir + "/bf.safetensors", "-o", dir + "/ref.gguf"});
+  ASSERT_EQ(ref.exit_code, 0) << ref.output;
+  for (const std::string codec : {"bf16-huffman", "bf16-unary", "bf16-spec"}) {
+    SCOPED_TRACE(codec);
+    auto r = RunCli({"convert", dir + "/bf.safetensors", "-o", dir + "/" + codec + ".bolt", "--codec", "*=" + codec});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = RunCli({"convert", dir + "/" + codec + ".bolt", "-o", dir + "/" + codec + ".gguf"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(ReadFileBytes(dir + "/" + codec + ".gguf") == ReadFileBytes(dir + "/ref.gguf"));
+  }
+}
+
 }  // namespace
 }  // namespace boltpack

@@ -219,6 +219,13 @@ struct GgufData {
   float nvfp4_scale = 1.0f;  // two-level nvfp4: the tensor scale (tools/gguf_nvfp4.h)
 };
 
+// Codecs whose stored values are bf16 numbers under an entropy code (or, for
+// bf16-mx, a shared exponent): GGUF has no such type, so they are exported
+// as BF16, which holds every value they decode to exactly.
+bool StoresBf16Values(std::string_view codec_id) {
+  return codec_id == "bf16-huffman" || codec_id == "bf16-unary" || codec_id == "bf16-spec" || codec_id == "bf16-mx";
+}
+
 absl::StatusOr<const io::GgmlType*> GgufTypeOf(const InputTensor& t, const CodecRule* rule) {
   const io::GgmlType* type = nullptr;
   std::string codec;
@@ -231,7 +238,7 @@ absl::StatusOr<const io::GgmlType*> GgufTypeOf(const InputTensor& t, const Codec
   } else if (t.kind == InputKind::kBolt) {
     const TensorInfo& info = t.reader->tensors()[t.index];
     codec = info.codec_id;
-    type = io::GgmlTypeForCodec(codec, info.dtype, info.codec_params);
+    type = StoresBf16Values(codec) ? io::GgmlTypeById(30) : io::GgmlTypeForCodec(codec, info.dtype, info.codec_params);
   } else {
     codec = t.SourceCodec();
     type = io::GgmlTypeForCodec(codec, t.dtype, {});
@@ -268,12 +275,14 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
         BP_RETURN_IF_ERROR(t.reader->ReadRawStream(t.index, 0, absl::MakeSpan(out->owned), ExecOptions{threads}));
         out->bytes = out->owned;
       }
-    } else if (info.codec_id == "f32" || info.codec_id == "f16" || info.codec_id == "bf16" || info.codec_id == "raw") {
-      BP_ASSIGN_OR_RETURN(uint64_t n, t.reader->DecodedBytes(t.index, OutputType::kNative));
+    } else if (info.codec_id == "f32" || info.codec_id == "f16" || info.codec_id == "bf16" || info.codec_id == "raw" ||
+               StoresBf16Values(info.codec_id)) {
+      const OutputType as = StoresBf16Values(info.codec_id) ? OutputType::kBF16 : OutputType::kNative;
+      BP_ASSIGN_OR_RETURN(uint64_t n, t.reader->DecodedBytes(t.index, as));
       out->owned.resize(n);
       ExecOptions exec;
       exec.threads = threads;
-      BP_RETURN_IF_ERROR(t.reader->Decode(t.index, OutputType::kNative, absl::MakeSpan(out->owned), exec));
+      BP_RETURN_IF_ERROR(t.reader->Decode(t.index, as, absl::MakeSpan(out->owned), exec));
       out->bytes = out->owned;
     } else {
       return absl::UnimplementedError(StrCat(Where(t), ": codec \"", info.codec_id,
