@@ -235,5 +235,21 @@ TEST(GgufCli, LosslessBf16CodecsExportAsBf16) {
   }
 }
 
+TEST(GgufCli, ReencodedModelGetsItsFileType) {
+  // llama-quantize sets general.file_type to what it made; so does a
+  // re-encoding convert (a plain round trip keeps every byte, key included).
+  std::string dir = MakeTempDir();
+  const std::string f16 = SourceDir() + "/testdata/tinystories-656k/TinyStories-656K.f16.gguf";
+  ASSERT_EQ(RunCli({"convert", f16, "-o", dir + "/q8.gguf", "--codec", "*=q8_0"}).exit_code, 0);
+  auto q8 = io::GgufModel::Open(dir + "/q8.gguf");
+  ASSERT_TRUE(q8.ok()) << q8.status();
+  const MetaValue* ft = Find((*q8)->metadata(), "general.file_type");
+  ASSERT_NE(ft, nullptr);
+  EXPECT_EQ(ft->u, 7u);  // LLAMA_FTYPE_MOSTLY_Q8_0
+  auto src = io::GgufModel::Open(f16);
+  ASSERT_TRUE(src.ok()) << src.status();
+  EXPECT_EQ(Find((*src)->metadata(), "general.file_type")->u, 1u);  // MOSTLY_F16
+}
+
 }  // namespace
 }  // namespace boltpack

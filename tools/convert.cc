@@ -1,5 +1,7 @@
 // bolt-pack convert IN... -o OUT: the output format follows OUT's extension.
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 
 #include "boltpack/codec_registry.h"
@@ -309,6 +311,44 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
   return absl::OkStatus();
 }
 
+// llama.cpp's `general.file_type` (enum llama_ftype) for the ggml type that
+// holds most weights of the matrices; -1 where llama.h has no such ftype.
+int LlamaFileType(int ggml_type) {
+  switch (ggml_type) {
+    case 0: return 0;    // ALL_F32
+    case 1: return 1;    // MOSTLY_F16
+    case 8: return 7;    // MOSTLY_Q8_0
+    case 16: return 19;  // MOSTLY_IQ2_XXS
+    case 30: return 32;  // MOSTLY_BF16
+    case 39: return 38;  // MOSTLY_MXFP4_MOE
+    default: return -1;
+  }
+}
+
+// A re-encoded model is no longer the source's file type: the key names the
+// type of most matrix weights (1-D tensors stay float, as llama-quantize
+// keeps them), or goes when llama.h has no name for it, so llama.cpp guesses
+// it instead of printing a wrong one.
+void UpdateGgufFileType(const Inputs& in, const std::vector<const io::GgmlType*>& types, Metadata* kv) {
+  std::map<int, uint64_t> weights_by_type;
+  for (size_t i = 0; i < in.tensors().size(); ++i) {
+    const auto& t = in.tensors()[i];
+    if (t.shape.size() >= 2) weights_by_type[types[i]->id] += t.element_count();
+  }
+  auto it = kv->begin();
+  for (; it != kv->end() && it->first != "general.file_type"; ++it) {
+  }
+  if (it == kv->end() || weights_by_type.empty()) return;  // a source without the key keeps none
+  auto most = std::max_element(weights_by_type.begin(), weights_by_type.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  const int ftype = LlamaFileType(most->first);
+  if (ftype < 0) {
+    kv->erase(it);
+  } else {
+    it->second = MetaValue::Uint(ValueType::kUint32, static_cast<uint64_t>(ftype));
+  }
+}
+
 absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args,
                            const io::Imatrix* imatrix, uint64_t split_max_bytes) {
   bool split_output = split_max_bytes > 0 || args.split_max_tensors > 0;
@@ -350,6 +390,9 @@ absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const Conver
     if (!scale.ok()) return scale.status();
     scale_tensors.push_back(*scale);
     if (*scale) decls.push_back(io::GgufTensorDecl{Nvfp4ScaleTensorName(t.name), {1}, 0});
+  }
+  if (std::any_of(plan.begin(), plan.end(), [](const auto& r) { return r.has_value(); })) {
+    UpdateGgufFileType(in, types, &kv);
   }
   io::GgufWriterOptions options;
   options.version = version;
