@@ -13,10 +13,13 @@
 #include "format/layout.h"
 #include "gtest/gtest.h"
 #include "io/elastic_json.h"
+#include "tests/manifest_rewrite.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
 namespace {
+
+using testing::WithManifest;
 
 // Two layers of an MoE: experts [E, F, 64] up, [E, 64, F] down.
 std::vector<io::ElasticTensorShape> Shapes() {
@@ -219,23 +222,6 @@ TEST(ElasticManifest, MatchLayer) {
 
 namespace boltpack {
 namespace {
-
-// Rewrites the manifest of a .bolt file (new footer and checksum), so a test
-// can hand the reader a well-formed file whose elastic manifest is hostile.
-std::vector<uint8_t> WithManifest(const std::vector<uint8_t>& file, const v1::Manifest& m) {
-  auto footer = format::ParseFooter(absl::MakeConstSpan(file).subspan(file.size() - format::kFooterSize), "f");
-  EXPECT_TRUE(footer.ok());
-  std::string bytes = m.SerializeAsString();
-  std::vector<uint8_t> out(file.begin(), file.begin() + footer->manifest_offset);
-  out.insert(out.end(), bytes.begin(), bytes.end());
-  format::Footer f = *footer;
-  f.manifest_length = bytes.size();
-  f.manifest_xxh3 = format::Xxh3({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
-  f.file_size = out.size() + format::kFooterSize;
-  auto enc = format::EncodeFooter(f);
-  out.insert(out.end(), enc.begin(), enc.end());
-  return out;
-}
 
 TEST(ElasticManifest, ReaderRejectsAHostileElasticManifest) {
   // A valid elastic file: two layers, one q8_0 tensor per layer.

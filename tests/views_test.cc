@@ -17,12 +17,14 @@
 #include "gtest/gtest.h"
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "tests/manifest_rewrite.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
 namespace {
 
 using testing::MakeTempDir;
+using testing::RewriteManifest;
 using testing::ReadFileBytes;
 using testing::RunCli;
 using testing::SourceDir;
@@ -154,23 +156,6 @@ std::vector<float> DecodeF32(const Reader& r, size_t t, std::string_view view) {
   auto dst = absl::MakeSpan(reinterpret_cast<uint8_t*>(out.data()), *n);
   absl::Status st = r.Decode(t, view, OutputType::kF32, dst);
   EXPECT_TRUE(st.ok()) << st;
-  return out;
-}
-
-std::vector<uint8_t> RewriteManifest(const std::vector<uint8_t>& file, const std::function<void(v1::Manifest&)>& edit) {
-  auto footer = format::ParseFooter(absl::MakeConstSpan(file).subspan(file.size() - 64), "x");
-  EXPECT_TRUE(footer.ok());
-  v1::Manifest m;
-  EXPECT_TRUE(m.ParseFromArray(file.data() + footer->manifest_offset, static_cast<int>(footer->manifest_length)));
-  edit(m);
-  std::string bytes = m.SerializeAsString();
-  std::vector<uint8_t> out(file.begin(), file.begin() + static_cast<long>(footer->manifest_offset));
-  out.insert(out.end(), bytes.begin(), bytes.end());
-  footer->manifest_length = bytes.size();
-  footer->manifest_xxh3 = format::Xxh3({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
-  footer->file_size = out.size() + 64;
-  auto fb = format::EncodeFooter(*footer);
-  out.insert(out.end(), fb.begin(), fb.end());
   return out;
 }
 
