@@ -18,14 +18,25 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "boltpack/budget_view.h"
 #include "boltpack/reader.h"
 #include "boltpack/tensor_info.h"
 #include "boltpack/types.h"
 #include "boltpack/version.h"
 #include "common/str_cat.h"
+
+struct bp_budget {
+  const bp_reader* r = nullptr;
+  std::string view;
+  std::vector<boltpack::BudgetTensor> tensors;
+  // Per kept tensor: its zero-copy regions, or why there are none.
+  std::vector<absl::StatusOr<boltpack::BudgetTensorView>> regions;
+  uint64_t bytes = 0;
+};
 
 struct bp_reader {
   std::unique_ptr<boltpack::Reader> reader;
@@ -628,3 +639,179 @@ bp_status bp_metadata_array_get_string(const bp_reader* r, size_t i, size_t j, c
 }
 
 }  // extern "C"
+
+// ---- elastic budgets --------------------------------------------------------
+
+size_t bp_budget_count(const bp_reader* r) {
+  if (r == nullptr) {
+    Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_budget_count: reader is NULL");
+    return 0;
+  }
+  const boltpack::ElasticManifest* m = r->reader->elastic();
+  return m == nullptr ? 0 : m->budgets.size();
+}
+
+const char* bp_budget_name(const bp_reader* r, size_t i) {
+  if (r == nullptr) {
+    Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_budget_name: reader is NULL");
+    return nullptr;
+  }
+  const boltpack::ElasticManifest* m = r->reader->elastic();
+  if (m == nullptr || i >= m->budgets.size()) {
+    Fail(r, BP_ERR_OUT_OF_RANGE, StrCat(PathOf(r), ": bp_budget_name: no budget #", i));
+    return nullptr;
+  }
+  return m->budgets[i].name.c_str();
+}
+
+bp_status bp_budget_open(const bp_reader* r, const char* budget, const char* view, bp_budget** out) {
+  return Guard(r, "bp_budget_open", [&]() -> bp_status {
+    if (out == nullptr) return NullArg(r, "bp_budget_open", "out");
+    *out = nullptr;
+    if (r == nullptr) return NullArg(r, "bp_budget_open", "reader");
+    if (budget == nullptr) return NullArg(r, "bp_budget_open", "budget");
+    auto b = std::make_unique<bp_budget>();
+    b->r = r;
+    b->view = view != nullptr && view[0] != '\0' ? std::string(view) : r->reader->view();
+    bool known = false;
+    for (const auto& v : r->reader->views()) known = known || v.name == b->view;
+    if (!known) return Fail(r, BP_ERR_NOT_FOUND, StrCat(PathOf(r), ": no view \"", b->view, "\""));
+    auto tensors = boltpack::BudgetTensors(*r->reader, budget);
+    if (!tensors.ok()) return Fail(r, tensors.status());
+    b->tensors = std::move(*tensors);
+    b->regions.reserve(b->tensors.size());
+    for (const auto& t : b->tensors) b->regions.push_back(boltpack::BudgetView(*r->reader, t, b->view));
+    auto bytes = boltpack::BudgetBytes(*r->reader, budget, b->view);
+    if (!bytes.ok()) return Fail(r, bytes.status());
+    b->bytes = *bytes;
+    *out = b.release();
+    return BP_OK;
+  });
+}
+
+void bp_budget_close(bp_budget* b) {
+  try {
+    delete b;
+  } catch (...) {
+  }
+}
+
+size_t bp_budget_tensor_count(const bp_budget* b) {
+  if (b == nullptr) {
+    Fail(nullptr, BP_ERR_INVALID_ARGUMENT, "bp_budget_tensor_count: budget is NULL");
+    return 0;
+  }
+  return b->tensors.size();
+}
+
+namespace {
+
+bp_status CheckBudgetTensor(const bp_budget* b, size_t i, const char* fn) {
+  if (b == nullptr) return NullArg(nullptr, fn, "budget");
+  if (i >= b->tensors.size()) {
+    return Fail(b->r, BP_ERR_OUT_OF_RANGE,
+                StrCat(PathOf(b->r), ": ", fn, ": no kept tensor #", i, " (the budget keeps ", b->tensors.size(), ")"));
+  }
+  return BP_OK;
+}
+
+}  // namespace
+
+bp_status bp_budget_tensor(const bp_budget* b, size_t i, struct bp_budget_tensor* out) {
+  return Guard(b ? b->r : nullptr, "bp_budget_tensor", [&]() -> bp_status {
+    if (bp_status st = CheckBudgetTensor(b, i, "bp_budget_tensor"); st != BP_OK) return st;
+    if (out == nullptr) return NullArg(b->r, "bp_budget_tensor", "out");
+    const auto& t = b->tensors[i];
+    if (t.shape.size() > BP_MAX_DIMS) return Fail(b->r, BP_ERR_INTERNAL, "bp_budget_tensor: rank over BP_MAX_DIMS");
+    struct bp_budget_tensor info = {};
+    info.tensor = t.tensor;
+    info.name = t.name.c_str();
+    info.ndim = static_cast<uint32_t>(t.shape.size());
+    for (size_t d = 0; d < t.shape.size(); ++d) info.shape[d] = t.shape[d];
+    *out = info;
+    return BP_OK;
+  });
+}
+
+bp_status bp_budget_bytes(const bp_budget* b, uint64_t* bytes) {
+  return Guard(b ? b->r : nullptr, "bp_budget_bytes", [&]() -> bp_status {
+    if (b == nullptr) return NullArg(nullptr, "bp_budget_bytes", "budget");
+    if (bytes == nullptr) return NullArg(b->r, "bp_budget_bytes", "bytes");
+    *bytes = b->bytes;
+    return BP_OK;
+  });
+}
+
+bp_status bp_budget_region_count(const bp_budget* b, size_t i, size_t* count) {
+  return Guard(b ? b->r : nullptr, "bp_budget_region_count", [&]() -> bp_status {
+    if (bp_status st = CheckBudgetTensor(b, i, "bp_budget_region_count"); st != BP_OK) return st;
+    if (count == nullptr) return NullArg(b->r, "bp_budget_region_count", "count");
+    if (!b->regions[i].ok()) return Fail(b->r, b->regions[i].status());
+    *count = b->regions[i]->streams.size();
+    return BP_OK;
+  });
+}
+
+bp_status bp_budget_region(const bp_budget* b, size_t i, size_t k, struct bp_region* out) {
+  return Guard(b ? b->r : nullptr, "bp_budget_region", [&]() -> bp_status {
+    if (bp_status st = CheckBudgetTensor(b, i, "bp_budget_region"); st != BP_OK) return st;
+    if (out == nullptr) return NullArg(b->r, "bp_budget_region", "out");
+    if (!b->regions[i].ok()) return Fail(b->r, b->regions[i].status());
+    const auto& streams = b->regions[i]->streams;
+    if (k >= streams.size()) {
+      return Fail(b->r, BP_ERR_OUT_OF_RANGE,
+                  StrCat(PathOf(b->r), ": bp_budget_region: no region #", k, " (the tensor has ", streams.size(), ")"));
+    }
+    const auto& s = streams[k];
+    if (s.counts.size() >= BP_MAX_DIMS) return Fail(b->r, BP_ERR_INTERNAL, "bp_budget_region: too many dimensions");
+    struct bp_region reg = {};
+    reg.stream = s.stream;
+    reg.base = s.base.data();
+    reg.base_size = s.base.size();
+    reg.ndim = static_cast<uint32_t>(s.counts.size());
+    for (size_t d = 0; d < s.counts.size(); ++d) {
+      reg.counts[d] = s.counts[d];
+      reg.strides[d] = s.strides[d];
+    }
+    reg.run_bytes = s.run_bytes;
+    reg.total_bytes = s.total_bytes();
+    *out = reg;
+    return BP_OK;
+  });
+}
+
+bp_status bp_budget_decoded_size(const bp_budget* b, size_t i, bp_output out, uint64_t* bytes) {
+  return Guard(b ? b->r : nullptr, "bp_budget_decoded_size", [&]() -> bp_status {
+    if (bp_status st = CheckBudgetTensor(b, i, "bp_budget_decoded_size"); st != BP_OK) return st;
+    if (bytes == nullptr) return NullArg(b->r, "bp_budget_decoded_size", "bytes");
+    boltpack::OutputType type;
+    if (!ToOutputType(out, &type)) {
+      return Fail(b->r, BP_ERR_INVALID_ARGUMENT,
+                  StrCat("bp_budget_decoded_size: unknown output type ", static_cast<int>(out)));
+    }
+    auto need = boltpack::BudgetDecodedBytes(*b->r->reader, b->tensors[i], type);
+    if (!need.ok()) return Fail(b->r, need.status());
+    *bytes = *need;
+    return BP_OK;
+  });
+}
+
+bp_status bp_budget_decode(const bp_budget* b, size_t i, bp_output out, void* dst, uint64_t dst_size) {
+  return Guard(b ? b->r : nullptr, "bp_budget_decode", [&]() -> bp_status {
+    if (bp_status st = CheckBudgetTensor(b, i, "bp_budget_decode"); st != BP_OK) return st;
+    if (dst == nullptr && dst_size != 0) return NullArg(b->r, "bp_budget_decode", "dst");
+    boltpack::OutputType type;
+    if (!ToOutputType(out, &type)) {
+      return Fail(b->r, BP_ERR_INVALID_ARGUMENT, StrCat("bp_budget_decode: unknown output type ", static_cast<int>(out)));
+    }
+    auto need = boltpack::BudgetDecodedBytes(*b->r->reader, b->tensors[i], type);
+    if (!need.ok()) return Fail(b->r, need.status());
+    if (dst_size < *need) {
+      return Fail(b->r, BP_ERR_INVALID_ARGUMENT,
+                  StrCat(PathOf(b->r), ": tensor \"", b->tensors[i].name, "\": the budget's part is ", *need,
+                         " bytes, buffer of ", dst_size));
+    }
+    absl::Span<uint8_t> span(static_cast<uint8_t*>(dst), static_cast<size_t>(*need));
+    return Fail(b->r, boltpack::DecodeBudget(*b->r->reader, b->tensors[i], b->view, type, span));
+  });
+}

@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "boltpack/codec.h"
+#include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
 #include "boltpack/types.h"
 #include "boltpack/version.h"
 #include "boltpack/writer.h"
+#include "tests/budget_fixture.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
@@ -462,6 +464,114 @@ TEST_F(CApiTest, ConcurrentDecodesOnOneReader) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// Budgets from C (spec/elastic.md §5.3, §5.4) over the elastic bf16-spec
+// fixture: names, kept tensors, zero-copy regions where the stream allows
+// them, decodes of the kept part in the "full" and "draft" views equal to
+// the cut, computed here, of the whole tensor's decode in that view.
+TEST(CApiBudgets, RegionsAndDecodesInEachView) {
+  if (FindCodec("bf16-spec") == nullptr) GTEST_SKIP() << "bf16-spec codec not built in";
+  auto f = testing::WriteBudgetFixture(testing::MakeTempDir());
+  bp_reader* r = nullptr;
+  ASSERT_EQ(bp_open(f.path.c_str(), &r), BP_OK) << f.path << bp_last_error_message();
+  ASSERT_EQ(bp_budget_count(r), 2u);
+  EXPECT_STREQ(bp_budget_name(r, 0), "half");
+  EXPECT_STREQ(bp_budget_name(r, 1), "first");
+  EXPECT_EQ(bp_budget_name(r, 2), nullptr);
+  bp_budget* b = nullptr;
+  EXPECT_EQ(bp_budget_open(r, "nope", nullptr, &b), BP_ERR_NOT_FOUND);
+  EXPECT_EQ(b, nullptr);
+  EXPECT_CONTAINS(std::string(bp_last_error(r)), "nope");
+  EXPECT_EQ(bp_budget_open(r, "half", "nope", &b), BP_ERR_NOT_FOUND);
+  uint64_t full_bytes = 0, draft_bytes = 0;
+  size_t regions_seen = 0, decoded_spec = 0;
+  for (std::string view : {"full", "draft"}) {
+    ASSERT_EQ(bp_budget_open(r, "half", view.c_str(), &b), BP_OK) << bp_last_error(r);
+    ASSERT_EQ(bp_budget_bytes(b, view == "full" ? &full_bytes : &draft_bytes), BP_OK);
+    ASSERT_EQ(bp_budget_tensor_count(b), 9u);
+    for (size_t i = 0; i < bp_budget_tensor_count(b); ++i) {
+      struct bp_budget_tensor bt;
+      ASSERT_EQ(bp_budget_tensor(b, i, &bt), BP_OK);
+      struct bp_tensor_info ti;
+      ASSERT_EQ(bp_tensor_info(r, bt.tensor, &ti), BP_OK);
+      std::vector<uint64_t> shape(ti.shape, ti.shape + ti.ndim), kept(bt.shape, bt.shape + bt.ndim);
+      ASSERT_EQ(bt.ndim, ti.ndim);
+      // Reference: the whole tensor decoded in this view, cut here.
+      uint64_t whole_size = 0;
+      ASSERT_EQ(bp_decoded_size(r, bt.tensor, BP_OUT_BF16, &whole_size), BP_OK);
+      std::vector<uint8_t> whole(whole_size);
+      if (view == "full") {
+        ASSERT_EQ(bp_decode(r, bt.tensor, BP_OUT_BF16, whole.data(), whole.size(), 1), BP_OK);
+      } else {
+        bp_reader* dr = nullptr;
+        ASSERT_EQ(bp_open_view(f.path.c_str(), "draft", &dr), BP_OK);
+        ASSERT_EQ(bp_decode(dr, bt.tensor, BP_OUT_BF16, whole.data(), whole.size(), 1), BP_OK);
+        bp_close(dr);
+      }
+      auto want = testing::CutPrefix(whole.data(), shape, kept, 2);
+      uint64_t n = 0;
+      ASSERT_EQ(bp_budget_decoded_size(b, i, BP_OUT_BF16, &n), BP_OK);
+      ASSERT_EQ(n, want.size());
+      std::vector<uint8_t> got(n + 3, 0xAB);  // a larger buffer is fine
+      ASSERT_EQ(bp_budget_decode(b, i, BP_OUT_BF16, got.data(), got.size()), BP_OK) << bp_last_error(r);
+      got.resize(n);
+      EXPECT_EQ(got, want) << view << " " << bt.name;
+      EXPECT_EQ(bp_budget_decode(b, i, BP_OUT_BF16, got.data(), n - 1), BP_ERR_INVALID_ARGUMENT);
+      size_t count = 0;
+      bp_status st = bp_budget_region_count(b, i, &count);
+      if (std::string(ti.codec) == "bf16-spec") {
+        EXPECT_EQ(st, BP_ERR_UNSUPPORTED);
+        EXPECT_CONTAINS(std::string(bp_last_error(r)), ti.name);
+        ++decoded_spec;
+        continue;
+      }
+      ASSERT_EQ(st, BP_OK);
+      ASSERT_EQ(count, 1u);
+      struct bp_region reg;
+      ASSERT_EQ(bp_budget_region(b, i, 0, &reg), BP_OK);
+      EXPECT_EQ(bp_budget_region(b, i, 1, &reg), BP_ERR_OUT_OF_RANGE);
+      ASSERT_EQ(bp_budget_region(b, i, 0, &reg), BP_OK);
+      // Gather the runs by hand: they are the original bf16 bytes, cut.
+      std::vector<uint8_t> bytes;
+      uint64_t runs = 1;
+      for (uint32_t d = 0; d < reg.ndim; ++d) runs *= reg.counts[d];
+      for (uint64_t k = 0; k < runs; ++k) {
+        uint64_t off = 0, rest = k;
+        for (uint32_t d = reg.ndim; d-- > 0;) {
+          off += (rest % reg.counts[d]) * reg.strides[d];
+          rest /= reg.counts[d];
+        }
+        ASSERT_LE(off + reg.run_bytes, reg.base_size);
+        bytes.insert(bytes.end(), reg.base + off, reg.base + off + reg.run_bytes);
+      }
+      EXPECT_EQ(bytes.size(), reg.total_bytes);
+      EXPECT_EQ(bytes, want) << bt.name;
+      ++regions_seen;
+    }
+    EXPECT_EQ(bp_budget_tensor(b, 9, nullptr), BP_ERR_OUT_OF_RANGE);
+    bp_budget_close(b);
+    b = nullptr;
+  }
+  EXPECT_EQ(regions_seen, 10u);  // 5 plain tensors, twice
+  EXPECT_EQ(decoded_spec, 8u);
+  EXPECT_LT(draft_bytes, full_bytes);
+  // NULL handles and a file without budgets.
+  EXPECT_EQ(bp_budget_count(nullptr), 0u);
+  EXPECT_EQ(bp_budget_tensor_count(nullptr), 0u);
+  EXPECT_EQ(bp_budget_open(r, "half", nullptr, nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_budget_decode(nullptr, 0, BP_OUT_BF16, nullptr, 0), BP_ERR_INVALID_ARGUMENT);
+  bp_budget_close(nullptr);
+  bp_close(r);
+}
+
+TEST_F(CApiTest, FileWithoutBudgets) {
+  EXPECT_EQ(bp_budget_count(r_), 0u);
+  EXPECT_EQ(bp_budget_name(r_, 0), nullptr);
+  bp_budget* b = reinterpret_cast<bp_budget*>(1);
+  EXPECT_EQ(bp_budget_open(r_, "any", nullptr, &b), BP_ERR_NOT_FOUND);
+  EXPECT_EQ(b, nullptr);
+  EXPECT_CONTAINS(std::string(bp_last_error(r_)), "elastic");
 }
 
 }  // namespace

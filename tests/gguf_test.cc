@@ -1,6 +1,5 @@
 // GGUF reader/writer and imatrix: every reader rule with a crafted file,
 // the conformance and corpus files, exact rewrites, split models.
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -260,7 +259,9 @@ TEST(GgufReader, VocabOnlyUnpadded) {
   EXPECT_EQ((*m)->data_offset(0), r.b.size());
 }
 
-TEST(GgufReader, LinearOpenTime) {
+TEST(GgufReader, OpensAndIndexesTenThousandTensors) {
+  // Speed lives in bench/gguf_bench.cc (a timed test fails on a loaded
+  // machine or under ASan); this checks the indexed result.
   std::vector<GgufTensorDecl> decls;
   for (int i = 0; i < 10000; ++i) decls.push_back({"blk." + std::to_string(i) + ".w", {32, 2}, 8});
   Metadata kv{{"general.architecture", MetaValue::String("llama")}};
@@ -268,13 +269,11 @@ TEST(GgufReader, LinearOpenTime) {
   ASSERT_TRUE(h.ok()) << h.status();
   std::vector<uint8_t> bytes = *h;
   bytes.resize(bytes.size() + 10000 * 96, 0);
-  auto t0 = std::chrono::steady_clock::now();
   auto m = GgufModel::OpenBuffer(bytes, "big.gguf");
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ((*m)->tensors().size(), 10000u);
-  EXPECT_EQ((*m)->FindTensor("blk.9999.w"), 9999u);
-  EXPECT_LT(ms, 250.0);  // ggml: 309 ms; this reader: a few ms (bench/gguf_bench.cc)
+  for (size_t i : {0u, 4999u, 9999u}) EXPECT_EQ((*m)->FindTensor("blk." + std::to_string(i) + ".w"), i);
+  EXPECT_FALSE((*m)->FindTensor("blk.10000.w").has_value());
 }
 
 TEST(GgufWriter, RefusesWhatGgmlRejects) {

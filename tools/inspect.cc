@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include "boltpack/budget_view.h"
 #include "common/str_cat.h"
 #include "io/gguf.h"
 #include "io/json.h"
@@ -39,6 +40,15 @@ struct Summary {
   std::vector<Row> rows;
   // .bolt: the file's views ("full" first); empty otherwise (only "full").
   std::vector<ViewInfo> views;
+  // .bolt elastic files: the budgets (spec/elastic.md).
+  struct Budget {
+    std::string name;
+    std::string nested_in;
+    uint64_t kept_layers = 0, layers = 0, tensors = 0;
+    std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> axes;  // axis: kept, parent units (summed)
+    std::vector<std::pair<std::string, uint64_t>> bytes;                       // per view
+  };
+  std::vector<Budget> budgets;
 };
 
 // Codecs that entropy-code the bf16 exponent: inspect --json reports the
@@ -128,6 +138,19 @@ void PrintText(const Summary& s) {
       }
       std::printf("  %-10s %14llu bytes  %s%s%s\n", v.name.c_str(), static_cast<unsigned long long>(v.bytes),
                   ranges.c_str(), v.description.empty() ? "" : "  ", v.description.c_str());
+    }
+  }
+  if (!s.budgets.empty()) {
+    std::printf("budgets (%zu):\n", s.budgets.size());
+    for (const auto& b : s.budgets) {
+      std::string axes;
+      for (const auto& [axis, n] : b.axes) axes += StrCat(" ", axis, " ", n.first, "/", n.second);
+      std::string bytes;
+      for (const auto& [view, n] : b.bytes) bytes += StrCat(bytes.empty() ? "" : ", ", view, " ", n, " bytes");
+      std::printf("  %-10s %llu/%llu layers, %llu tensors,%s; reads: %s%s%s\n", b.name.c_str(),
+                  static_cast<unsigned long long>(b.kept_layers), static_cast<unsigned long long>(b.layers),
+                  static_cast<unsigned long long>(b.tensors), axes.c_str(), bytes.c_str(),
+                  b.nested_in.empty() ? "" : "; nested in ", b.nested_in.c_str());
     }
   }
   for (const auto& x : s.missing_features) {
@@ -254,6 +277,27 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
     }
     o += "}}\n";
   }
+  if (!s.budgets.empty()) {
+    o.resize(o.size() - 2);  // "}\n" of the top object
+    o += ",\"budgets\":[";
+    for (size_t k = 0; k < s.budgets.size(); ++k) {
+      const auto& b = s.budgets[k];
+      o += StrCat(k ? "," : "", "{\"name\":", io::JsonQuote(b.name), ",\"kept_layers\":", b.kept_layers,
+                  ",\"layers\":", b.layers, ",\"tensors\":", b.tensors, ",\"units\":{");
+      for (size_t a = 0; a < b.axes.size(); ++a) {
+        o += StrCat(a ? "," : "", io::JsonQuote(b.axes[a].first), ":{\"kept\":", b.axes[a].second.first,
+                    ",\"parent\":", b.axes[a].second.second, "}");
+      }
+      o += "},\"bytes\":{";
+      for (size_t v = 0; v < b.bytes.size(); ++v) {
+        o += StrCat(v ? "," : "", io::JsonQuote(b.bytes[v].first), ":", b.bytes[v].second);
+      }
+      o += "}";
+      if (!b.nested_in.empty()) o += StrCat(",\"nested_in\":", io::JsonQuote(b.nested_in));
+      o += "}";
+    }
+    o += "]}\n";
+  }
   std::fwrite(o.data(), 1, o.size(), stdout);
 }
 
@@ -305,6 +349,32 @@ int RunInspect(const InspectArgs& args) {
     s.required_features = reader->required_features();
     s.missing_features = reader->missing_features();
     s.views = reader->views();
+    if (const ElasticManifest* m = reader->elastic()) {
+      for (const auto& budget : m->budgets) {
+        Summary::Budget b;
+        b.name = budget.name;
+        b.nested_in = budget.nested_in;
+        b.layers = m->layer_count;
+        for (bool keep : budget.layer_keep) b.kept_layers += keep ? 1 : 0;
+        if (budget.layer_keep.empty()) b.kept_layers = m->layer_count;
+        for (const auto& axis : m->axes) {
+          uint64_t kept = 0, parent = 0;
+          uint32_t layers = axis.scope == ElasticScope::kGlobal ? 1 : m->layer_count;
+          for (uint32_t l = 0; l < layers; ++l) {
+            parent += l < axis.parent.size() ? axis.parent[l] : 0;
+            kept += m->KeptUnits(budget, axis, l);
+          }
+          b.axes.push_back({axis.name, {kept, parent}});
+        }
+        auto tensors = BudgetTensors(*reader, budget.name);
+        if (tensors.ok()) b.tensors = tensors->size();
+        for (const auto& v : reader->views()) {
+          auto bytes = BudgetBytes(*reader, budget.name, v.name);
+          if (bytes.ok()) b.bytes.push_back({v.name, *bytes});
+        }
+        s.budgets.push_back(std::move(b));
+      }
+    }
     if (args.json) PrintJson(s, args.input, /*entropy=*/true);
     else PrintText(s);
   } else if (ext == ".gguf") {

@@ -295,6 +295,84 @@ BP_API bp_status bp_metadata_array_get_bool(const bp_reader* r, size_t i, size_t
 BP_API bp_status bp_metadata_array_get_string(const bp_reader* r, size_t i, size_t j,
                                               const char** data, size_t* len);
 
+/* ---- elastic budgets (spec/elastic.md §5.3, §5.4) -----------------------
+ * An elastic file (format 1.1) names budgets: nested sub-models kept as a
+ * prefix of every sliceable dimension. A bp_budget is one budget of an open
+ * reader, seen in one view: its kept tensors, their kept shapes, and for
+ * each either zero-copy region descriptors into the file's mapping
+ * (uncompressed fixed-cell codecs: f32/f16/bf16, q8_0, mxfp4, nvfp4, ...) or
+ * a decode of the kept part into a caller buffer (every codec, including the
+ * entropy-coded bf16-huffman/bf16-unary/bf16-spec).
+ *
+ * A bp_budget borrows its reader: close it (bp_budget_close) before
+ * bp_close on the reader. It is immutable: any number of threads may use it
+ * at once, except bp_budget_close. Errors are recorded on the reader. */
+
+typedef struct bp_budget bp_budget;
+
+/* One kept tensor. Layout is part of the ABI. */
+struct bp_budget_tensor {
+  size_t tensor;               /* index of the parent tensor (bp_tensor_info) */
+  const char* name;            /* with layers renumbered; valid until bp_budget_close */
+  uint32_t ndim;
+  uint64_t shape[BP_MAX_DIMS]; /* kept; entries >= ndim are 0 */
+};
+
+/* The kept bytes of one stream, in place: for every index tuple i over
+ * counts[0..ndim) (outermost first, row-major), the run_bytes bytes at
+ * base + sum(i[k] * strides[k]). ndim 0: one run at base (contiguous). The
+ * runs in that order are exactly the stream a `bolt-pack slice` writes.
+ * Layout is part of the ABI. */
+struct bp_region {
+  size_t stream;               /* index of the stream in the tensor (bp_stream_info) */
+  const uint8_t* base;         /* the stream's stored bytes, in the mapping */
+  uint64_t base_size;
+  uint32_t ndim;               /* < BP_MAX_DIMS */
+  uint64_t counts[BP_MAX_DIMS];
+  uint64_t strides[BP_MAX_DIMS]; /* bytes */
+  uint64_t run_bytes;
+  uint64_t total_bytes;        /* run_bytes times every count */
+};
+
+/* Number of budgets the file declares (0 without an elastic manifest or for
+ * NULL). */
+BP_API size_t bp_budget_count(const bp_reader* r);
+/* Name of budget i, in manifest order; valid until bp_close; NULL if r is
+ * NULL or i is out of range. */
+BP_API const char* bp_budget_name(const bp_reader* r, size_t i);
+
+/* Opens budget `budget` of `r` in view `view` (NULL or "": the reader's view,
+ * see bp_open_view): a budget view holds only the streams that view reads,
+ * and bp_budget_decode gives what bp_decode in that view gives, cut to the
+ * kept shape. BP_ERR_NOT_FOUND for a file without budgets, a budget or a view
+ * it does not declare. On failure *out is set to NULL. */
+BP_API bp_status bp_budget_open(const bp_reader* r, const char* budget, const char* view, bp_budget** out);
+/* NULL is a no-op. */
+BP_API void bp_budget_close(bp_budget* b);
+
+/* Number of tensors the budget keeps (in file order); 0 for NULL. */
+BP_API size_t bp_budget_tensor_count(const bp_budget* b);
+/* Kept tensor i (0..bp_budget_tensor_count-1). */
+BP_API bp_status bp_budget_tensor(const bp_budget* b, size_t i, struct bp_budget_tensor* out);
+/* Stored bytes a reader of this budget in its view touches (see
+ * BudgetBytes in boltpack/budget_view.h). */
+BP_API bp_status bp_budget_bytes(const bp_budget* b, uint64_t* bytes);
+
+/* Zero-copy: the number of regions of kept tensor i (one per stream the view
+ * reads). BP_ERR_UNSUPPORTED (the message names the tensor) when its bytes
+ * cannot be viewed in place: a compressed stream or a codec without fixed
+ * cells; use bp_budget_decode. */
+BP_API bp_status bp_budget_region_count(const bp_budget* b, size_t i, size_t* count);
+/* Region k of kept tensor i. Pointers valid until bp_close on the reader. */
+BP_API bp_status bp_budget_region(const bp_budget* b, size_t i, size_t k, struct bp_region* out);
+
+/* Bytes bp_budget_decode of kept tensor i to `out` writes. */
+BP_API bp_status bp_budget_decoded_size(const bp_budget* b, size_t i, bp_output out, uint64_t* bytes);
+/* Decodes the kept part of tensor i, as the budget's view sees it, into dst
+ * (dst_size bytes, at least bp_budget_decoded_size; row-major, kept shape).
+ * Only the chunks holding the kept outer rows are read. */
+BP_API bp_status bp_budget_decode(const bp_budget* b, size_t i, bp_output out, void* dst, uint64_t dst_size);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -2,8 +2,10 @@
 #ifndef BOLTPACK_BOLTPACK_HPP_
 #define BOLTPACK_BOLTPACK_HPP_
 
+#include "boltpack/budget_view.h"
 #include "boltpack/codec.h"
 #include "boltpack/codec_registry.h"
+#include "boltpack/elastic.h"
 #include "boltpack/reader.h"
 #include "boltpack/tensor_info.h"
 #include "boltpack/types.h"

@@ -5,7 +5,13 @@
 // otherwise `count` runs of `run_bytes` at a fixed stride per outer
 // dimension. Only uncompressed streams of codecs with fixed-size cells
 // (element codecs, q8_0, mxfp4, nvfp4, nvfp4-ggml, int4-g128, iq2_xxs, GGUF
-// blocks) can be viewed; `bolt-pack slice` handles the rest.
+// blocks) can be viewed; for the rest (entropy-coded bf16-huffman,
+// bf16-unary, bf16-spec, bf16-mx; compressed streams) DecodeBudget decodes
+// the kept part into a caller buffer.
+//
+// Views (spec/container.md §15) compose with budgets: a budget view in view V
+// holds regions only over the streams V reads, and DecodeBudget in view V
+// equals cutting what Reader::Decode(tensor, V) gives (spec/elastic.md §5.4).
 #ifndef BOLTPACK_BUDGET_VIEW_H_
 #define BOLTPACK_BUDGET_VIEW_H_
 
@@ -14,8 +20,11 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "boltpack/codec.h"
+#include "boltpack/types.h"
 
 namespace boltpack {
 
@@ -29,6 +38,7 @@ struct StridedRegion {
   std::vector<uint64_t> counts;
   std::vector<uint64_t> strides;   // bytes
   uint64_t run_bytes = 0;
+  size_t stream = 0;               // index of the stream in the tensor record
 
   bool contiguous() const;
   uint64_t total_bytes() const;
@@ -36,16 +46,65 @@ struct StridedRegion {
   absl::Status CopyTo(absl::Span<uint8_t> dst) const;
 };
 
+// One tensor a budget keeps.
+struct BudgetTensor {
+  size_t tensor = 0;                    // index in reader.tensors()
+  std::string name;                     // with layers renumbered
+  std::vector<uint64_t> shape;          // kept (a prefix of every dimension)
+};
+
 struct BudgetTensorView {
   size_t tensor = 0;                    // index in reader.tensors()
   std::string name;                     // with layers renumbered
   std::vector<uint64_t> shape;          // kept
-  std::vector<StridedRegion> streams;   // one per stored stream, record order
+  // One per stored stream the view reads, in record order (every stream for
+  // "full"); StridedRegion::stream is its index in the record.
+  std::vector<StridedRegion> streams;
 };
 
-// Every tensor `budget` keeps, in file order. Fails (naming the tensor) when
-// a kept tensor's streams cannot be viewed in place.
+// Every tensor `budget` keeps, in file order, with its renumbered name and
+// kept shape: any codec. NOT_FOUND for a file without an elastic manifest or
+// a budget it does not declare.
+absl::StatusOr<std::vector<BudgetTensor>> BudgetTensors(const Reader& reader, std::string_view budget);
+
+// The zero-copy regions of one kept tensor in view `view` ("" means the
+// reader's view, ReaderOptions::view): only the streams the view reads.
+// UNIMPLEMENTED (naming the tensor) when one of them is compressed or the
+// codec has no fixed cells; DecodeBudget reads such tensors.
+absl::StatusOr<BudgetTensorView> BudgetView(const Reader& reader, const BudgetTensor& tensor,
+                                            std::string_view view = {});
+
+// Every tensor `budget` keeps, in file order, in the reader's view (or in
+// `view`). Fails (naming the tensor) when a kept tensor's streams cannot be
+// viewed in place.
 absl::StatusOr<std::vector<BudgetTensorView>> BudgetViews(const Reader& reader, std::string_view budget);
+absl::StatusOr<std::vector<BudgetTensorView>> BudgetViews(const Reader& reader, std::string_view budget,
+                                                          std::string_view view);
+
+// Bytes DecodeBudget of `tensor` to `out` writes (row-major, kept shape).
+absl::StatusOr<uint64_t> BudgetDecodedBytes(const Reader& reader, const BudgetTensor& tensor, OutputType out);
+
+// Decodes the kept part of `tensor` as view `view` ("" means the reader's
+// view) sees it into `dst` (exactly BudgetDecodedBytes): the kept outer rows
+// are decoded with Reader::DecodeRows (only their chunks are read; the rows
+// after the kept prefix never are), then the kept prefix of every inner
+// dimension is gathered. Equals cutting Reader::Decode(tensor, view, out) to
+// the kept shape, for every codec and every view. Any codec; an output form
+// without a whole number of bytes per element (block-native output) is
+// refused when an inner dimension is cut.
+absl::Status DecodeBudget(const Reader& reader, const BudgetTensor& tensor, std::string_view view, OutputType out,
+                          absl::Span<uint8_t> dst);
+// The same by parent tensor index (plans the budget on every call; NOT_FOUND
+// when the budget drops the tensor).
+absl::Status DecodeBudget(const Reader& reader, std::string_view budget, size_t tensor, std::string_view view,
+                          OutputType out, absl::Span<uint8_t> dst);
+
+// Stored bytes a reader of `budget` in view `view` touches: for every kept
+// tensor and every stream the view reads, the kept regions' bytes where the
+// stream can be viewed in place, else the stored bytes of the chunks (whole
+// stream when it has none) that hold the kept outer rows. Header, manifest
+// and padding not counted.
+absl::StatusOr<uint64_t> BudgetBytes(const Reader& reader, std::string_view budget, std::string_view view = {});
 
 }  // namespace boltpack
 
