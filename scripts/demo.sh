@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # README command 1: set up, build, and run the main job on the real model
 # shipped in testdata/ (TinyStories-656K, Apache-2.0): convert to .bolt,
-# inspect, verify, convert back and check every tensor bit for bit.
+# inspect, verify, convert back and check every tensor bit for bit; then a
+# quantization recipe, lossless bf16 with a draft view, an elastic file cut
+# to 75% FFN width and exported to GGUF, checked for llama.cpp and run by
+# llama.cpp itself (node-llama-cpp from npm; skipped when npm is offline).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 "$ROOT/scripts/setup.sh"
@@ -29,4 +32,30 @@ else
   echo "round trip: FILES DIFFER" >&2
   exit 1
 fi
+
+GGUF="$ROOT/testdata/tinystories-656k/TinyStories-656K.f16.gguf"
+echo "== recipe (recipes/tinystories-656k.textproto) -> .bolt -> GGUF, checked for llama.cpp"
+"$BP" convert "$GGUF" -o "$OUT/tinystories-mix.bolt" --recipe "$ROOT/recipes/tinystories-656k.textproto"
+"$BP" inspect "$OUT/tinystories-mix.bolt" | sed -n '/^totals/,$p'
+"$BP" convert "$OUT/tinystories-mix.bolt" -o "$OUT/tinystories-mix.gguf"
+"$BP" verify --target llama.cpp "$OUT/tinystories-mix.gguf"
+
+echo "== lossless bf16: exponent Huffman, and the Cassandra split with a draft view"
+"$BP" convert "$MODEL" -o "$OUT/tinystories-bf16.safetensors" --codec '*=bf16'
+"$BP" convert "$OUT/tinystories-bf16.safetensors" -o "$OUT/tinystories-huffman.bolt" --codec '*=bf16-huffman'
+"$BP" convert "$OUT/tinystories-bf16.safetensors" -o "$OUT/tinystories-spec.bolt" --codec '*=bf16-spec:keep=0.5,mbits=3'
+"$BP" convert "$OUT/tinystories-spec.bolt" -o "$OUT/tinystories-draft.safetensors" --view draft
+"$BP" convert "$OUT/tinystories-spec.bolt" -o "$OUT/tinystories-spec.roundtrip.safetensors"
+cmp "$OUT/tinystories-bf16.safetensors" "$OUT/tinystories-spec.roundtrip.safetensors" && echo "bf16-spec full view: byte-identical"
+"$BP" inspect "$OUT/tinystories-spec.bolt" | sed -n '/^views/,/^$/p'
+ls -l "$OUT/tinystories-bf16.safetensors" "$OUT/tinystories-huffman.bolt" "$OUT/tinystories-spec.bolt"
+
+echo "== elastic: FFN channels ranked, budgets 75% and 50%; slice ffn75 -> GGUF"
+"$BP" convert "$GGUF" -o "$OUT/tinystories-elastic.bolt" --elastic "$ROOT/recipes/tinystories-656k-elastic.json"
+"$BP" slice "$OUT/tinystories-elastic.bolt" --list-budgets
+"$BP" slice "$OUT/tinystories-elastic.bolt" --budget ffn75 -o "$OUT/tinystories-ffn75.gguf"
+"$BP" verify --target llama.cpp "$OUT/tinystories-ffn75.gguf"
 ls -l "$MODEL" "$OUT"/tinystories*
+
+echo "== llama.cpp runs the GGUF files bolt-pack wrote (round trips, Q8_0, FFN slices)"
+"$ROOT/scripts/llama_cpp_check.sh" "$BP" "$BUILD/llama_cpp"
