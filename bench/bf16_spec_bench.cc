@@ -7,6 +7,8 @@
 //   BM_SpecEncode/<threads>          encode (selection, split, Huffman tables, lanes)
 //   BM_KvEncode/<n>                  one K/V vector at a time, n = 128x8 and 4096
 //   BM_KvDecode{Draft,Full}/<n>
+//   BM_KvPortable{Encode,DecodeFull}/<n>   the same without SIMD/BMI2 (the
+//                                          portable build, same bytes)
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -17,6 +19,7 @@
 
 #include "boltpack/codec_registry.h"
 #include "boltpack/kv_split.h"
+#include "codecs/bf16_spec/split_kernel.h"
 #include "codecs/encoded_record.h"
 #include "codecs/float_convert.h"
 #include "common/parallel_for.h"
@@ -197,6 +200,18 @@ void BM_KvDecode(benchmark::State& state, bool full) {
   state.SetLabel(KvLabel(s, n));
 }
 
+void BM_KvPortableEncode(benchmark::State& state) {
+  bf16_spec::SetKvSplitPortableForTesting(true);
+  BM_KvEncode(state);
+  bf16_spec::SetKvSplitPortableForTesting(false);
+}
+
+void BM_KvPortableDecodeFull(benchmark::State& state) {
+  bf16_spec::SetKvSplitPortableForTesting(true);
+  BM_KvDecode(state, true);
+  bf16_spec::SetKvSplitPortableForTesting(false);
+}
+
 void BM_KvMemcpy(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   KvSetup& s = Kv(n);
@@ -216,6 +231,8 @@ BENCHMARK(BM_KvMemcpy)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_KvEncode)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KvDecode, draft, false)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KvDecode, full, true)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_KvPortableEncode)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_KvPortableDecodeFull)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace boltpack

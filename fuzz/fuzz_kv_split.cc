@@ -3,7 +3,9 @@
 //     speculation/verification bytes handed to DecodeDraft/DecodeFull;
 //   - round trip: the input's bytes are a vector that is encoded; the full
 //     decode must give it back bit for bit (else the target traps), then a
-//     byte of either buffer is flipped and both decoders run again.
+//     byte of either buffer is flipped and both decoders run again. The
+//     portable encoder (no SIMD/BMI2) must write the same bytes as the
+//     run-time-selected one.
 // Decoders must succeed or fail cleanly, never read or write out of bounds.
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "boltpack/kv_split.h"
+#include "codecs/bf16_spec/split_kernel.h"
 
 namespace {
 
@@ -49,6 +52,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!sizes.ok()) __builtin_trap();
     spec.resize(sizes->speculation);
     verif.resize(sizes->verification);
+    {
+      std::vector<uint8_t> ps(codec->max_speculation_bytes()), pw(codec->max_verification_bytes());
+      boltpack::bf16_spec::SetKvSplitPortableForTesting(true);
+      auto psizes = codec->Encode(v, absl::MakeSpan(ps), absl::MakeSpan(pw));
+      std::vector<uint16_t> pout(n);
+      const bool pfull = psizes.ok() && codec->DecodeFull(spec, verif, absl::MakeSpan(pout)).ok() && pout == v;
+      boltpack::bf16_spec::SetKvSplitPortableForTesting(false);
+      if (!psizes.ok() || psizes->speculation != spec.size() || psizes->verification != verif.size() || !pfull ||
+          std::memcmp(ps.data(), spec.data(), spec.size()) != 0 ||
+          std::memcmp(pw.data(), verif.data(), verif.size()) != 0) {
+        __builtin_trap();
+      }
+    }
     if (!codec->DecodeFull(spec, verif, absl::MakeSpan(out)).ok() || out != v) __builtin_trap();
     if (!codec->DecodeDraft(spec, absl::MakeSpan(out)).ok()) __builtin_trap();
     const uint8_t a = in.Byte(), b = in.Byte();

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "codecs/bf16_spec/split_kernel.h"
 #include "codecs/float_convert.h"
 #include "gtest/gtest.h"
 
@@ -165,6 +166,58 @@ TEST(KvSplit, SerializeReproduces) {
   bad[13] = 0;
   EXPECT_FALSE(KvSplitCodec::Deserialize(bad).ok());
   EXPECT_FALSE(KvSplitCodec::Deserialize(absl::MakeConstSpan(bytes).subspan(1)).ok());
+}
+
+// The run-time-selected (SSE2/AVX2 + BMI2) paths and the portable ones
+// write the same bytes and decode each other's output identically.
+TEST(KvSplit, PortableMatchesFast) {
+  std::mt19937 rng(11);
+  for (size_t n : {1, 5, 8, 63, 64, 65, 200, 1024, 4099}) {
+    std::vector<uint16_t> v(n * 3);
+    for (size_t i = 0; i < v.size(); ++i) {
+      const uint32_t r = rng();
+      v[i] = (i % 3 == 0)   ? static_cast<uint16_t>(r)
+             : (i % 3 == 1) ? uint16_t{0x3f80}  // ties
+                            : F32ToBF16(std::normal_distribution<float>(0, 1)(rng));
+    }
+    for (double keep : {0.5, 0.07, 1.0}) {
+      for (int mbits = 0; mbits <= 7; ++mbits) {
+        auto c = KvSplitCodec::Create(n, {keep, mbits}, absl::MakeConstSpan(v).subspan(0, n));
+        ASSERT_TRUE(c.ok()) << c.status();
+        for (size_t v0 = 0; v0 < v.size(); v0 += n) {
+          const auto x = absl::MakeConstSpan(v).subspan(v0, n);
+          std::vector<uint8_t> s[2], w[2];
+          KvSplitSizes z[2];
+          for (int portable = 0; portable < 2; ++portable) {
+            bf16_spec::SetKvSplitPortableForTesting(portable == 1);
+            s[portable].assign(c->max_speculation_bytes(), 0);
+            w[portable].assign(c->max_verification_bytes(), 0);
+            auto r = c->Encode(x, absl::MakeSpan(s[portable]), absl::MakeSpan(w[portable]));
+            ASSERT_TRUE(r.ok()) << r.status();
+            z[portable] = *r;
+            s[portable].resize(r->speculation);
+            w[portable].resize(r->verification);
+          }
+          ASSERT_EQ(z[0].speculation, z[1].speculation) << n << " " << keep << " " << mbits;
+          ASSERT_EQ(z[0].verification, z[1].verification);
+          EXPECT_EQ(s[0], s[1]) << n << " " << keep << " " << mbits;
+          EXPECT_EQ(w[0], w[1]) << n << " " << keep << " " << mbits;
+          std::vector<uint16_t> d[2], f[2];
+          for (int portable = 0; portable < 2; ++portable) {
+            bf16_spec::SetKvSplitPortableForTesting(portable == 1);
+            d[portable].resize(n);
+            f[portable].resize(n);
+            ASSERT_TRUE(c->DecodeDraft(s[0], absl::MakeSpan(d[portable])).ok());
+            ASSERT_TRUE(c->DecodeFull(s[0], w[0], absl::MakeSpan(f[portable])).ok());
+          }
+          EXPECT_EQ(d[0], d[1]);
+          EXPECT_TRUE(f[0] == std::vector<uint16_t>(x.begin(), x.end()));
+          EXPECT_TRUE(f[1] == std::vector<uint16_t>(x.begin(), x.end()));
+        }
+      }
+    }
+  }
+  bf16_spec::SetKvSplitPortableForTesting(false);
 }
 
 TEST(KvSplit, BadArgumentsAndHostileBytes) {

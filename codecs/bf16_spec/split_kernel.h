@@ -24,6 +24,10 @@ namespace boltpack::bf16_spec {
 
 inline constexpr int kMaxMbits = 7;
 
+// Tests: true makes KvSplitCodec take its portable (no SIMD, no BMI2) paths,
+// which write and accept the same bits as the run-time-selected ones.
+void SetKvSplitPortableForTesting(bool portable);
+
 inline uint64_t LoadLE64(const uint8_t* p) {
   uint64_t v;
   std::memcpy(&v, p, 8);
