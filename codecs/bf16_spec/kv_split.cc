@@ -396,38 +396,7 @@ inline __attribute__((always_inline)) void Threshold(const uint16_t* v, uint64_t
     return;
   }
 #endif
-  uint32_t h[4][256] = {};
-  uint64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    ++h[0][(v[i] >> 7) & 0xffu];
-    ++h[1][(v[i + 1] >> 7) & 0xffu];
-    ++h[2][(v[i + 2] >> 7) & 0xffu];
-    ++h[3][(v[i + 3] >> 7) & 0xffu];
-  }
-  for (; i < n; ++i) ++h[0][(v[i] >> 7) & 0xffu];
-  uint64_t need = k, cum = 0;
-  uint32_t e = 255;
-  for (; e > 0; --e) {
-    const uint64_t c = uint64_t{h[0][e]} + h[1][e] + h[2][e] + h[3][e];
-    if (cum + c >= need) break;
-    cum += c;
-  }
-  need -= cum;
-  // Branch-free: every key adds 0 or 1 to its mantissa bin.
-  uint32_t h2[4][128] = {};
-  for (i = 0; i + 4 <= n; i += 4) {
-    for (uint64_t q = 0; q < 4; ++q) h2[q][v[i + q] & 0x7fu] += ((v[i + q] >> 7) & 0xffu) == e;
-  }
-  for (; i < n; ++i) h2[0][v[i] & 0x7fu] += ((v[i] >> 7) & 0xffu) == e;
-  cum = 0;
-  uint32_t b = 127;
-  for (; b > 0; --b) {
-    const uint64_t c = uint64_t{h2[0][b]} + h2[1][b] + h2[2][b] + h2[3][b];
-    if (cum + c >= need) break;
-    cum += c;
-  }
-  *thr = e << 7 | b;
-  *need_out = need - cum;
+  bf16_spec::Bf16TopKThreshold(v, n, k, thr, need_out);
 }
 
 template <bool kFast>

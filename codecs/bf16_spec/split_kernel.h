@@ -244,15 +244,12 @@ void SelectTopK(uint64_t n, uint64_t k, const KeyAt& key_at, uint8_t* bitmap, ui
   }
 }
 
-// SelectTopK<15> for bf16 magnitudes (key = x & 0x7fff) read from `v`,
-// with SSE2 for the filtered passes where available. Same result.
-inline void SelectTopKBf16(const uint16_t* v, uint64_t n, uint64_t k, uint8_t* bitmap, uint64_t bit0) {
-#if defined(__SSE2__)
-  if (k == 0 || k >= n) {
-    SelectTopK<15>(n, k, [v](uint64_t i) { return static_cast<uint32_t>(v[i] & 0x7fffu); }, bitmap, bit0);
-    return;
-  }
-  // Pass 1: exponent histogram.
+// The k-th largest bf16 magnitude (key = x & 0x7fff) of v[0..n) by two
+// histogram passes (exponent, then mantissa within that exponent bin):
+// `*thr` is that key and `*need_out` how many keys equal to it belong to the
+// top k (every key above it does). Shared by the offline codec and the KV
+// split's portable path.
+inline void Bf16TopKThreshold(const uint16_t* v, uint64_t n, uint64_t k, uint32_t* thr, uint64_t* need_out) {
   uint32_t h[4][256] = {};
   uint64_t i = 0;
   for (; i + 4 <= n; i += 4) {
@@ -270,16 +267,10 @@ inline void SelectTopKBf16(const uint16_t* v, uint64_t n, uint64_t k, uint8_t* b
     cum += c;
   }
   need -= cum;
-  // Pass 2: mantissa histogram of the keys in exponent bin e.
-  // Branch-free: every key adds 0 or 1 to its mantissa bin (a loop over
-  // the matching keys only mispredicts on every group).
+  // Branch-free: every key adds 0 or 1 to its mantissa bin.
   uint32_t h2[4][128] = {};
-  i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (uint64_t q = 0; q < 4; ++q) {
-      const uint32_t x = v[i + q];
-      h2[q][x & 0x7fu] += ((x >> 7) & 0xffu) == e;
-    }
+  for (i = 0; i + 4 <= n; i += 4) {
+    for (uint64_t q = 0; q < 4; ++q) h2[q][v[i + q] & 0x7fu] += ((v[i + q] >> 7) & 0xffu) == e;
   }
   for (; i < n; ++i) h2[0][v[i] & 0x7fu] += ((v[i] >> 7) & 0xffu) == e;
   cum = 0;
@@ -289,11 +280,25 @@ inline void SelectTopKBf16(const uint16_t* v, uint64_t n, uint64_t k, uint8_t* b
     if (cum + c >= need) break;
     cum += c;
   }
-  need -= cum;
-  const uint16_t t = static_cast<uint16_t>(e << 7 | b);
+  *thr = e << 7 | b;
+  *need_out = need - cum;
+}
+
+// SelectTopK<15> for bf16 magnitudes (key = x & 0x7fff) read from `v`,
+// with SSE2 for the filtered passes where available. Same result.
+inline void SelectTopKBf16(const uint16_t* v, uint64_t n, uint64_t k, uint8_t* bitmap, uint64_t bit0) {
+#if defined(__SSE2__)
+  if (k == 0 || k >= n) {
+    SelectTopK<15>(n, k, [v](uint64_t i) { return static_cast<uint32_t>(v[i] & 0x7fffu); }, bitmap, bit0);
+    return;
+  }
+  uint32_t threshold = 0;
+  uint64_t need = 0;
+  Bf16TopKThreshold(v, n, k, &threshold, &need);
+  const uint16_t t = static_cast<uint16_t>(threshold);
   // Emit keys above t, then the first `need` keys equal to t.
   const __m128i kmask = _mm_set1_epi16(0x7fff), tv = _mm_set1_epi16(static_cast<int16_t>(t));
-  for (i = 0; i < n; i += 64) {
+  for (uint64_t i = 0; i < n; i += 64) {
     const uint64_t c = std::min<uint64_t>(64, n - i);
     uint64_t w = 0;
     uint64_t j = 0;
@@ -305,7 +310,7 @@ inline void SelectTopKBf16(const uint16_t* v, uint64_t n, uint64_t k, uint8_t* b
     for (; j < c; ++j) w |= static_cast<uint64_t>((v[i + j] & 0x7fffu) > t) << j;
     OrBits(bitmap, bit0 + i, w, c);
   }
-  for (i = 0; i < n && need > 0; i += 8) {
+  for (uint64_t i = 0; i < n && need > 0; i += 8) {
     uint32_t m = 0;
     if (i + 8 <= n) {
       const __m128i x = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)), kmask);
