@@ -264,7 +264,10 @@ constexpr float kStartFactors[] = {0.75f};
 constexpr int kRefineSteps = 0;
 constexpr bool kMeanStart = true;
 constexpr int kMinTopScale = 11;
-constexpr bool kFinalBothScales = true;
+// Trying both sub-block scales in the final pass cost a third of the encode
+// time for 0.2-0.8% lower error (still below ggml's on every distribution
+// without it); the quadratic model's nearer scale alone is kept.
+constexpr bool kFinalBothScales = false;
 
 inline float Max(float a, float b) { return a > b ? a : b; }
 
