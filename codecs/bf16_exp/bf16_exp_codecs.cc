@@ -164,23 +164,23 @@ class Bf16CodecBase : public Codec {
     return absl::OkStatus();
   }
 
-  // The source as bf16 bits (converted from F32 when it is F32).
-  absl::StatusOr<std::vector<uint16_t>> SourceBf16(const TensorSource& source, uint64_t n, int threads) const {
+  // The source's bf16 bits: a BF16 source is read in place; an F32 one is
+  // converted (on all threads) into `converted`, which must outlive the result.
+  absl::StatusOr<const uint8_t*> SourceBf16(const TensorSource& source, uint64_t n, int threads,
+                                            std::vector<uint16_t>* converted) const {
     const uint64_t esz = source.dtype == DType::kF32 ? 4 : 2;
     if (source.bytes.size() != n * esz) {
       return absl::InvalidArgumentError(StrCat("tensor '", source.name, "': ", source.bytes.size(),
                                                " source bytes, expected ", n, " x ", esz));
     }
-    std::vector<uint16_t> v(static_cast<size_t>(n));
+    if (esz == 2) return source.bytes.data();
+    converted->resize(static_cast<size_t>(n));
+    uint16_t* v = converted->data();
     BP_RETURN_IF_ERROR(ParallelFor(n, threads, uint64_t{1} << 16, [&](uint64_t b, uint64_t e) {
-      if (esz == 4) {
-        ConvertF32ToBF16(source.bytes.data() + b * 4, v.data() + b, static_cast<size_t>(e - b));
-      } else {
-        std::memcpy(v.data() + b, source.bytes.data() + b * 2, static_cast<size_t>(e - b) * 2);
-      }
+      ConvertF32ToBF16(source.bytes.data() + b * 4, v + b, static_cast<size_t>(e - b));
       return absl::OkStatus();
     }));
-    return v;
+    return reinterpret_cast<const uint8_t*>(v);
   }
 
   static CodecParams OutputParams(DType dtype) {
@@ -219,16 +219,8 @@ class Bf16EntropyCodec : public Bf16CodecBase {
       return absl::Status(s.code(), StrCat("tensor '", source.name, "': ", s.message()));
     }
     const uint64_t n = *CheckedProduct(source.shape);
-    // BF16 sources are read in place; F32 ones converted first.
     std::vector<uint16_t> converted;
-    const uint8_t* src16 = source.bytes.data();
-    if (source.dtype == DType::kF32) {
-      BP_ASSIGN_OR_RETURN(converted, SourceBf16(source, n, exec.threads));
-      src16 = reinterpret_cast<const uint8_t*>(converted.data());
-    } else if (source.bytes.size() != n * 2) {
-      return absl::InvalidArgumentError(StrCat("tensor '", source.name, "': ", source.bytes.size(),
-                                               " source bytes, expected ", n, " x 2"));
-    }
+    BP_ASSIGN_OR_RETURN(const uint8_t* src16, SourceBf16(source, n, exec.threads, &converted));
     const uint64_t rows = source.shape.empty() ? 1 : source.shape[0];
     const uint64_t row_elems = rows == 0 ? 0 : n / rows;
     std::vector<std::pair<uint64_t, uint64_t>> pieces;  // first_row, row_count
@@ -641,16 +633,8 @@ class Bf16MxCodec : public Bf16CodecBase {
       return absl::Status(s.code(), StrCat("tensor '", source.name, "': ", s.message()));
     }
     const uint64_t n = *CheckedProduct(source.shape);
-    // BF16 sources are read in place; F32 ones converted first.
     std::vector<uint16_t> converted;
-    const uint8_t* src16 = source.bytes.data();
-    if (source.dtype == DType::kF32) {
-      BP_ASSIGN_OR_RETURN(converted, SourceBf16(source, n, exec.threads));
-      src16 = reinterpret_cast<const uint8_t*>(converted.data());
-    } else if (source.bytes.size() != n * 2) {
-      return absl::InvalidArgumentError(StrCat("tensor '", source.name, "': ", source.bytes.size(),
-                                               " source bytes, expected ", n, " x 2"));
-    }
+    BP_ASSIGN_OR_RETURN(const uint8_t* src16, SourceBf16(source, n, exec.threads, &converted));
     const uint64_t blocks = (n + kMxBlock - 1) / kMxBlock;
     EncodedStream es{std::string(kSharedRole), std::vector<uint8_t>(blocks), {}, false};
     EncodedStream eo{std::string(kOffsetRole), std::vector<uint8_t>(blocks * kMxOffsetBytes), {}, false};
