@@ -248,12 +248,14 @@ TEST(Bf16Exp, ChunkCodesRoundTripAndRejectBadWords) {
       bf16_exp::EncodeChunk(*code, syms.data(), m, &bytes);
       ASSERT_TRUE(bf16_exp::DecodeChunk(*code, bytes, m, back.data()).ok()) << k << " " << m;
       ASSERT_TRUE(std::equal(back.begin(), back.end(), syms.begin())) << k << " " << m;
-      // The single-symbol tables decode the same bits.
-      auto single = bf16_exp::ExponentCode::Unary(r, bf16_exp::ExponentCode::Tables::kSingle);
-      ASSERT_TRUE(single.ok());
-      std::vector<uint8_t> back1(m);
-      ASSERT_TRUE(bf16_exp::DecodeChunk(*single, bytes, m, back1.data()).ok()) << k << " " << m;
-      ASSERT_EQ(back1, back);
+      // The single-symbol and compact tables decode the same bits.
+      for (auto tables : {bf16_exp::ExponentCode::Tables::kSingle, bf16_exp::ExponentCode::Tables::kCompact}) {
+        auto other = bf16_exp::ExponentCode::Unary(r, tables);
+        ASSERT_TRUE(other.ok());
+        std::vector<uint8_t> back1(m);
+        ASSERT_TRUE(bf16_exp::DecodeChunk(*other, bytes, m, back1.data()).ok()) << k << " " << m;
+        ASSERT_EQ(back1, back);
+      }
     }
   }
   for (int max_bits : {12, 9}) {
@@ -266,20 +268,24 @@ TEST(Bf16Exp, ChunkCodesRoundTripAndRejectBadWords) {
     bf16_exp::EncodeChunk(*code, syms.data(), syms.size(), &bytes);
     ASSERT_TRUE(bf16_exp::DecodeChunk(*code, bytes, syms.size(), back.data()).ok());
     EXPECT_EQ(back, syms);
-    auto single = bf16_exp::ExponentCode::Huffman(lengths, bf16_exp::ExponentCode::Tables::kSingle);
-    ASSERT_TRUE(single.ok());
-    std::vector<uint8_t> back1(syms.size());
-    ASSERT_TRUE(bf16_exp::DecodeChunk(*single, bytes, syms.size(), back1.data()).ok());
-    EXPECT_EQ(back1, syms);
-    // A corrupted chunk fails (or decodes) the same way with both tables.
-    for (int trial = 0; trial < 50; ++trial) {
-      std::vector<uint8_t> bad = bytes;
-      bad[12 + rng() % (bad.size() - 12)] ^= static_cast<uint8_t>(1 + rng() % 255);
-      const bool ok_full = bf16_exp::DecodeChunk(*code, bad, syms.size(), back.data()).ok();
-      const bool ok_single = bf16_exp::DecodeChunk(*single, bad, syms.size(), back1.data()).ok();
-      EXPECT_EQ(ok_full, ok_single);
-      if (ok_full && ok_single) {
-        EXPECT_EQ(back, back1);
+    // The single-symbol and compact (9-bit window: the 10..12-bit code
+    // words take the slow path) tables decode the same bits.
+    for (auto tables : {bf16_exp::ExponentCode::Tables::kSingle, bf16_exp::ExponentCode::Tables::kCompact}) {
+      auto other = bf16_exp::ExponentCode::Huffman(lengths, tables);
+      ASSERT_TRUE(other.ok());
+      std::vector<uint8_t> back1(syms.size());
+      ASSERT_TRUE(bf16_exp::DecodeChunk(*other, bytes, syms.size(), back1.data()).ok());
+      EXPECT_EQ(back1, syms);
+      // A corrupted chunk fails (or decodes) the same way with all tables.
+      for (int trial = 0; trial < 50; ++trial) {
+        std::vector<uint8_t> bad = bytes;
+        bad[12 + rng() % (bad.size() - 12)] ^= static_cast<uint8_t>(1 + rng() % 255);
+        const bool ok_full = bf16_exp::DecodeChunk(*code, bad, syms.size(), back.data()).ok();
+        const bool ok_other = bf16_exp::DecodeChunk(*other, bad, syms.size(), back1.data()).ok();
+        EXPECT_EQ(ok_full, ok_other);
+        if (ok_full && ok_other) {
+          EXPECT_EQ(back, back1);
+        }
       }
     }
   }

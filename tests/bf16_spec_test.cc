@@ -19,7 +19,9 @@
 #include "codecs/encoded_record.h"
 #include "codecs/float_convert.h"
 #include "gtest/gtest.h"
+#include "format/layout.h"
 #include "io/safetensors.h"
+#include "tests/manifest_rewrite.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
@@ -186,6 +188,18 @@ TEST(Bf16Spec, ShapesAndTies) {
   for (size_t i = 2; i < mixed.size(); i += 13) mixed[i] = static_cast<uint16_t>(i & 0x807f);  // subnormals, zeros
   ExpectSplit({10, 77}, mixed, 0.5, 3);
   ExpectSplit({10, 77}, mixed, 0.2, 0);
+  // Short rows (conv kernels) take the direct ranking; 16 and 17 columns
+  // sit on either side of it. Few distinct magnitudes: many ties.
+  std::vector<uint16_t> few(64 * 17);
+  std::mt19937 rng(12);
+  for (auto& x : few) x = static_cast<uint16_t>((rng() & 0x8000) | (0x3f80 + (rng() % 5)));
+  for (uint64_t cols : {2, 3, 9, 16, 17}) {
+    const std::vector<uint16_t> v(few.begin(), few.begin() + static_cast<long>(64 * cols));
+    for (double keep : {0.1, 0.5, 0.9}) ExpectSplit({64, cols}, v, keep, 3);
+    std::vector<float> imp(cols);
+    for (auto& w : imp) w = static_cast<float>(rng() % 3);
+    ExpectSplit({64, cols}, v, 0.5, 2, 1, imp);
+  }
 }
 
 TEST(Bf16Spec, ChunkedParallelAndRowRanges) {
@@ -381,13 +395,13 @@ TEST(Bf16Spec, TinyStoriesSplit) {
 
 // The CLI: a bf16 TinyStories converted with bf16-spec verifies and
 // converts back to the same tensors; --activations is --imatrix's alias.
-TEST(Bf16Spec, CliRoundTrip) {
-  const std::string dir = testing::MakeTempDir();
+// TinyStories-656K rounded to bf16, written as a safetensors file.
+void WriteBf16TinyStories(const std::string& path) {
   auto model = io::SafetensorsModel::Open(testing::SourceDir() + "/testdata/tinystories-656k/model.safetensors");
   ASSERT_TRUE(model.ok());
   std::vector<io::SafetensorsTensorDecl> decls;
   for (const auto& t : (*model)->tensors()) decls.push_back({t.name, DType::kBF16, t.shape});
-  auto sw = io::SafetensorsWriter::Create(dir + "/bf.safetensors", {}, decls, {});
+  auto sw = io::SafetensorsWriter::Create(path, {}, decls, {});
   ASSERT_TRUE(sw.ok());
   for (size_t i = 0; i < (*model)->tensors().size(); ++i) {
     auto b = (*model)->TensorBytes(i);
@@ -396,6 +410,11 @@ TEST(Bf16Spec, CliRoundTrip) {
     ASSERT_TRUE((*sw)->WriteNext(bf).ok());
   }
   ASSERT_TRUE((*sw)->Finish().ok());
+}
+
+TEST(Bf16Spec, CliRoundTrip) {
+  const std::string dir = testing::MakeTempDir();
+  ASSERT_NO_FATAL_FAILURE(WriteBf16TinyStories(dir + "/bf.safetensors"));
   auto c = testing::RunCli({"convert", dir + "/bf.safetensors", "-o", dir + "/m.bolt", "--codec", "*=bf16-spec:keep=0.5,mbits=3"});
   ASSERT_EQ(c.exit_code, 0) << c.output;
   auto v = testing::RunCli({"verify", dir + "/m.bolt"});
@@ -424,6 +443,52 @@ TEST(Bf16Spec, CliRoundTrip) {
   EXPECT_NE(f.output.find("bf16 first"), std::string::npos) << f.output;
   auto h = testing::RunCli({"convert", "--help"});
   EXPECT_NE(h.output.find("--activations"), std::string::npos) << h.output;
+}
+
+// verify decodes every declared view: a speculation stream the draft view
+// cannot decode (checksums intact, so only a decode can tell) is reported
+// for the draft view with the tensor's name, and the exit is non-zero.
+TEST(Bf16Spec, VerifyDecodesTheDraftView) {
+  const std::string dir = testing::MakeTempDir();
+  ASSERT_NO_FATAL_FAILURE(WriteBf16TinyStories(dir + "/bf.safetensors"));
+  auto c = testing::RunCli({"convert", dir + "/bf.safetensors", "-o", dir + "/m.bolt", "--codec",
+                            "*=bf16-spec:keep=0.5,mbits=3"});
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  auto ok = testing::RunCli({"verify", dir + "/m.bolt"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("view \"draft\": 20 tensors decoded"), std::string::npos) << ok.output;
+  auto json = testing::RunCli({"verify", "--json", dir + "/m.bolt"});
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_NE(json.output.find("{\"name\":\"draft\",\"tensors\":20,"), std::string::npos) << json.output;
+
+  // A 2-D tensor (it has a keep bitmap) stored as one chunk: flip its first
+  // bitmap bit, so its first prune row keeps one value too many or too few,
+  // and give the stream its new checksum.
+  auto file = testing::ReadFileBytes(dir + "/m.bolt");
+  v1::Manifest m = testing::ManifestOf(file);
+  int victim = -1;
+  for (int i = 0; i < m.tensors_size() && victim < 0; ++i) {
+    const auto& t = m.tensors(i);
+    if (t.shape_size() == 2 && t.streams(0).chunks_size() == 0 && t.streams(0).compression() == v1::COMPRESSION_NONE) {
+      victim = i;
+    }
+  }
+  ASSERT_GE(victim, 0);
+  const std::string name = m.tensors(victim).name();
+  v1::Stream* s = m.mutable_tensors(victim)->mutable_streams(0);
+  file[s->offset()] ^= 0x01;
+  s->set_xxh3(format::Xxh3(absl::MakeConstSpan(file).subspan(s->offset(), s->length())));
+  testing::WriteFileBytes(dir + "/bad.bolt", testing::WithManifest(file, m));
+  auto bad = testing::RunCli({"verify", dir + "/bad.bolt"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_EQ(bad.output.find("checksum"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("tensor \"" + name + "\", view \"draft\": "), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("keep bitmap"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("1 failed"), std::string::npos) << bad.output;
+  auto bad_json = testing::RunCli({"verify", "--json", dir + "/bad.bolt"});
+  EXPECT_EQ(bad_json.exit_code, 1) << bad_json.output;
+  EXPECT_NE(bad_json.output.find("\"tensor\":\"" + name + "\",\"view\":\"draft\""), std::string::npos)
+      << bad_json.output;
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ struct VerifyArgs {
   std::string input;
   int threads = 0;
   std::string target;   // "llama.cpp": check what llama.cpp's loader needs instead
-  bool json = false;    // with --target
+  bool json = false;    // with --target, or for a .bolt file
   bool strict = false;  // with --target: warnings fail too
 };
 int RunVerify(const VerifyArgs& args);

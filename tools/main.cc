@@ -57,13 +57,13 @@ int main(int argc, char** argv) {
   i->add_flag("--json", inspect.json, "Machine-readable output");
 
   VerifyArgs verify;
-  auto* v = app.add_subcommand("verify", "Check every checksum and decode every tensor; non-zero exit on any problem");
+  auto* v = app.add_subcommand("verify", "Check every checksum and decode every tensor in every view (full, draft, ...); non-zero exit on any problem");
   v->add_option("input", verify.input, "A .bolt, .safetensors or .gguf file")->required()->check(CLI::ExistingFile);
   v->add_option("--threads", verify.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
   v->add_option("--target", verify.target,
                 "llama.cpp: check the metadata keys, types and tensor shapes llama.cpp needs (.gguf or .bolt)")
       ->check(CLI::IsMember({"llama.cpp"}));
-  v->add_flag("--json", verify.json, "With --target: machine-readable report");
+  v->add_flag("--json", verify.json, "Machine-readable report (a .bolt file, or with --target)");
   v->add_flag("--strict", verify.strict, "With --target: warnings are problems too (exit 1)");
 
   SliceArgs slice;

@@ -1,4 +1,5 @@
-// bolt-pack verify IN: checksums, padding, and a full decode of every tensor.
+// bolt-pack verify IN: checksums, padding, and a decode of every tensor in
+// every view it has ("full", and e.g. bf16-spec's "draft").
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -18,10 +19,11 @@
 namespace boltpack::tools {
 namespace {
 
-// Decodes tensor `t` in blocks of rows of about kBlockBytes, so memory stays
-// bounded whatever the tensor's size; codecs without row access decode whole.
-absl::Status DecodeBounded(const Reader& reader, size_t t, OutputType out, uint64_t total_bytes,
-                           const ExecOptions& exec, std::vector<uint8_t>* buf) {
+// Decodes tensor `t` as view `view` sees it, in blocks of rows of about
+// kBlockBytes, so memory stays bounded whatever the tensor's size; codecs
+// without row access decode whole.
+absl::Status DecodeBounded(const Reader& reader, size_t t, const std::string& view, OutputType out,
+                           uint64_t total_bytes, const ExecOptions& exec, std::vector<uint8_t>* buf) {
   constexpr uint64_t kBlockBytes = 64ull << 20;
   const TensorInfo& info = reader.tensors()[t];
   uint64_t rows = info.row_count();
@@ -31,32 +33,84 @@ absl::Status DecodeBounded(const Reader& reader, size_t t, OutputType out, uint6
     buf->resize(per_block * row_bytes);
     for (uint64_t r = 0; r < rows; r += per_block) {
       uint64_t end = std::min(rows, r + per_block);
-      absl::Status st = reader.DecodeRows(t, r, end, out, absl::MakeSpan(buf->data(), (end - r) * row_bytes));
+      absl::Status st = reader.DecodeRows(t, view, r, end, out, absl::MakeSpan(buf->data(), (end - r) * row_bytes));
       if (st.code() == absl::StatusCode::kUnimplemented && r == 0) break;  // no row access: whole decode
       if (!st.ok()) return st;
       if (end == rows) return absl::OkStatus();
     }
   }
   buf->resize(total_bytes);
-  return reader.Decode(t, out, absl::MakeSpan(*buf), exec);
+  return reader.Decode(t, view, out, absl::MakeSpan(*buf), exec);
 }
 
+// Whether a declared view decodes tensor `info` differently from "full":
+// only a codec that tags its streams with views (bf16-spec: the
+// verification stream is read by "full" alone) defines a view-specific
+// decode; every other tensor decodes in every view exactly as in "full",
+// which is already checked.
+bool HasViewDecode(const TensorInfo& info) {
+  for (const auto& s : info.streams) {
+    if (!s.views.empty()) return true;
+  }
+  return false;
+}
+
+struct ViewTally {
+  std::string name;
+  size_t tensors = 0;
+  uint64_t decoded_bytes = 0;
+  size_t failed = 0;
+};
+
+struct Problem {
+  std::string tensor;  // empty: the container as a whole
+  std::string view;    // empty: not a decode
+  std::string message;
+};
+
+void PrintBoltJson(const VerifyArgs& args, size_t tensors, uint64_t stored, const std::vector<ViewTally>& views,
+                   const std::vector<Problem>& problems) {
+  std::string o = StrCat("{\"file\":", io::JsonQuote(args.input), ",\"ok\":", problems.empty(),
+                         ",\"tensors\":", tensors, ",\"stored_bytes\":", stored, ",\"views\":[");
+  for (size_t i = 0; i < views.size(); ++i) {
+    const ViewTally& v = views[i];
+    o += StrCat(i ? "," : "", "{\"name\":", io::JsonQuote(v.name), ",\"tensors\":", v.tensors,
+                ",\"decoded_bytes\":", v.decoded_bytes, ",\"failed\":", v.failed, "}");
+  }
+  o += "],\"problems\":[";
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const Problem& p = problems[i];
+    o += i ? ",{" : "{";
+    if (!p.tensor.empty()) o += StrCat("\"tensor\":", io::JsonQuote(p.tensor), ",");
+    if (!p.view.empty()) o += StrCat("\"view\":", io::JsonQuote(p.view), ",");
+    o += StrCat("\"message\":", io::JsonQuote(p.message), "}");
+  }
+  o += "]}\n";
+  std::fputs(o.c_str(), stdout);
+}
+
+// Checksums and padding (VerifyContainer), then every tensor decoded in the
+// full view and, where its codec defines one, in every other declared view
+// (e.g. bf16-spec's "draft", which reads the speculation stream alone: a
+// speculation stream the draft cannot decode is reported for the draft).
 int VerifyBolt(const VerifyArgs& args) {
   auto opened = Reader::Open(args.input);
   if (!opened.ok()) {
+    if (args.json) PrintBoltJson(args, 0, 0, {}, {{"", "", std::string(opened.status().message())}});
     PrintError(std::string(opened.status().message()));
     return 1;
   }
   const Reader& reader = **opened;
-  std::vector<std::string> problems;
+  std::vector<Problem> problems;
   ExecOptions exec;
   exec.threads = args.threads <= 0 ? HardwareThreads() : args.threads;
   absl::Status container = reader.VerifyContainer(exec);
-  if (!container.ok()) problems.emplace_back(container.message());
+  if (!container.ok()) problems.push_back({"", "", std::string(container.message())});
+  std::vector<ViewTally> views;
+  for (const ViewInfo& v : reader.views()) views.push_back({v.name});  // "full" first
   uint64_t total = 0;
   for (const auto& t : reader.tensors()) total += t.stored_bytes();
   Progress progress("verify", total);
-  uint64_t decoded_bytes = 0;
   std::vector<uint8_t> buf;
   for (size_t i = 0; i < reader.tensors().size(); ++i) {
     const TensorInfo& info = reader.tensors()[i];
@@ -64,23 +118,49 @@ int VerifyBolt(const VerifyArgs& args) {
     OutputType out = reader.CanDecode(i, OutputType::kF32).ok() ? OutputType::kF32 : OutputType::kNative;
     auto n = reader.DecodedBytes(i, out);
     if (!n.ok()) {
-      problems.emplace_back(n.status().message());
+      problems.push_back({info.name, "", std::string(n.status().message())});
       continue;
     }
-    absl::Status st = DecodeBounded(reader, i, out, *n, exec, &buf);
-    if (!st.ok()) problems.emplace_back(st.message());
-    decoded_bytes += *n;
+    const size_t view_count = HasViewDecode(info) ? views.size() : 1;
+    for (size_t v = 0; v < view_count; ++v) {
+      ViewTally& tally = views[v];
+      absl::Status st = DecodeBounded(reader, i, tally.name, out, *n, exec, &buf);
+      ++tally.tensors;
+      tally.decoded_bytes += *n;
+      if (!st.ok()) {
+        ++tally.failed;
+        problems.push_back({info.name, tally.name, std::string(st.message())});
+      }
+    }
     progress.Advance(info.stored_bytes());
   }
   progress.Finish();
-  for (const auto& p : problems) std::fprintf(stderr, "bolt-pack: %s\n", p.c_str());
+  if (args.json) {
+    PrintBoltJson(args, reader.tensors().size(), total, views, problems);
+    return problems.empty() ? 0 : 1;
+  }
+  for (const auto& p : problems) {
+    if (p.view.empty()) {
+      std::fprintf(stderr, "bolt-pack: %s\n", p.message.c_str());
+    } else {
+      std::fprintf(stderr, "bolt-pack: tensor \"%s\", view \"%s\": %s\n", p.tensor.c_str(), p.view.c_str(),
+                   p.message.c_str());
+    }
+  }
+  std::string per_view;
+  for (size_t v = 1; v < views.size(); ++v) {
+    per_view += StrCat("; view \"", views[v].name, "\": ", views[v].tensors, " tensor", views[v].tensors == 1 ? "" : "s",
+                       " decoded (", views[v].decoded_bytes, " bytes)",
+                       views[v].failed ? StrCat(", ", views[v].failed, " failed") : std::string());
+  }
   if (!problems.empty()) {
-    std::fprintf(stderr, "%s: FAILED (%zu problem%s)\n", args.input.c_str(), problems.size(), problems.size() == 1 ? "" : "s");
+    std::fprintf(stderr, "%s: FAILED (%zu problem%s%s)\n", args.input.c_str(), problems.size(),
+                 problems.size() == 1 ? "" : "s", per_view.c_str());
     return 1;
   }
-  std::printf("%s: OK (%zu tensors, %llu stored bytes checksummed, %llu bytes decoded)\n", args.input.c_str(),
+  std::printf("%s: OK (%zu tensors, %llu stored bytes checksummed, %llu bytes decoded%s)\n", args.input.c_str(),
               reader.tensors().size(), static_cast<unsigned long long>(total),
-              static_cast<unsigned long long>(decoded_bytes));
+              static_cast<unsigned long long>(views[0].decoded_bytes), per_view.c_str());
   return 0;
 }
 
@@ -223,11 +303,11 @@ int VerifyForLlamaCpp(const VerifyArgs& args) {
 
 int RunVerify(const VerifyArgs& args) {
   if (!args.target.empty()) return VerifyForLlamaCpp(args);
-  if (args.json || args.strict) {
-    PrintError("--json and --strict go with --target llama.cpp");
+  std::string ext = Extension(args.input);
+  if (args.strict || (args.json && ext != ".bolt")) {
+    PrintError("--strict goes with --target llama.cpp; --json with --target llama.cpp or a .bolt file");
     return 2;
   }
-  std::string ext = Extension(args.input);
   if (ext == ".bolt") return VerifyBolt(args);
   if (ext == ".safetensors" || ext == ".json") return VerifySafetensors(args);
   if (ext == ".gguf") return VerifyGguf(args);

@@ -121,6 +121,20 @@ absl::StatusOr<ExponentCode> ExponentCode::Unary(absl::Span<const uint8_t> ranks
   return Unary(ranks, Tables::kFull);
 }
 
+namespace {
+int MultiBits(ExponentCode::Tables tables) {
+  switch (tables) {
+    case ExponentCode::Tables::kFull:
+      return kLutBits;
+    case ExponentCode::Tables::kCompact:
+      return kCompactLutBits;
+    case ExponentCode::Tables::kSingle:
+      break;
+  }
+  return 0;
+}
+}  // namespace
+
 absl::StatusOr<ExponentCode> ExponentCode::Huffman(absl::Span<const uint8_t> lengths, Tables tables) {
   if (lengths.size() != 256) return absl::InvalidArgumentError("need 256 code lengths");
   ExponentCode c;
@@ -156,7 +170,7 @@ absl::StatusOr<ExponentCode> ExponentCode::Huffman(absl::Span<const uint8_t> len
     c.len_[s] = static_cast<uint8_t>(l);
   }
   c.max_bits_ = std::max(longest, 1);
-  c.BuildTables(tables == Tables::kFull);
+  c.BuildTables(MultiBits(tables));
   return c;
 }
 
@@ -182,7 +196,7 @@ absl::StatusOr<ExponentCode> ExponentCode::Unary(absl::Span<const uint8_t> ranks
     c.len_[ranks[r]] = static_cast<uint8_t>(r + 1);
   }
   c.max_bits_ = k + 8;
-  c.BuildTables(tables == Tables::kFull);
+  c.BuildTables(MultiBits(tables));
   return c;
 }
 
@@ -238,8 +252,8 @@ __attribute__((target("avx2"))) void PrependRunAvx2(const uint64_t* src, uint64_
 
 }  // namespace
 
-void ExponentCode::BuildTables(bool multi) {
-  constexpr uint32_t kSize = uint32_t{1} << kLutBits;
+void ExponentCode::BuildTables(int multi_bits) {
+  constexpr uint32_t kSize1 = uint32_t{1} << kLutBits;
   for (int s = 0; s < 256; ++s) {
     lcode_[s] = len_[s] == 0 ? 0 : static_cast<uint64_t>(code_[s]) << (64 - len_[s]);
   }
@@ -254,17 +268,20 @@ void ExponentCode::BuildTables(bool multi) {
   };
   Word words[256];
   int nwords = 0;
-  lut1_.assign(kSize, 0);
+  lut1_.assign(kSize1, 0);
   for (int s = 0; s < 256; ++s) {
     const int l = len_[s];
     if (l == 0 || l > kLutBits) continue;
-    words[nwords++] = Word{code_[s], static_cast<uint32_t>(l), static_cast<uint8_t>(s)};
+    if (l <= multi_bits) words[nwords++] = Word{code_[s], static_cast<uint32_t>(l), static_cast<uint8_t>(s)};
     const uint32_t first = code_[s] << (kLutBits - l);
     const uint32_t last = (code_[s] + 1) << (kLutBits - l);
     std::fill(lut1_.begin() + first, lut1_.begin() + last, static_cast<uint16_t>(s | (l << 8)));
   }
   lut_.clear();
-  if (!multi) return;
+  lut_bits_ = multi_bits;
+  if (multi_bits == 0) return;
+  // Code words longer than the window are left to the slow path (entry 0).
+  const uint32_t kSize = uint32_t{1} << multi_bits;
   // D_w for w = 0..kLutBits at [2^w - 1, 2^(w+1) - 1): D_w[j] is the first
   // code word of j (length l <= w) followed by D_{w-l}[j's low w-l bits].
   // Each entry is built once, so the whole table costs O(2^(kLutBits+1)).
@@ -272,7 +289,7 @@ void ExponentCode::BuildTables(bool multi) {
 #if defined(__x86_64__) || defined(_M_X64)
   static const bool avx2 = DetectCpuFeatures().avx2;
 #endif
-  for (uint32_t w = 1; w <= static_cast<uint32_t>(kLutBits); ++w) {
+  for (uint32_t w = 1; w <= static_cast<uint32_t>(multi_bits); ++w) {
     uint64_t* level = d.data() + ((uint32_t{1} << w) - 1);
     for (int i = 0; i < nwords; ++i) {
       const Word& c = words[i];
@@ -301,7 +318,15 @@ void ExponentCode::BuildTables(bool multi) {
 }
 
 bool ExponentCode::DecodeSlow(uint64_t w, uint8_t* sym, int* len) const {
-  if (kind_ == Kind::kHuffman) return false;  // every valid code is in the table
+  if (kind_ == Kind::kHuffman) {
+    // Every valid code word is in the single-symbol table; one longer than
+    // a compact multi-symbol window lands here from DecodeFast.
+    const uint16_t e = lut1_[w >> (64 - kLutBits)];
+    if (e == 0) return false;
+    *sym = static_cast<uint8_t>(e);
+    *len = e >> 8;
+    return true;
+  }
   const int z = w == 0 ? 64 : __builtin_clzll(w);
   if (z < ranks_) {
     *sym = rank_sym_[z];
@@ -379,7 +404,8 @@ absl::Status ExponentCode::DecodeFast(Lane* lanes) const {
   // consumes nothing, so the later lookups of the round repeat it.
   constexpr int kGroup = 4;
   static_assert(kGroup * kLutBits <= 57, "a round must fit one load");
-  const uint64_t in_step = static_cast<uint64_t>(kGroup * kLutBits + std::max<int>(max_bits_, kLutBits));
+  const int bits = lut_bits_;
+  const uint64_t in_step = static_cast<uint64_t>(kGroup * bits + std::max<int>(max_bits_, bits));
   // Output per round: kGroup entries of up to kLutMaxSymbols symbols, each
   // stored as 8 bytes, and one slow symbol.
   constexpr uint64_t kOutStep = 32;
@@ -414,7 +440,7 @@ absl::Status ExponentCode::DecodeFast(Lane* lanes) const {
       for (int g = 0; g < kGroup; ++g) {
 #pragma GCC unroll 4
         for (int k = 0; k < N; ++k) {
-          const uint64_t e = lut[w[k] >> (64 - kLutBits)];
+          const uint64_t e = lut[w[k] >> (64 - bits)];
           std::memcpy(out[k], &e, 8);
           out[k] += static_cast<uint8_t>(e >> 48);
           const uint64_t b = e >> 56;

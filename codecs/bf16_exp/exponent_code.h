@@ -30,6 +30,8 @@ namespace boltpack::bf16_exp {
 
 inline constexpr int kMaxHuffmanBits = 12;
 inline constexpr int kLutBits = 12;
+// Window of the compact multi-symbol table (Tables::kCompact).
+inline constexpr int kCompactLutBits = 9;
 // Symbols one multi-symbol table entry can hold.
 inline constexpr int kLutMaxSymbols = 5;
 inline constexpr int kMaxUnaryRanks = 20;
@@ -41,11 +43,14 @@ inline constexpr size_t kLaneHeaderBytes = 12;
 class ExponentCode {
  public:
   enum class Kind { kHuffman, kUnary };
-  // Decoder tables to build: kFull adds the multi-symbol table (fast for
-  // chunks of thousands of values; about 2^13 steps to build); kSingle
-  // decodes one code word per lookup and is cheap to build (small tensors,
-  // record validation). Both decode the same bits.
-  enum class Tables { kSingle, kFull };
+  // Decoder tables to build: kFull adds the multi-symbol table over 12-bit
+  // windows (fastest per value; about 2^13 steps to build, so for chunks of
+  // tens of thousands of values); kCompact the same over 9-bit windows (an
+  // eighth of the build, fewer symbols per lookup: for tensors of a few
+  // thousand values, where building the full table would cost more than
+  // decoding); kSingle decodes one code word per lookup and is cheapest to
+  // build (tiny tensors, record validation). All decode the same bits.
+  enum class Tables { kSingle, kCompact, kFull };
 
   // From code lengths (0 = exponent absent). Valid: a complete code (Kraft
   // sum exactly 1) with lengths <= 12, a single exponent of length 1, or no
@@ -86,7 +91,8 @@ class ExponentCode {
   absl::Status DecodeTail(Lane& lane) const;
   // Decodes one symbol from `w` (at least 57 valid bits); false if invalid.
   bool DecodeSlow(uint64_t w, uint8_t* sym, int* len) const;
-  void BuildTables(bool multi);
+  // `multi_bits`: window of the multi-symbol table, 0 for none.
+  void BuildTables(int multi_bits);
 
   Kind kind_ = Kind::kHuffman;
   int max_bits_ = 0;
@@ -99,6 +105,7 @@ class ExponentCode {
   // bits 0..39 (first in the low byte), symbol count in 48..55, bits used in
   // 56..63 (0: slow path).
   std::vector<uint64_t> lut_;
+  int lut_bits_ = kLutBits;  // window of lut_
   // Single-symbol entries: symbol | length << 8 (0: slow path).
   std::vector<uint16_t> lut1_;
   // Encoder: code << (64 - length), left-aligned for the bit writer.

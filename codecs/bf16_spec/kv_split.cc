@@ -45,10 +45,14 @@ inline uint64_t FieldMask(int w) { return w >= 8 ? ~uint64_t{0} : kByteLsbs * ((
 struct Code {
   std::array<uint8_t, 256> lengths{};
   std::array<uint16_t, 256> code{};        // canonical code words (the lengths above)
+  // code << 8 | length: one load per symbol for the writer, and the entry
+  // is its own shift count (shlx reads the low 6 bits).
+  std::array<uint32_t, 256> word{};
   std::array<uint16_t, 1u << kLut> lut{};  // symbol | length << 8 (codes are complete: never 0)
-  // Up to 3 whole code words of a 12-bit window: symbols in bytes 0..2
-  // (first in the low byte), count in bits 24..25, bits used in 28..31.
-  // 16 KiB, so both tables of a codec stay in L1.
+  // Up to 3 whole code words of a 12-bit window: bits used in bits 0..5
+  // (so the entry itself is the shift count: shlx reads only those), count
+  // in bits 6..7, symbols in bytes 1..3 (first in byte 1). 16 KiB, so both
+  // tables of a codec stay in L1.
   std::array<uint32_t, 1u << kLut> multi{};
 };
 
@@ -63,6 +67,7 @@ absl::StatusOr<Code> MakeCode(const std::array<uint8_t, 256>& lengths) {
   for (int s = 0; s < 256; ++s) {
     const int l = ec->length(s);
     c.code[s] = static_cast<uint16_t>(ec->code(s));
+    c.word[s] = ec->code(s) << 8 | static_cast<uint32_t>(l);
     const uint32_t first = ec->code(s) << (kLut - l);
     const uint32_t last = (ec->code(s) + 1) << (kLut - l);
     for (uint32_t i = first; i < last; ++i) c.lut[i] = static_cast<uint16_t>(s | l << 8);
@@ -79,7 +84,7 @@ absl::StatusOr<Code> MakeCode(const std::array<uint8_t, 256>& lengths) {
       used += l;
       ++cnt;
     }
-    c.multi[w] = e | static_cast<uint32_t>(cnt) << 24 | static_cast<uint32_t>(used) << 28;
+    c.multi[w] = e << 8 | static_cast<uint32_t>(cnt) << 6 | static_cast<uint32_t>(used);
   }
   return c;
 }
@@ -90,9 +95,9 @@ absl::StatusOr<Code> MakeCode(const std::array<uint8_t, 256>& lengths) {
 class CodeWriter {
  public:
   explicit CodeWriter(uint8_t* out) : begin_(out), out_(out) {}
-  // len 1..48
+  // len 1..56
   void Put(uint64_t code, int len) {
-    acc_ = (acc_ << len) | code;  // `bits_` (< 8 + 48) valid low bits
+    acc_ = (acc_ << len) | code;  // `bits_` (< 8 + 56) valid low bits
     bits_ += len;
     StoreLE64(out_, __builtin_bswap64(acc_ << (64 - bits_)));
     out_ += bits_ >> 3;
@@ -101,12 +106,30 @@ class CodeWriter {
   // Codes four symbols per store.
   void PutSyms(const Code& c, const uint8_t* s, uint64_t count) {
     uint64_t i = 0;
+    // Eight symbols per store when their code words fit in 56 bits (short
+    // codes: nearly always), else two stores of four.
+    for (; i + 8 <= count; i += 8) {
+      const uint64_t w0 = c.word[s[i]], w1 = c.word[s[i + 1]], w2 = c.word[s[i + 2]], w3 = c.word[s[i + 3]];
+      const uint64_t w4 = c.word[s[i + 4]], w5 = c.word[s[i + 5]], w6 = c.word[s[i + 6]], w7 = c.word[s[i + 7]];
+      const uint64_t ab = (w0 >> 8) << (w1 & 63) | (w1 >> 8), cd = (w2 >> 8) << (w3 & 63) | (w3 >> 8);
+      const uint64_t ef = (w4 >> 8) << (w5 & 63) | (w5 >> 8), gh = (w6 >> 8) << (w7 & 63) | (w7 >> 8);
+      const uint64_t lcd = w2 + w3, lgh = w6 + w7;
+      const uint64_t q0 = ab << (lcd & 63) | cd, q1 = ef << (lgh & 63) | gh;
+      const uint64_t l0 = (w0 + w1 + lcd) & 0xff, l1 = (w4 + w5 + lgh) & 0xff;
+      if (l0 + l1 <= 56) {
+        Put(q0 << l1 | q1, static_cast<int>(l0 + l1));
+      } else {
+        Put(q0, static_cast<int>(l0));
+        Put(q1, static_cast<int>(l1));
+      }
+    }
     for (; i + 4 <= count; i += 4) {
-      const uint64_t c0 = c.code[s[i]], c1 = c.code[s[i + 1]], c2 = c.code[s[i + 2]], c3 = c.code[s[i + 3]];
-      const uint32_t l0 = c.lengths[s[i]], l1 = c.lengths[s[i + 1]], l2 = c.lengths[s[i + 2]], l3 = c.lengths[s[i + 3]];
-      const uint64_t ab = c0 << l1 | c1, cd = c2 << l3 | c3;
-      const uint32_t lcd = l2 + l3;
-      Put(ab << lcd | cd, static_cast<int>(l0 + l1 + lcd));
+      // Entries w = code << 8 | len (len <= 12): the sum of two entries has
+      // the sum of their lengths (<= 48 < 256) in its low byte.
+      const uint64_t w0 = c.word[s[i]], w1 = c.word[s[i + 1]], w2 = c.word[s[i + 2]], w3 = c.word[s[i + 3]];
+      const uint64_t ab = (w0 >> 8) << (w1 & 63) | (w1 >> 8), cd = (w2 >> 8) << (w3 & 63) | (w3 >> 8);
+      const uint64_t lcd = w2 + w3;
+      Put(ab << (lcd & 63) | cd, static_cast<int>((w0 + w1 + lcd) & 0xff));
     }
     for (; i < count; ++i) Put(c.code[s[i]], c.lengths[s[i]]);
   }
@@ -122,54 +145,82 @@ class CodeWriter {
   int bits_ = 0;  // pending bits, 0..7 between Puts (code lengths are >= 1)
 };
 
-// Reads code words of one lane of `size` bytes, MSB-first, through a
-// 64-bit window refilled when fewer than 12 bits are left in it; up to 3
-// code words per table lookup.
+// Reads the code words of one lane of `size` bytes that holds `total`
+// symbols, MSB-first, in the pieces the caller asks for (one per block).
+//
+// Fast path: one unaligned 64-bit load gives at least 57 bits, enough for
+// four table lookups of up to 12 bits each (up to 12 symbols) without
+// another load or any bounds check; it runs while the lane has 8 readable
+// bytes and at least 12 symbols left, so it never decodes past the lane's
+// last symbol. Symbols it decodes past the piece asked for are carried
+// into the next piece. The last few symbols of a lane (and lanes near the
+// end of their buffer) take one lookup per step with a bounds-checked
+// load. Both paths decode the same symbols, so what is accepted does not
+// depend on which ran.
 class CodeReader {
  public:
-  CodeReader(const uint8_t* p, size_t size) : p_(p), size_(size) {}
-  // Decodes `count` symbols into out (8 bytes of slack past count); false
-  // when the lane runs out.
-  bool Get(const Code& c, uint64_t count, uint8_t* out) {
-    uint64_t buf = buf_, pos = pos_, i = 0;
-    int avail = avail_;
-    while (i < count) Step(c, buf, avail, pos, i, count, out);
-    buf_ = buf;
-    avail_ = avail;
-    pos_ = pos;
-    return pos_ <= uint64_t{size_} * 8;
+  static constexpr uint64_t kSlack = 16;  // bytes `out` needs past `count`
+
+  CodeReader(const uint8_t* p, size_t size, uint64_t total) : p_(p), size_(size), left_(total) {}
+  // Decodes the next `count` symbols into out; false when the lane runs out.
+  inline __attribute__((always_inline)) bool Get(const Code& c, uint64_t count, uint8_t* out) {
+    uint64_t i = TakeCarry(count, out);
+    uint64_t pos = pos_, left = left_;
+    while (i < count && left >= 12 && (pos >> 3) + 8 <= size_) Step4(c, pos, left, i, out);
+    return Finish(c, count, out, i, pos, left);
   }
   // Get on two lanes at once, interleaved: two independent lookup chains.
-  static bool Get2(CodeReader& a, const Code& ca, uint64_t na, uint8_t* oa, CodeReader& b, const Code& cb, uint64_t nb,
-                   uint8_t* ob) {
-    uint64_t abuf = a.buf_, apos = a.pos_, i = 0, bbuf = b.buf_, bpos = b.pos_, j = 0;
-    int aavail = a.avail_, bavail = b.avail_;
-    while (i < na && j < nb) {
-      a.Step(ca, abuf, aavail, apos, i, na, oa);
-      b.Step(cb, bbuf, bavail, bpos, j, nb, ob);
+  static inline __attribute__((always_inline)) bool Get2(CodeReader& a, const Code& ca, uint64_t na, uint8_t* oa,
+                                                         CodeReader& b, const Code& cb, uint64_t nb, uint8_t* ob) {
+    uint64_t i = a.TakeCarry(na, oa), j = b.TakeCarry(nb, ob);
+    uint64_t apos = a.pos_, aleft = a.left_, bpos = b.pos_, bleft = b.left_;
+    while (i < na && j < nb && aleft >= 12 && bleft >= 12 && (apos >> 3) + 8 <= a.size_ && (bpos >> 3) + 8 <= b.size_) {
+      a.Step4(ca, apos, aleft, i, oa);
+      b.Step4(cb, bpos, bleft, j, ob);
     }
-    while (i < na) a.Step(ca, abuf, aavail, apos, i, na, oa);
-    while (j < nb) b.Step(cb, bbuf, bavail, bpos, j, nb, ob);
-    a.buf_ = abuf;
-    a.avail_ = aavail;
-    a.pos_ = apos;
-    b.buf_ = bbuf;
-    b.avail_ = bavail;
-    b.pos_ = bpos;
-    return a.pos_ <= uint64_t{a.size_} * 8 && b.pos_ <= uint64_t{b.size_} * 8;
+    while (i < na && aleft >= 12 && (apos >> 3) + 8 <= a.size_) a.Step4(ca, apos, aleft, i, oa);
+    while (j < nb && bleft >= 12 && (bpos >> 3) + 8 <= b.size_) b.Step4(cb, bpos, bleft, j, ob);
+    const bool ok = a.Finish(ca, na, oa, i, apos, aleft);
+    return b.Finish(cb, nb, ob, j, bpos, bleft) && ok;
   }
   // The lane is consumed exactly: no unused byte, zero padding.
   bool Done() const {
+    if (ncarry_ != 0 || left_ != 0) return false;
     if ((pos_ + 7) / 8 != size_) return false;
     if ((pos_ & 7) != 0 && (p_[size_ - 1] & ((1u << (8 - (pos_ & 7))) - 1)) != 0) return false;
     return true;
   }
 
  private:
-  // One table lookup: 1..3 symbols to out[i..], i < count.
-  inline __attribute__((always_inline)) void Step(const Code& c, uint64_t& buf, int& avail, uint64_t& pos, uint64_t& i,
-                                                  uint64_t count, uint8_t* out) const {
-    if (avail < kLut) {
+  // Symbols decoded ahead by the previous piece go first.
+  uint64_t TakeCarry(uint64_t count, uint8_t* out) {
+    if (ncarry_ == 0) return 0;
+    std::memcpy(out, carry_, sizeof carry_);
+    const uint64_t t = std::min<uint64_t>(ncarry_, count);
+    ncarry_ -= static_cast<uint32_t>(t);
+    if (ncarry_ != 0) std::memmove(carry_, carry_ + t, ncarry_);
+    return t;
+  }
+  // Four lookups from one load: (pos >> 3) + 8 <= size_, left >= 12.
+  inline __attribute__((always_inline)) void Step4(const Code& c, uint64_t& pos, uint64_t& left, uint64_t& i,
+                                                   uint8_t* out) const {
+    uint64_t buf = LoadBE64(p_ + (pos >> 3)) << (pos & 7);
+    for (int r = 0; r < 4; ++r) {
+      // The lookup chain is buf -> entry -> buf: the entry's low 6 bits are
+      // the shift, nothing else sits on it.
+      const uint32_t e = c.multi[buf >> (64 - kLut)];
+      buf <<= e & 63u;
+      const uint32_t syms = e >> 8, cnt = (e >> 6) & 3u;
+      std::memcpy(out + i, &syms, 4);
+      i += cnt;
+      left -= cnt;
+      pos += e & 63u;
+    }
+  }
+  // The rest of a piece one lookup at a time (never past `count`), then the
+  // symbols decoded past it into the carry.
+  bool Finish(const Code& c, uint64_t count, uint8_t* out, uint64_t i, uint64_t pos, uint64_t left) {
+    while (i < count) {
       const size_t byte = static_cast<size_t>(pos >> 3);
       uint64_t w;
       if (byte + 8 <= size_) {
@@ -178,30 +229,37 @@ class CodeReader {
         w = 0;
         for (size_t b = 0; b < 8; ++b) w = w << 8 | (byte + b < size_ ? p_[byte + b] : 0);
       }
-      buf = w << (pos & 7);
-      avail = 64 - static_cast<int>(pos & 7);
+      const uint64_t buf = w << (pos & 7);
+      const uint32_t e = c.multi[buf >> (64 - kLut)];
+      uint32_t cnt = (e >> 6) & 3u, len = e & 63u;
+      if (cnt <= count - i) {
+        const uint32_t syms = e >> 8;
+        std::memcpy(out + i, &syms, 4);
+      } else {
+        const uint16_t s = c.lut[buf >> (64 - kLut)];
+        out[i] = static_cast<uint8_t>(s);
+        cnt = 1;
+        len = s >> 8;
+      }
+      i += cnt;
+      left -= cnt;
+      pos += len;
     }
-    const uint32_t e = c.multi[buf >> (64 - kLut)];
-    int len;
-    if (((e >> 24) & 3u) <= count - i) {
-      std::memcpy(out + i, &e, 4);
-      i += (e >> 24) & 3u;
-      len = static_cast<int>(e >> 28);
-    } else {
-      const uint16_t s = c.lut[buf >> (64 - kLut)];
-      out[i++] = static_cast<uint8_t>(s);
-      len = s >> 8;
+    if (i > count) {
+      ncarry_ = static_cast<uint32_t>(i - count);  // <= 11
+      std::memcpy(carry_, out + count, sizeof carry_);
     }
-    buf <<= len;
-    avail -= len;
-    pos += static_cast<uint64_t>(len);
+    pos_ = pos;
+    left_ = left;
+    return pos <= uint64_t{size_} * 8;
   }
 
   const uint8_t* p_;
   size_t size_;
   uint64_t pos_ = 0;
-  uint64_t buf_ = 0;
-  int avail_ = 0;
+  uint64_t left_;  // symbols of the lane not decoded yet (the carry excluded)
+  uint8_t carry_[16] = {};
+  uint32_t ncarry_ = 0;
 };
 
 uint64_t KeptOf(double keep, uint64_t n) {
@@ -230,8 +288,20 @@ struct KvTables {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define BP_KV_HAVE_FAST 1
 #define BP_KV_FAST __attribute__((target("avx2,bmi,bmi2,popcnt")))
-BP_KV_FAST inline uint64_t FastPext(uint64_t x, uint64_t m) { return _pext_u64(x, m); }
-BP_KV_FAST inline uint64_t FastPdep(uint64_t x, uint64_t m) { return _pdep_u64(x, m); }
+// pext/pdep as inline asm rather than intrinsics: the packing helpers that
+// use them are templates without the target attribute, and GCC will not
+// inline a target-specific function into those (it emitted a call per 8
+// values). Only the fast bodies, run after the CPU check, reach these.
+inline uint64_t FastPext(uint64_t x, uint64_t m) {
+  uint64_t r;
+  asm("pextq %2, %1, %0" : "=r"(r) : "r"(x), "r"(m));
+  return r;
+}
+inline uint64_t FastPdep(uint64_t x, uint64_t m) {
+  uint64_t r;
+  asm("pdepq %2, %1, %0" : "=r"(r) : "r"(x), "r"(m));
+  return r;
+}
 // Number of keys v[i] & 0x7fff above t (-1 <= t < 0x7fff).
 BP_KV_FAST inline uint64_t FastCountAbove(const uint16_t* v, uint64_t n, int t) {
   const __m256i km = _mm256_set1_epi16(0x7fff), tv = _mm256_set1_epi16(static_cast<int16_t>(t)),
@@ -259,6 +329,45 @@ BP_KV_FAST inline uint64_t FastCountAbove(const uint16_t* v, uint64_t n, int t) 
   }
   for (; i < n; ++i) total += static_cast<int>(v[i] & 0x7fffu) > t;
   return total;
+}
+
+// Vectors up to this many values get their keys copied once to the stack
+// (8 KiB), so that each probe of the threshold search is one compare (with
+// its load folded in) and one subtract per 16 keys, four counters deep.
+constexpr uint64_t kStackKeys = 4096;
+
+// keys[0..n64) (n64 a multiple of 64; padding keys 0x7fff): how many are
+// below t1 (0 <= t1 <= 0x7fff). n64 <= kStackKeys keeps every 16-bit
+// counter lane <= 64.
+BP_KV_FAST inline uint64_t FastCountBelow(const uint16_t* keys, uint64_t n64, int t1) {
+  const __m256i tv = _mm256_set1_epi16(static_cast<int16_t>(t1)), ones = _mm256_set1_epi16(1);
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  for (uint64_t i = 0; i < n64; i += 64) {
+    const __m256i* p = reinterpret_cast<const __m256i*>(keys + i);
+    a0 = _mm256_sub_epi16(a0, _mm256_cmpgt_epi16(tv, _mm256_load_si256(p)));
+    a1 = _mm256_sub_epi16(a1, _mm256_cmpgt_epi16(tv, _mm256_load_si256(p + 1)));
+    a2 = _mm256_sub_epi16(a2, _mm256_cmpgt_epi16(tv, _mm256_load_si256(p + 2)));
+    a3 = _mm256_sub_epi16(a3, _mm256_cmpgt_epi16(tv, _mm256_load_si256(p + 3)));
+  }
+  const __m256i s = _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(a0, a1), _mm256_add_epi16(a2, a3)), ones);
+  const __m128i q = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  const __m128i r = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0x4e));
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_add_epi32(r, _mm_shuffle_epi32(r, 0xb1))));
+}
+
+// The keys v[i] & 0x7fff of n <= kStackKeys values into keys[], padded with
+// 0x7fff to a multiple of 64; returns the padded count.
+BP_KV_FAST inline uint64_t FastKeys(const uint16_t* v, uint64_t n, uint16_t* keys) {
+  const __m256i km = _mm256_set1_epi16(0x7fff);
+  uint64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(keys + i),
+                       _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + i)), km));
+  }
+  for (; i < n; ++i) keys[i] = static_cast<uint16_t>(v[i] & 0x7fffu);
+  const uint64_t n64 = (n + 63) & ~uint64_t{63};
+  for (; i < n64; ++i) keys[i] = 0x7fff;
+  return n64;
 }
 #endif
 
@@ -293,20 +402,6 @@ inline __attribute__((always_inline)) uint64_t UnpackFields8(uint64_t x, int w, 
 #endif
   uint64_t r = 0;
   for (int i = 0; i < 8; ++i) r |= ((x >> (w * i)) & (mask & 0xffu)) << (8 * i);
-  return r;
-}
-
-// The bytes of x whose bit in `keep8` is set, moved to the low end in order.
-template <bool kFast>
-inline __attribute__((always_inline)) uint64_t CompactBytes(uint64_t x, uint32_t keep8) {
-#ifdef BP_KV_HAVE_FAST
-  if constexpr (kFast) return FastPext(x, FastPdep(keep8, kByteLsbs) * 0xff);
-#endif
-  uint64_t r = 0;
-  int j = 0;
-  for (int i = 0; i < 8; ++i) {
-    if ((keep8 >> i) & 1) r |= ((x >> (8 * i)) & 0xff) << (8 * j++);
-  }
   return r;
 }
 
@@ -375,21 +470,34 @@ inline __attribute__((always_inline)) void Threshold(const uint16_t* v, uint64_t
     // Binary search by counting (branch-free AVX2, about 0.25 instructions
     // per value and probe; cheaper than a histogram pass): the largest t
     // with count(key >= t) >= k.
+    // The counts at the ends of the range come with the probes:
+    // at_lo = count(key >= lo), past_hi = count(key > hi).
+    alignas(32) uint16_t keys[kStackKeys];
+    const uint64_t n64 = n <= kStackKeys ? FastKeys(v, n, keys) : 0;
+    // count(key >= t), 1 <= t <= 0x7fff
+    auto count_from = [&](uint32_t t) {
+      return n64 != 0 ? n - FastCountBelow(keys, n64, static_cast<int>(t))
+                      : FastCountAbove(v, n, static_cast<int>(t) - 1);
+    };
     uint32_t lo = 0, hi = 0x7fff;
+    uint64_t at_lo = n, past_hi = 0;
     while (lo < hi) {
       const uint32_t mid = (lo + hi + 1) / 2;
-      if (FastCountAbove(v, n, static_cast<int>(mid) - 1) >= k) {
+      const uint64_t c = count_from(mid);
+      if (c >= k) {
         lo = mid;
+        at_lo = c;
       } else {
         hi = mid - 1;
+        past_hi = c;
       }
     }
     *thr = lo;
-    const uint64_t above = FastCountAbove(v, n, static_cast<int>(lo));
+    const uint64_t above = past_hi;  // lo == hi
     *need_out = k - above;
     // Every key equal to the threshold is kept: the loop can compare with
     // thr - 1 alone (no tie bookkeeping).
-    if (FastCountAbove(v, n, static_cast<int>(lo) - 1) - above == k - above) {
+    if (at_lo - above == k - above) {
       *thr = lo - 1;  // wraps for lo = 0: compared as int16 -1
       *need_out = 0;
     }
@@ -398,6 +506,59 @@ inline __attribute__((always_inline)) void Threshold(const uint16_t* v, uint64_t
 #endif
   bf16_spec::Bf16TopKThreshold(v, n, k, thr, need_out);
 }
+
+#ifdef BP_KV_HAVE_FAST
+// The SIMD half of a fast block: for values v[0..m) (m <= kBlock), 32 at a
+// time, the keep bits (key > thr, then the first `need` keys equal to thr in
+// index order; every value when `implicit`), the exponent bytes and the
+// sign+mantissa bytes. Bits and bytes past m are zero. The per-8 packing
+// that follows then works on bytes only: few registers, no constants to
+// rebuild in its loop.
+BP_KV_FAST inline void SplitBlockFast(const uint16_t* v, uint64_t m, bool implicit, uint32_t thr, uint64_t* need,
+                                      uint32_t* keep, uint8_t* eb, uint8_t* sb) {
+  const __m256i k7fff = _mm256_set1_epi16(0x7fff), kff = _mm256_set1_epi16(0xff), k7f = _mm256_set1_epi16(0x7f),
+                k80 = _mm256_set1_epi16(0x80), tv = _mm256_set1_epi16(static_cast<int16_t>(thr));
+  for (uint64_t g = 0; g < m; g += 32) {
+    const uint64_t c = std::min<uint64_t>(32, m - g);
+    const uint32_t valid = c == 32 ? ~0u : (1u << c) - 1;
+    alignas(32) uint16_t tmp[32];
+    const uint16_t* src = v + g;
+    if (c < 32) {
+      std::memset(tmp, 0, sizeof tmp);
+      std::memcpy(tmp, src, static_cast<size_t>(c) * 2);
+      src = tmp;
+    }
+    const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+    const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16));
+    uint32_t mask;
+    if (implicit) {
+      mask = valid;
+    } else {
+      const __m256i a0 = _mm256_and_si256(x0, k7fff), a1 = _mm256_and_si256(x1, k7fff);
+      const __m256i gt = _mm256_permute4x64_epi64(
+          _mm256_packs_epi16(_mm256_cmpgt_epi16(a0, tv), _mm256_cmpgt_epi16(a1, tv)), 0xd8);
+      mask = static_cast<uint32_t>(_mm256_movemask_epi8(gt)) & valid;
+      if (*need > 0) {
+        const __m256i eq = _mm256_permute4x64_epi64(
+            _mm256_packs_epi16(_mm256_cmpeq_epi16(a0, tv), _mm256_cmpeq_epi16(a1, tv)), 0xd8);
+        for (uint32_t q = static_cast<uint32_t>(_mm256_movemask_epi8(eq)) & valid; q != 0 && *need > 0; q &= q - 1) {
+          mask |= q & (0u - q);
+          --*need;
+        }
+      }
+    }
+    keep[g / 32] = mask;
+    const __m256i e = _mm256_permute4x64_epi64(
+        _mm256_packus_epi16(_mm256_and_si256(_mm256_srli_epi16(x0, 7), kff), _mm256_and_si256(_mm256_srli_epi16(x1, 7), kff)),
+        0xd8);
+    const __m256i s0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x0, 8), k80), _mm256_and_si256(x0, k7f));
+    const __m256i s1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x1, 8), k80), _mm256_and_si256(x1, k7f));
+    const __m256i sm = _mm256_permute4x64_epi64(_mm256_packus_epi16(s0, s1), 0xd8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(eb + g), e);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(sb + g), sm);
+  }
+}
+#endif
 
 template <bool kFast>
 inline __attribute__((always_inline)) KvSplitSizes EncodeBody(const KvTables& t, const uint16_t* v,
@@ -416,55 +577,55 @@ inline __attribute__((always_inline)) KvSplitSizes EncodeBody(const KvTables& t,
   uint8_t* const psm_end = psm + (n - t.k);
   uint8_t ke[kBlock + 8], pe[kBlock + 8];
 #ifdef BP_KV_HAVE_FAST
-  const __m128i k7fff = _mm_set1_epi16(0x7fff), kff = _mm_set1_epi16(0xff), k7f = _mm_set1_epi16(0x7f),
-                k80 = _mm_set1_epi16(0x80), tv = _mm_set1_epi16(static_cast<int16_t>(thr));
+  uint32_t keepw[kBlock / 32];
+  uint8_t eb[kBlock + 8], sb[kBlock + 8];
 #endif
   for (uint64_t base = 0; base < n; base += kBlock) {
     const uint64_t m = std::min(kBlock, n - base);
     uint64_t nke = 0, npe = 0;
+#ifdef BP_KV_HAVE_FAST
+    if constexpr (kFast) {
+      // Keep bits, then 8 values per step: four pext (kept / pruned
+      // exponents and sign+mantissa bytes), unconditional 8-byte stores
+      // into block buffers; the bitmap and the pruned bytes go out whole.
+      SplitBlockFast(v + base, m, implicit, thr, &need, keepw, eb, sb);
+      if (!implicit) std::memcpy(bitmap + base / 8, keepw, static_cast<size_t>(BitBytes(m)));  // little-endian words
+      uint8_t* ks = packer.stage();
+      uint8_t ps[kBlock + 8];
+      for (uint64_t g = 0; g < m; g += 8) {
+        const uint32_t valid = g + 8 <= m ? 0xffu : (1u << (m - g)) - 1;
+        const uint32_t keep8 = (keepw[g / 32] >> (g & 31)) & 0xffu, prune8 = ~keep8 & valid;
+        const uint64_t e8 = bf16_spec::LoadLE64(eb + g), s8 = bf16_spec::LoadLE64(sb + g);
+        const uint64_t km = FastPdep(keep8, kByteLsbs) * 0xff, pm = FastPdep(prune8, kByteLsbs) * 0xff;
+        StoreLE64(ks + nke, FastPext(s8, km));
+        StoreLE64(ke + nke, FastPext(e8, km));
+        StoreLE64(pe + npe, FastPext(e8, pm));
+        StoreLE64(ps + npe, FastPext(s8, pm));
+        nke += static_cast<uint64_t>(__builtin_popcount(keep8));
+        npe += static_cast<uint64_t>(__builtin_popcount(prune8));
+      }
+      packer.Added(nke);
+      std::memcpy(psm, ps, static_cast<size_t>(npe));
+      psm += npe;
+      packer.Flush();
+      kexp.PutSyms(t.kept, ke, nke);
+      pexp.PutSyms(t.pruned, pe, npe);
+      continue;
+    }
+#endif
     for (uint64_t g = 0; g < m; g += 8) {
       const uint64_t c = std::min<uint64_t>(8, m - g);
       const uint32_t valid = (1u << c) - 1;
-      uint16_t tmp[8];
-      const uint16_t* src = v + base + g;
-      if (c < 8) {
-        std::memset(tmp, 0, sizeof tmp);
-        std::memcpy(tmp, src, static_cast<size_t>(c) * 2);
-        src = tmp;
-      }
       uint32_t keep8, prune8;
       uint64_t pruned_sm, nk;
-#ifdef BP_KV_HAVE_FAST
-      if constexpr (kFast) {
-        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-        if (implicit) {
-          keep8 = valid;
-        } else {
-          const __m128i key = _mm_and_si128(x, k7fff);
-          const __m128i gt = _mm_cmpgt_epi16(key, tv);
-          keep8 = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(gt, gt))) & valid;
-          if (need > 0) {
-            const __m128i eq = _mm_cmpeq_epi16(key, tv);
-            for (uint32_t q = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(eq, eq))) & valid;
-                 q != 0 && need > 0; q &= q - 1) {
-              keep8 |= q & (0u - q);
-              --need;
-            }
-          }
+      {  // the portable build
+        uint16_t tmp[8];
+        const uint16_t* src = v + base + g;
+        if (c < 8) {
+          std::memset(tmp, 0, sizeof tmp);
+          std::memcpy(tmp, src, static_cast<size_t>(c) * 2);
+          src = tmp;
         }
-        const __m128i ev = _mm_and_si128(_mm_srli_epi16(x, 7), kff);
-        const __m128i sv = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(x, 8), k80), _mm_and_si128(x, k7f));
-        const uint64_t e8 = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_packus_epi16(ev, ev)));
-        const uint64_t s8 = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_packus_epi16(sv, sv)));
-        prune8 = ~keep8 & valid;
-        StoreLE64(packer.stage(), CompactBytes<kFast>(s8, keep8));
-        StoreLE64(ke + nke, CompactBytes<kFast>(e8, keep8));
-        StoreLE64(pe + npe, CompactBytes<kFast>(e8, prune8));
-        pruned_sm = CompactBytes<kFast>(s8, prune8);
-        nk = static_cast<uint64_t>(__builtin_popcount(keep8));
-      } else
-#endif
-      {
         // Branch-free: every byte is written to both sides, the kept or
         // the pruned position advances.
         keep8 = 0;
@@ -701,15 +862,15 @@ inline __attribute__((always_inline)) absl::Status DecodeBody(const KvTables& t,
   if ((t.k * fwid) % 8 != 0 && (fields[fbytes - 1] >> ((t.k * fwid) % 8)) != 0) {
     return KvCorrupt("field padding bits are not zero");
   }
-  CodeReader kexp(speculation.data() + t.B + t.F, speculation.size() - static_cast<size_t>(t.B + t.F));
+  CodeReader kexp(speculation.data() + t.B + t.F, speculation.size() - static_cast<size_t>(t.B + t.F), t.k);
   const uint8_t* lows = full ? verification.data() : nullptr;
   const uint8_t* psm = full ? verification.data() + t.L : nullptr;
   if (full && lw > 0 && (t.k * lw) % 8 != 0 && (lows[t.L - 1] >> ((t.k * lw) % 8)) != 0) {
     return KvCorrupt("low mantissa padding bits are not zero");
   }
   CodeReader pexp(full ? verification.data() + t.L + (n - t.k) : nullptr,
-                  full ? verification.size() - static_cast<size_t>(t.L + (n - t.k)) : 0);
-  uint8_t ke[kBlock + 8], pe[kBlock + 8], kf[kBlock + 8], kl[kBlock + 8];
+                  full ? verification.size() - static_cast<size_t>(t.L + (n - t.k)) : 0, full ? n - t.k : 0);
+  uint8_t ke[kBlock + CodeReader::kSlack], pe[kBlock + CodeReader::kSlack], kf[kBlock + 8], kl[kBlock + 8];
   uint16_t kv[kBlock], pv[kBlock];
   uint64_t jk = 0;  // kept values before this block
   const uint32_t mmask = (1u << mb) - 1;

@@ -206,6 +206,9 @@ inline void Pass(uint64_t n, const KeyAt& key_at, uint64_t& prefix, uint64_t& ne
 // Marks the top `k` of `n` keys (key_at(i) < 2^KeyBits, KeyBits 15 or 31;
 // ties: lower index first) as set bits [bit0, bit0 + n) of `bitmap`, whose
 // bits there are zero on entry.
+// Rows up to this long are selected by direct ranking (SelectTopK).
+inline constexpr uint64_t kSmallSelect = 16;
+
 template <int KeyBits, typename KeyAt>
 void SelectTopK(uint64_t n, uint64_t k, const KeyAt& key_at, uint8_t* bitmap, uint64_t bit0) {
   static_assert(KeyBits == 15 || KeyBits == 31);
@@ -217,6 +220,21 @@ void SelectTopK(uint64_t n, uint64_t k, const KeyAt& key_at, uint8_t* bitmap, ui
     return;
   }
   if (k == 0) return;
+  if (n <= kSmallSelect) {
+    // Short rows (conv kernels: 3 or 9 columns) rank each key directly:
+    // the passes below clear and scan 256-bin histograms per row, which
+    // costs ~100x more than the row itself. Same selection.
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t ki = key_at(i);
+      uint64_t rank = 0;  // keys that come before key i in the order
+      for (uint64_t j = 0; j < n; ++j) {
+        const uint64_t kj = key_at(j);
+        rank += static_cast<uint64_t>(kj > ki) | (static_cast<uint64_t>(kj == ki) & static_cast<uint64_t>(j < i));
+      }
+      if (rank < k) bitmap[(bit0 + i) >> 3] |= static_cast<uint8_t>(1u << ((bit0 + i) & 7));
+    }
+    return;
+  }
   uint64_t prefix = 0;
   uint64_t need = k;  // still to take among keys that start with `prefix`
   if constexpr (KeyBits == 15) {
@@ -288,7 +306,7 @@ inline void Bf16TopKThreshold(const uint16_t* v, uint64_t n, uint64_t k, uint32_
 // with SSE2 for the filtered passes where available. Same result.
 inline void SelectTopKBf16(const uint16_t* v, uint64_t n, uint64_t k, uint8_t* bitmap, uint64_t bit0) {
 #if defined(__SSE2__)
-  if (k == 0 || k >= n) {
+  if (k == 0 || k >= n || n <= kSmallSelect) {
     SelectTopK<15>(n, k, [v](uint64_t i) { return static_cast<uint32_t>(v[i] & 0x7fffu); }, bitmap, bit0);
     return;
   }
