@@ -254,11 +254,11 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     absl::StatusOr<ExponentCode> code;
     if (kind_ == ExponentCode::Kind::kHuffman) {
       const auto lengths = bf16_exp::HuffmanLengths(freq, bf16_exp::kMaxHuffmanBits);
-      code = ExponentCode::Huffman(lengths);
+      code = ExponentCode::Huffman(lengths, ExponentCode::Tables::kSingle);
       enc.params.emplace_back(std::string(kLengthsParam), MetaValue::String(ExponentCode::LengthsToHex(lengths)));
     } else {
       const auto ranks = bf16_exp::UnaryRanks(freq);
-      code = ExponentCode::Unary(ranks);
+      code = ExponentCode::Unary(ranks, ExponentCode::Tables::kSingle);
       enc.params.emplace_back(std::string(kRanksParam), MetaValue::String(ExponentCode::RanksToHex(ranks)));
     }
     if (!code.ok()) return absl::InternalError(StrCat("tensor '", source.name, "': ", code.status().message()));
@@ -422,15 +422,7 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     return kind_ == ExponentCode::Kind::kHuffman ? kLengthsParam : kRanksParam;
   }
 
-  // The multi-symbol decode tables pay for their build from about these
-  // many values on (bench/bf16_corpus_bench on LoRA adapters' 6K-value
-  // tensors and on 64 MB ones).
-  static ExponentCode::Tables TablesFor(uint64_t values) {
-    if (values >= kFullTablesFrom) return ExponentCode::Tables::kFull;
-    return values >= kCompactTablesFrom ? ExponentCode::Tables::kCompact : ExponentCode::Tables::kSingle;
-  }
-  static constexpr uint64_t kCompactTablesFrom = 1024;
-  static constexpr uint64_t kFullTablesFrom = 65536;
+  static ExponentCode::Tables TablesFor(uint64_t values) { return bf16_exp::TablesForValues(values); }
 
   absl::StatusOr<ExponentCode> ParseCode(const TensorInfo& info, ExponentCode::Tables tables) const {
     const MetaValue* v = FindParam(info.codec_params, TableParam());

@@ -135,6 +135,11 @@ int MultiBits(ExponentCode::Tables tables) {
 }
 }  // namespace
 
+ExponentCode::Tables TablesForValues(uint64_t values) {
+  if (values >= 65536) return ExponentCode::Tables::kFull;
+  return values >= 1024 ? ExponentCode::Tables::kCompact : ExponentCode::Tables::kSingle;
+}
+
 absl::StatusOr<ExponentCode> ExponentCode::Huffman(absl::Span<const uint8_t> lengths, Tables tables) {
   if (lengths.size() != 256) return absl::InvalidArgumentError("need 256 code lengths");
   ExponentCode c;

@@ -112,6 +112,12 @@ class ExponentCode {
   std::array<uint64_t, 256> lcode_{};
 };
 
+// The decoder tables worth building for `values` code words: the
+// multi-symbol tables pay for their build from about 1K (compact) and 64K
+// (full) values on (bench/bf16_corpus_bench: LoRA adapters' 6K-value
+// tensors, 64 MB tensors). Encoders need none of them: Tables::kSingle.
+ExponentCode::Tables TablesForValues(uint64_t values);
+
 // Optimal length-limited code lengths for `freq` (canonical Huffman, at
 // most `max_bits`); a lone symbol gets length 1, absent symbols 0.
 std::array<uint8_t, 256> HuffmanLengths(absl::Span<const uint64_t> freq, int max_bits);

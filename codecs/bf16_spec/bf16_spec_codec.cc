@@ -232,7 +232,8 @@ class Bf16SpecCodec : public Codec {
     if (dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kF64) {
       return Err(StrCat("splits bf16 bits exactly; a ", DTypeName(dtype),
                         " source would first have to be rounded to bf16, which is lossy: convert the tensor to bf16 "
-                        "first (e.g. --codec PATTERN=bf16 into a .bolt, then bf16-spec on that file)"));
+                        "first (e.g. convert with --codec 'PATTERN=bf16' to a .safetensors file, which stores BF16, "
+                        "then bf16-spec on that file)"));
     }
     if (dtype != DType::kBF16) return Err(StrCat("encodes BF16 tensors, not ", DTypeName(dtype)));
     if (shape.size() > format::kMaxDims) return Err(StrCat(shape.size(), " dimensions, at most ", format::kMaxDims));
@@ -302,8 +303,9 @@ class Bf16SpecCodec : public Codec {
     }
     const auto klen = bf16_exp::HuffmanLengths(kfreq, bf16_exp::kMaxHuffmanBits);
     const auto plen = bf16_exp::HuffmanLengths(pfreq, bf16_exp::kMaxHuffmanBits);
-    auto kcode = ExponentCode::Huffman(klen);
-    auto pcode = ExponentCode::Huffman(plen);
+    // Encoding needs no decoder tables.
+    auto kcode = ExponentCode::Huffman(klen, ExponentCode::Tables::kSingle);
+    auto pcode = ExponentCode::Huffman(plen, ExponentCode::Tables::kSingle);
     if (!kcode.ok() || !pcode.ok()) return absl::InternalError(StrCat("tensor '", source.name, "': exponent code"));
     BP_RETURN_IF_ERROR(ParallelFor(pieces.size(), exec.threads, 1, [&](uint64_t a, uint64_t b) {
       for (uint64_t p = a; p < b; ++p) {
@@ -598,9 +600,9 @@ class Bf16SpecCodec : public Codec {
     for (int t = 0; t < 2; ++t) {
       auto lengths = ExponentCode::LengthsFromHex(pv[4 + t]->s);
       if (!lengths.ok()) return Fail(info, StrCat(keys[4 + t], ": ", lengths.status().message()));
-      auto code = ExponentCode::Huffman(*lengths);
-      if (!code.ok()) return Fail(info, StrCat(keys[4 + t], ": ", code.status().message()));
       const uint64_t symbols = t == 0 ? g.Kept(g.n) : g.n - g.Kept(g.n);
+      auto code = ExponentCode::Huffman(*lengths, bf16_exp::TablesForValues(symbols));
+      if (!code.ok()) return Fail(info, StrCat(keys[4 + t], ": ", code.status().message()));
       bool any = false;
       for (int s = 0; s < 256; ++s) any |= (*lengths)[s] > 0;
       if (symbols > 0 && !any) return Fail(info, StrCat(keys[4 + t], " codes no exponent"));
