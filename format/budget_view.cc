@@ -10,6 +10,7 @@
 #include "common/str_cat.h"
 #include "format/elastic_manifest.h"
 #include "format/elastic_plan.h"
+#include "format/elastic_runs.h"
 
 namespace boltpack {
 
@@ -67,32 +68,137 @@ absl::StatusOr<format::SlicePlan> Plan(const Reader& reader, std::string_view bu
   return format::PlanSlice(*m, reader.tensors(), {}, *budget);
 }
 
-// The kept prefix `keep` of a row-major grid `grid` of `cell`-byte cells as
-// runs: the innermost cut dimension t gives runs of keep[t] times the
-// (whole) dimensions inside it; dimensions outside repeat it.
-void CutGrid(const std::vector<uint64_t>& grid, const std::vector<uint64_t>& keep, uint64_t cell,
-             uint64_t whole_bytes, StridedRegion* r) {
+// A regular stretch of a dimension's kept runs: `count` runs of `length`
+// at `start`, `start + stride`, ... (one run: count 1).
+struct Piece {
+  uint64_t start = 0, count = 1, stride = 0, length = 0;
+};
+
+std::vector<Piece> Pieces(const format::DimRuns& runs) {
+  std::vector<Piece> out;
+  for (const auto& r : runs) {
+    if (!out.empty()) {
+      Piece& p = out.back();
+      uint64_t last = p.start + (p.count - 1) * p.stride;
+      bool same_length = r.length == p.length && r.start > last;
+      if (same_length && (p.count == 1 || r.start - last == p.stride)) {
+        if (p.count == 1) p.stride = r.start - last;
+        ++p.count;
+        continue;
+      }
+    }
+    out.push_back({r.start, 1, 0, r.length});
+  }
+  return out;
+}
+
+// One strided region of a grid, at `offset` bytes from the stream's start.
+struct RegionShape {
+  uint64_t offset = 0;
+  std::vector<uint64_t> counts, strides;
+  uint64_t run_bytes = 0;
+};
+
+void AddPiece(const Piece& p, uint64_t dim_stride, bool innermost_cut, RegionShape* r) {
+  r->offset += p.start * dim_stride;
+  if (p.count > 1) {
+    r->counts.push_back(p.count);
+    r->strides.push_back(p.stride * dim_stride);
+  }
+  if (innermost_cut) {
+    r->run_bytes = p.length * dim_stride;
+  } else {
+    r->counts.push_back(p.length);
+    r->strides.push_back(dim_stride);
+  }
+}
+
+// The kept runs `runs` (in cells, per dimension) of a row-major grid `grid`
+// of `cell`-byte cells as strided regions whose runs, concatenated in order,
+// are the kept cells in row-major order. The innermost cut dimension t gives
+// runs of its kept cells times the (whole) dimensions inside it; every other
+// dimension up to t whose runs are regular (equal lengths at a fixed
+// spacing: a prefix, a prefix per group, the same cut of repeated segments)
+// adds (count, stride) levels. Irregular runs (mixed segments) on dimension
+// j split the result into one region per regular piece of j, for every
+// index tuple of the dimensions outside j.
+std::vector<RegionShape> GridRegions(const std::vector<uint64_t>& grid, const std::vector<format::DimRuns>& runs,
+                                     uint64_t cell) {
   size_t n = grid.size();
+  std::vector<uint64_t> dim_stride(n, cell);
+  for (size_t d = n; d-- > 1;) dim_stride[d - 1] = dim_stride[d] * grid[d];
   size_t t = n;
   for (size_t d = n; d-- > 0;) {
-    if (keep[d] < grid[d]) {
+    if (!format::WholeDim(runs[d], grid[d])) {
       t = d;
       break;
     }
   }
-  uint64_t inner = cell;
-  for (size_t d = t + 1; d < n; ++d) inner *= grid[d];
   if (t == n) {
-    r->run_bytes = whole_bytes;
-    return;
+    RegionShape whole;
+    whole.run_bytes = n == 0 ? cell : dim_stride[0] * grid[0];
+    return {whole};
   }
-  r->run_bytes = keep[t] * inner;
-  uint64_t stride = inner * grid[t];
-  for (size_t d = t; d-- > 0;) {
-    r->counts.insert(r->counts.begin(), keep[d]);
-    r->strides.insert(r->strides.begin(), stride);
-    stride *= grid[d];
+  std::vector<std::vector<Piece>> pieces(t + 1);
+  size_t j = t + 1;  // innermost dimension with irregular runs
+  for (size_t d = 0; d <= t; ++d) {
+    pieces[d] = Pieces(runs[d]);
+    if (pieces[d].size() > 1) j = d;
   }
+  // Levels of the dimensions inside j (one piece each).
+  RegionShape inner;
+  for (size_t d = (j > t ? 0 : j + 1); d <= t; ++d) AddPiece(pieces[d][0], dim_stride[d], d == t, &inner);
+  if (j > t) return {inner};
+  std::vector<RegionShape> out;
+  // Every index tuple of the dimensions outside j, in row-major order.
+  std::vector<std::vector<uint64_t>> index(j);
+  for (size_t d = 0; d < j; ++d) {
+    for (const auto& r : runs[d]) {
+      for (uint64_t i = 0; i < r.length; ++i) index[d].push_back(r.start + i);
+    }
+  }
+  std::vector<size_t> at(j, 0);
+  for (;;) {
+    uint64_t base = 0;
+    for (size_t d = 0; d < j; ++d) base += index[d][at[d]] * dim_stride[d];
+    for (const Piece& p : pieces[j]) {
+      RegionShape r;
+      r.offset = base;
+      AddPiece(p, dim_stride[j], j == t, &r);
+      r.offset += inner.offset;
+      r.counts.insert(r.counts.end(), inner.counts.begin(), inner.counts.end());
+      r.strides.insert(r.strides.end(), inner.strides.begin(), inner.strides.end());
+      if (j != t) r.run_bytes = inner.run_bytes;
+      out.push_back(std::move(r));
+    }
+    size_t d = j;
+    while (d > 0) {
+      --d;
+      if (++at[d] < index[d].size()) break;
+      at[d] = 0;
+      if (d == 0) return out;
+    }
+    if (j == 0) return out;
+  }
+}
+
+StridedRegion ToRegion(const RegionShape& shape, absl::Span<const uint8_t> stream, size_t k) {
+  StridedRegion r;
+  r.base = stream.subspan(std::min<uint64_t>(shape.offset, stream.size()));
+  r.counts = shape.counts;
+  r.strides = shape.strides;
+  r.run_bytes = shape.run_bytes;
+  r.stream = k;
+  return r;
+}
+
+// The tensor's kept runs per dimension (a prefix of every dimension when
+// the caller built `t` without runs).
+std::vector<format::DimRuns> RunsOf(const BudgetTensor& t) {
+  if (!t.runs.empty()) return t.runs;
+  std::vector<format::DimRuns> runs(t.shape.size());
+  for (size_t d = 0; d < t.shape.size(); ++d) runs[d] = {{0, t.shape[d]}};
+  return runs;
 }
 
 absl::Status CheckKept(const Reader& reader, const BudgetTensor& t) {
@@ -106,6 +212,22 @@ absl::Status CheckKept(const Reader& reader, const BudgetTensor& t) {
   if (!ok) {
     return absl::InvalidArgumentError(StrCat(reader.path(), ": tensor \"", info.name,
                                              "\": kept shape is not a prefix of its shape"));
+  }
+  // Runs, when given: ascending, disjoint, inside the dimension, adding up
+  // to the kept size.
+  ok = t.runs.empty() || t.runs.size() == t.shape.size();
+  for (size_t d = 0; ok && d < t.runs.size(); ++d) {
+    uint64_t end = 0, sum = 0;
+    for (const auto& r : t.runs[d]) {
+      ok &= r.start >= end && r.length <= info.shape[d] && r.start <= info.shape[d] - r.length;
+      end = r.start + r.length;
+      sum += r.length;
+    }
+    ok &= sum == t.shape[d];
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(StrCat(reader.path(), ": tensor \"", info.name,
+                                             "\": kept runs do not match its shape and kept shape"));
   }
   return absl::OkStatus();
 }
@@ -129,7 +251,9 @@ absl::StatusOr<std::vector<BudgetTensor>> BudgetTensors(const Reader& reader, st
   BP_ASSIGN_OR_RETURN(auto plan, Plan(reader, budget));
   std::vector<BudgetTensor> out;
   out.reserve(plan.tensors.size());
-  for (auto& p : plan.tensors) out.push_back(BudgetTensor{p.source, std::move(p.name), std::move(p.kept)});
+  for (auto& p : plan.tensors) {
+    out.push_back(BudgetTensor{p.source, std::move(p.name), std::move(p.kept), std::move(p.runs)});
+  }
   return out;
 }
 
@@ -145,6 +269,20 @@ absl::StatusOr<BudgetTensorView> BudgetView(const Reader& reader, const BudgetTe
     return absl::UnimplementedError(StrCat(where, ": codec \"", info.codec_id,
                                            "\" has no fixed cells to view in place; use DecodeBudget or bolt-pack slice"));
   }
+  // Runs in cells: the innermost dimension's in blocks (validation keeps
+  // every kept run of a block codec on block boundaries).
+  std::vector<format::DimRuns> cell_runs = RunsOf(t);
+  if (!info.shape.empty() && !format::WholeDim(cell_runs.back(), info.shape.back())) {
+    for (auto& r : cell_runs.back()) {
+      if (r.start % layout->block_elems != 0 || r.length % layout->block_elems != 0) {
+        return absl::InvalidArgumentError(StrCat(where, ": the kept run [", r.start, ", ", r.start + r.length,
+                                                 ") of its innermost dimension splits its codec's blocks of ",
+                                                 layout->block_elems, " elements"));
+      }
+      r.start /= layout->block_elems;
+      r.length /= layout->block_elems;
+    }
+  }
   BudgetTensorView v;
   v.tensor = t.tensor;
   v.name = t.name;
@@ -156,25 +294,26 @@ absl::StatusOr<BudgetTensorView> BudgetView(const Reader& reader, const BudgetTe
                                              "\" is compressed, so it cannot be viewed in place; use DecodeBudget"));
     }
     BP_ASSIGN_OR_RETURN(auto stored, reader.StoredStream(t.tensor, k));
-    StridedRegion r;
-    r.base = stored;
-    r.stream = k;
     if (info.shape.empty()) {
+      StridedRegion r;
+      r.base = stored;
+      r.stream = k;
       r.run_bytes = stored.size();
       v.streams.push_back(std::move(r));
       continue;
     }
     // Cell grid: outer dimensions, innermost in blocks.
-    std::vector<uint64_t> grid = info.shape, keep = t.shape;
+    std::vector<uint64_t> grid = info.shape;
     grid.back() /= layout->block_elems;
-    keep.back() /= layout->block_elems;
+    if (format::WholeDim(cell_runs.back(), info.shape.back())) cell_runs.back() = {{0, grid.back()}};
     uint64_t cell = layout->cell_bytes[k];
     auto total = CheckedProduct(grid);
     if (!total || !CheckedMul(*total, cell) || *CheckedMul(*total, cell) != stored.size()) {
       return absl::DataLossError(StrCat(where, ": stream \"", info.streams[k].role, "\" does not hold its cells"));
     }
-    CutGrid(grid, keep, cell, stored.size(), &r);
-    v.streams.push_back(std::move(r));
+    // Several regions of one stream (irregular runs) follow each other in
+    // order; their runs concatenated are the stream's kept bytes.
+    for (const RegionShape& shape : GridRegions(grid, cell_runs, cell)) v.streams.push_back(ToRegion(shape, stored, k));
   }
   return v;
 }
@@ -224,37 +363,56 @@ absl::Status DecodeBudget(const Reader& reader, const BudgetTensor& t, std::stri
   BP_ASSIGN_OR_RETURN(uint64_t total, reader.DecodedBytes(t.tensor, out));
   const uint64_t row_bytes = total / info.shape[0];
   const bool inner_cut = InnerCut(info, t);
-  // The kept prefix of the inner dimensions of one decoded row.
-  StridedRegion row;
-  row.run_bytes = row_bytes;
+  const std::vector<format::DimRuns> runs = RunsOf(t);
+  // The kept runs of the inner dimensions of one decoded row, as regions
+  // from the row's start.
+  std::vector<RegionShape> row_regions;
   uint64_t kept_row = row_bytes;
   if (inner_cut) {
     const uint64_t esize = total / info.element_count();
     std::vector<uint64_t> grid(info.shape.begin() + 1, info.shape.end());
-    std::vector<uint64_t> keep(t.shape.begin() + 1, t.shape.end());
-    CutGrid(grid, keep, esize, row_bytes, &row);
-    kept_row = row.total_bytes();
+    std::vector<format::DimRuns> inner(runs.begin() + 1, runs.end());
+    row_regions = GridRegions(grid, inner, esize);
+    kept_row = 0;
+    for (const auto& r : row_regions) {
+      uint64_t n = r.run_bytes;
+      for (uint64_t c : r.counts) n *= c;
+      kept_row += n;
+    }
   }
   uint8_t* o = dst.data();
   auto gather = [&](const uint8_t* rows, uint64_t n) -> absl::Status {
     for (uint64_t r = 0; r < n; ++r) {
-      row.base = absl::MakeConstSpan(rows + r * row_bytes, row_bytes);
-      BP_RETURN_IF_ERROR(row.CopyTo(absl::MakeSpan(o, kept_row)));
-      o += kept_row;
+      auto row = absl::MakeConstSpan(rows + r * row_bytes, row_bytes);
+      for (const auto& shape : row_regions) {
+        StridedRegion region = ToRegion(shape, row, 0);
+        uint64_t len = region.total_bytes();
+        BP_RETURN_IF_ERROR(region.CopyTo(absl::MakeSpan(o, len)));
+        o += len;
+      }
     }
     return absl::OkStatus();
   };
+  // The kept outer rows: runs of the outermost dimension (a prefix, or a
+  // prefix per group or segment).
   absl::Status st = absl::OkStatus();
   if (!inner_cut) {
-    st = reader.DecodeRows(t.tensor, view, 0, t.shape[0], out, dst);
+    for (const auto& run : runs[0]) {
+      if (!st.ok()) break;
+      st = reader.DecodeRows(t.tensor, view, run.start, run.start + run.length, out,
+                             absl::MakeSpan(o, run.length * row_bytes));
+      o += run.length * row_bytes;
+    }
   } else {
     // Batches of kept rows (about 16 MiB decoded at a time).
     const uint64_t batch = std::max<uint64_t>(1, std::min<uint64_t>(t.shape[0], (16u << 20) / row_bytes));
     std::vector<uint8_t> tmp(batch * row_bytes);
-    for (uint64_t r0 = 0; st.ok() && r0 < t.shape[0]; r0 += batch) {
-      uint64_t r1 = std::min(t.shape[0], r0 + batch);
-      st = reader.DecodeRows(t.tensor, view, r0, r1, out, absl::MakeSpan(tmp.data(), (r1 - r0) * row_bytes));
-      if (st.ok()) st = gather(tmp.data(), r1 - r0);
+    for (const auto& run : runs[0]) {
+      for (uint64_t r0 = run.start; st.ok() && r0 < run.start + run.length; r0 += batch) {
+        uint64_t r1 = std::min(run.start + run.length, r0 + batch);
+        st = reader.DecodeRows(t.tensor, view, r0, r1, out, absl::MakeSpan(tmp.data(), (r1 - r0) * row_bytes));
+        if (st.ok()) st = gather(tmp.data(), r1 - r0);
+      }
     }
   }
   if (st.code() != absl::StatusCode::kUnimplemented) return st;
@@ -262,7 +420,15 @@ absl::Status DecodeBudget(const Reader& reader, const BudgetTensor& t, std::stri
   o = dst.data();
   std::vector<uint8_t> whole(total);
   BP_RETURN_IF_ERROR(reader.Decode(t.tensor, view, out, absl::MakeSpan(whole)));
-  return gather(whole.data(), t.shape[0]);
+  for (const auto& run : runs[0]) {
+    if (!inner_cut) {
+      std::memcpy(o, whole.data() + run.start * row_bytes, run.length * row_bytes);
+      o += run.length * row_bytes;
+    } else {
+      BP_RETURN_IF_ERROR(gather(whole.data() + run.start * row_bytes, run.length));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status DecodeBudget(const Reader& reader, std::string_view budget, size_t tensor, std::string_view view,
@@ -288,24 +454,36 @@ absl::StatusOr<uint64_t> BudgetBytes(const Reader& reader, std::string_view budg
     }
     const Codec* codec = FindCodec(info.codec_id);
     const uint64_t rows = info.shape.empty() ? 1 : t.shape[0];
+    const std::vector<format::DimRuns> runs = RunsOf(t);
     for (size_t k = 0; k < info.streams.size(); ++k) {
       const StreamInfo& s = info.streams[k];
       if (!ViewReadsStream(view, s)) continue;
-      if (rows == info.row_count() || codec == nullptr) {
+      if (rows == info.row_count() || codec == nullptr || info.shape.empty()) {
         sum += s.length;
         continue;
       }
       if (rows == 0) continue;
-      auto range = codec->RowRangeBytes(info, k, 0, rows);
-      if (!range.ok()) {
+      // The raw byte ranges of the kept outer rows (one per run).
+      std::vector<std::pair<uint64_t, uint64_t>> ranges;
+      bool ok = true;
+      for (const auto& run : runs[0]) {
+        auto range = codec->RowRangeBytes(info, k, run.start, run.start + run.length);
+        if (!range.ok()) {
+          ok = false;
+          break;
+        }
+        ranges.push_back(*range);
+      }
+      if (!ok || (s.compression != Compression::kNone && s.chunks.empty())) {
         sum += s.length;
       } else if (s.compression == Compression::kNone) {
-        sum += range->second - range->first;
-      } else if (s.chunks.empty()) {
-        sum += s.length;
+        for (const auto& r : ranges) sum += r.second - r.first;
       } else {
+        // Each chunk holding a kept row once.
         for (const auto& c : s.chunks) {
-          if (c.raw_offset < range->second && range->first < c.raw_offset + c.raw_length) sum += c.stored_length;
+          bool hit = false;
+          for (const auto& r : ranges) hit |= c.raw_offset < r.second && r.first < c.raw_offset + c.raw_length;
+          if (hit) sum += c.stored_length;
         }
       }
     }

@@ -41,6 +41,8 @@ absl::StatusOr<std::vector<uint64_t>> BlockMap(const std::vector<uint64_t>& elem
   return cells;
 }
 
+}  // namespace
+
 void AddRowChunks(TensorInfo* info) {
   if (info->shape.size() < 2 || info->shape[0] < 2) return;
   uint64_t rows = info->shape[0];
@@ -63,8 +65,6 @@ void AddRowChunks(TensorInfo* info) {
     }
   }
 }
-
-}  // namespace
 
 ElementMaps PrefixMaps(absl::Span<const uint64_t> shape, absl::Span<const uint64_t> kept) {
   ElementMaps maps(shape.size());

@@ -38,6 +38,11 @@ ElementMaps PrefixMaps(absl::Span<const uint64_t> shape, absl::Span<const uint64
 absl::StatusOr<std::vector<uint8_t>> GatherCells(absl::Span<const uint8_t> src, absl::Span<const uint64_t> grid,
                                                  uint64_t cell_bytes, const ElementMaps& maps);
 
+// Chunk indexes of whole outer rows (about 1 MiB of the widest stream)
+// for a cut record whose streams are uncompressed and chunk-less; none
+// for a tensor of fewer than two rows or one chunk's worth.
+void AddRowChunks(TensorInfo* info);
+
 // A tensor in stored form (uncompressed streams, no chunks yet) ready for
 // Writer::AddStoredTensor, or decodable with its codec.
 struct CutTensor {

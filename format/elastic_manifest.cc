@@ -33,6 +33,23 @@ uint64_t ElasticManifest::KeptUnits(const ElasticBudget& budget, const ElasticAx
   return k < axis.parent.size() ? axis.parent[k] : 0;
 }
 
+uint32_t ElasticManifest::RequiredVersion() const {
+  for (const auto& a : axes) {
+    if (a.groups > 1) return 2;
+  }
+  for (const auto& b : bindings) {
+    if (!b.segmented.empty()) return 2;
+  }
+  return 1;
+}
+
+const ElasticSegmentedDim* ElasticBinding::SegmentsOf(size_t d) const {
+  for (const auto& s : segmented) {
+    if (s.dim == d) return &s;
+  }
+  return nullptr;
+}
+
 std::optional<LayerRef> MatchLayer(std::string_view layer_pattern, std::string_view name) {
   size_t at = layer_pattern.find("{L}");
   if (at == std::string_view::npos) return std::nullopt;
@@ -78,10 +95,18 @@ ElasticManifest ElasticFromProto(const v1::ElasticManifest& p) {
     axis.parent.assign(a.parent().begin(), a.parent().end());
     axis.at_most = a.at_most();
     axis.metadata_key = a.metadata_key();
+    axis.groups = a.groups();
     m.axes.push_back(std::move(axis));
   }
   for (const auto& b : p.bindings()) {
-    m.bindings.push_back({b.tensor(), {b.dims().begin(), b.dims().end()}});
+    ElasticBinding binding{b.tensor(), {b.dims().begin(), b.dims().end()}, {}};
+    for (const auto& sd : b.segmented()) {
+      ElasticSegmentedDim dim;
+      dim.dim = sd.dim();
+      for (const auto& seg : sd.segments()) dim.segments.push_back({seg.axis(), seg.fixed_elems()});
+      binding.segmented.push_back(std::move(dim));
+    }
+    m.bindings.push_back(std::move(binding));
   }
   for (const auto& b : p.budgets()) {
     ElasticBudget budget;
@@ -115,11 +140,21 @@ void ElasticToProto(const ElasticManifest& m, v1::ElasticManifest* out) {
     for (uint64_t v : a.parent) pa->add_parent(v);
     pa->set_at_most(a.at_most);
     pa->set_metadata_key(a.metadata_key);
+    pa->set_groups(a.groups);  // 0 is not serialized: version-1 bytes stay as they were
   }
   for (const auto& b : m.bindings) {
     auto* pb = out->add_bindings();
     pb->set_tensor(b.tensor);
     for (const auto& d : b.dims) pb->add_dims(d);
+    for (const auto& sd : b.segmented) {
+      auto* ps = pb->add_segmented();
+      ps->set_dim(sd.dim);
+      for (const auto& seg : sd.segments) {
+        auto* pg = ps->add_segments();
+        pg->set_axis(seg.axis);
+        pg->set_fixed_elems(seg.fixed_elems);
+      }
+    }
   }
   for (const auto& b : m.budgets) {
     auto* pb = out->add_budgets();

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <numeric>
 #include <unordered_set>
 
 #include "common/str_cat.h"
+#include "format/elastic_runs.h"
 #include "format/elastic_validate.h"
 
 namespace boltpack::format {
@@ -21,6 +23,37 @@ const std::string* ArchOf(const Metadata& metadata) {
     if (key == "general.architecture" && value.type == ValueType::kString) return &value.s;
   }
   return nullptr;
+}
+
+const MetaValue* Find(const Metadata& metadata, std::string_view key) {
+  for (const auto& [k, v] : metadata) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+// llama.cpp derives a head's width as embedding_length / head_count unless
+// `attention.key_length` / `attention.value_length` say otherwise, so a
+// budget that keeps fewer heads (of unchanged width) must pin the parent's
+// head width, or the slice would load with heads of the wrong size. Only
+// added where the source leaves them to that default and the head count
+// actually changed.
+void PinHeadDimensions(const std::string& prefix, const Metadata& source, SlicePlan* plan) {
+  if (prefix.empty()) return;
+  const MetaValue* embd = Find(source, prefix + "embedding_length");
+  const MetaValue* heads = Find(source, prefix + "attention.head_count");
+  const MetaValue* kept = Find(plan->metadata, prefix + "attention.head_count");
+  if (embd == nullptr || heads == nullptr || kept == nullptr || !IsInt(embd->type) || !IsInt(heads->type)) return;
+  uint64_t n_embd = IsUnsignedInt(embd->type) ? embd->u : static_cast<uint64_t>(embd->i);
+  uint64_t n_head = IsUnsignedInt(heads->type) ? heads->u : static_cast<uint64_t>(heads->i);
+  if (*kept == *heads || n_head == 0 || n_embd % n_head != 0) return;
+  for (const char* suffix : {"attention.key_length", "attention.value_length"}) {
+    std::string key = prefix + suffix;
+    if (Find(source, key) != nullptr) continue;
+    plan->metadata.emplace_back(key, MetaValue::Uint(ValueType::kUint32, n_embd / n_head));
+    plan->notes.push_back(StrCat("metadata \"", key, "\" = ", n_embd / n_head,
+                                 " added: the head width llama.cpp would otherwise derive from fewer heads"));
+  }
 }
 
 }  // namespace
@@ -52,8 +85,11 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const std::vector<
     }
     ElasticBound bound = index.Resolve(t.name);
     if (bound.binding != nullptr) used.insert(bound.binding);
-    p.kept = KeptExtents(m, budget, bound, t.shape);
-    p.whole = p.kept == t.shape;
+    p.runs = KeptRuns(m, budget, bound, t.shape);
+    p.kept.resize(t.shape.size());
+    for (size_t d = 0; d < t.shape.size(); ++d) p.kept[d] = RunsElems(p.runs[d]);
+    p.whole = true;
+    for (size_t d = 0; d < t.shape.size(); ++d) p.whole &= WholeDim(p.runs[d], t.shape[d]);
     plan.tensors.push_back(std::move(p));
   }
   // ---- metadata ----
@@ -111,9 +147,10 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const std::vector<
     }
     plan.metadata.emplace_back(key, std::move(v));
   }
+  PinHeadDimensions(prefix, metadata, &plan);
   // ---- the output's elastic manifest ----
   ElasticManifest& out = plan.elastic;
-  out.version = m.version;
+  out.version = m.version;  // groups and segments survive the cut
   out.prefix_order = m.prefix_order;
   out.layer_count = m.layer_count == 0 ? 0 : static_cast<uint32_t>(kept_layers.size());
   out.layer_pattern = m.layer_pattern;
@@ -164,8 +201,14 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const std::vector<
     uint64_t keep = m.KeptUnits(budget, *a, imp.layer);
     ElasticImportance ni = imp;
     ni.layer = layer;
-    ni.scores.resize(std::min<uint64_t>(keep, ni.scores.size()));
-    ni.order.resize(ni.scores.size());
+    ni.scores.clear();
+    ni.order.clear();
+    // The kept positions: a prefix, or a prefix of every group.
+    for (uint64_t p : KeptUnitPositions(*a, imp.scores.size(), keep)) {
+      if (p >= imp.scores.size() || p >= imp.order.size()) break;
+      ni.scores.push_back(imp.scores[p]);
+      ni.order.push_back(imp.order[p]);
+    }
     // `order` keeps naming units of the original source checkpoint.
     if (ni.scores.empty()) continue;
     out.importance.push_back(std::move(ni));
@@ -210,13 +253,16 @@ absl::StatusOr<ElasticBudget> AdHocBudget(const ElasticManifest& m, const std::v
       }
     }
     ElasticBudgetAxis s{name, {}};
+    // A count must be a multiple of the groups (each group keeps the same
+    // number of units) and of the granularity.
+    uint64_t step = std::lcm(a->granularity, GroupsOf(*a));
     for (uint64_t p : a->parent) {
       uint64_t c = 0;
       if (p > 0) {
         if (fraction) {
           c = static_cast<uint64_t>(std::floor(static_cast<double>(p) * f));
-          c -= c % a->granularity;
-          if (c == 0) c = std::min(a->granularity, p);
+          c -= c % step;
+          if (c == 0) c = std::min(step, p);
           c = std::min(c, p);
         } else {
           if (count > p) {

@@ -19,7 +19,11 @@ namespace boltpack::format {
 struct PlannedTensor {
   size_t source = 0;          // index in the input's tensors
   std::string name;           // after renumbering
-  std::vector<uint64_t> kept; // elements kept per dimension (a prefix)
+  std::vector<uint64_t> kept; // elements kept per dimension (the kept shape)
+  // Per dimension, which elements: one run [0, kept) for a prefix, one run
+  // per group or segment piece for grouped axes and segmented dimensions
+  // (format/elastic_runs.h). RunMaps turns them into CutStoredTensor maps.
+  std::vector<std::vector<ElasticRun>> runs;
   bool whole = false;         // nothing cut
 };
 
@@ -37,7 +41,8 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& manifest, const std::
 
 // A budget from "AXIS=VALUE" terms: VALUE is a fraction of the parent size
 // ("0.5", rounded down to the axis granularity, at least one granule) or a
-// unit count ("48", per layer). Every layer is kept.
+// unit count ("48", per layer). Every layer is kept. A fraction is rounded
+// down to a multiple of both the granularity and the axis' groups.
 absl::StatusOr<ElasticBudget> AdHocBudget(const ElasticManifest& manifest, const std::vector<std::string>& terms);
 
 }  // namespace boltpack::format

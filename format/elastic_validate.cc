@@ -7,9 +7,11 @@
 
 #include "absl/strings/escaping.h"
 #include "common/checked_math.h"
+#include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "boltpack_proto/boltpack.pb.h"
 #include "format/elastic_manifest.h"
+#include "format/elastic_runs.h"
 #include "format/manifest_convert.h"
 
 namespace boltpack::format {
@@ -65,14 +67,9 @@ ElasticBound BindingIndex::Resolve(std::string_view tensor_name) const {
 
 std::vector<uint64_t> KeptExtents(const ElasticManifest& manifest, const ElasticBudget& budget,
                                   const ElasticBound& bound, absl::Span<const uint64_t> shape) {
-  std::vector<uint64_t> kept(shape.begin(), shape.end());
-  if (bound.binding == nullptr || bound.binding->dims.size() != shape.size()) return kept;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    const ElasticAxis* axis = manifest.FindAxis(bound.binding->dims[d]);
-    if (axis == nullptr) continue;
-    uint64_t units = manifest.KeptUnits(budget, *axis, bound.layer);
-    kept[d] = std::min(shape[d], units * axis->unit_elems);
-  }
+  std::vector<DimRuns> runs = KeptRuns(manifest, budget, bound, shape);
+  std::vector<uint64_t> kept(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) kept[d] = RunsElems(runs[d]);
   return kept;
 }
 
@@ -96,7 +93,11 @@ uint64_t BudgetCounts::operator()(size_t axis, uint32_t layer) const {
 
 absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<ElasticTensorRef>& tensors,
                              const std::string& file) {
-  if (m.version != 1) return Bad(file, StrCat("version ", m.version, " is not 1"));
+  if (m.version != 1 && m.version != 2) return Bad(file, StrCat("version ", m.version, " is not 1 or 2"));
+  if (m.version < m.RequiredVersion()) {
+    return Bad(file, StrCat("version ", m.version, " but an axis has groups > 1 or a binding a segmented "
+                            "dimension, which need version 2 (format 1.2)"));
+  }
   if (!m.prefix_order) return Bad(file, "storage order is not \"prefix\" (the only order format 1.1 defines)");
   if (m.layer_count > kMaxElasticLayers) {
     return Limit(file, StrCat("layer_count ", m.layer_count, " exceeds the limit of ", kMaxElasticLayers));
@@ -137,8 +138,15 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
     if (a.parent.size() != want) {
       return Bad(file, StrCat(where, ": ", a.parent.size(), " parent sizes, expected ", want));
     }
-    for (uint64_t p : a.parent) {
+    if (a.groups > kMaxElasticAxisUnits) return Bad(file, StrCat(where, ": groups ", a.groups, " exceeds 2^32"));
+    for (size_t k = 0; k < a.parent.size(); ++k) {
+      uint64_t p = a.parent[k];
       if (p > kMaxElasticAxisUnits) return Bad(file, StrCat(where, ": parent size ", p, " exceeds 2^32"));
+      if (p % GroupsOf(a) != 0) {
+        return Bad(file, StrCat(where, ": parent size ", p,
+                                a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string(),
+                                " is not divisible by its ", a.groups, " groups"));
+      }
     }
     if (a.metadata_key.size() > kMaxElasticNameBytes || a.metadata_key.find('\0') != std::string::npos) {
       return Bad(file, StrCat(where, ": metadata_key must be at most 256 bytes without NUL"));
@@ -192,14 +200,43 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
     }
     if (b.dims.empty() || b.dims.size() > 8) return Bad(file, StrCat(where, ": 1..8 dims required"));
     bool any = false;
-    for (const auto& d : b.dims) {
-      if (d == "-") continue;
+    auto check_axis = [&](const std::string& d) -> absl::Status {
       const ElasticAxis* a = m.FindAxis(d);
       if (a == nullptr) return Bad(file, StrCat(where, ": unknown axis ", Quoted(d)));
       if (a->scope == ElasticScope::kLayer && holes == 0) {
         return Bad(file, StrCat(where, ": per-layer axis \"", d, "\" on a tensor name without \"{L}\""));
       }
       any = true;
+      return absl::OkStatus();
+    };
+    if (b.segmented.size() > b.dims.size()) return Bad(file, StrCat(where, ": more segmented dims than dims"));
+    for (size_t i = 0; i < b.segmented.size(); ++i) {
+      const ElasticSegmentedDim& sd = b.segmented[i];
+      if (sd.dim >= b.dims.size() || b.dims[sd.dim] != kElasticSegmentedDim) {
+        return Bad(file, StrCat(where, ": segmented dim ", sd.dim, " is not a dimension marked \"+\""));
+      }
+      for (size_t j = 0; j < i; ++j) {
+        if (b.segmented[j].dim == sd.dim) return Bad(file, StrCat(where, ": dim ", sd.dim, " is segmented twice"));
+      }
+      if (sd.segments.empty() || sd.segments.size() > kMaxElasticSegments) {
+        return Bad(file, StrCat(where, ": dim ", sd.dim, " needs 1..", kMaxElasticSegments, " segments"));
+      }
+      for (size_t k = 0; k < sd.segments.size(); ++k) {
+        const ElasticSegment& seg = sd.segments[k];
+        if (seg.axis.empty() == (seg.fixed_elems == 0)) {
+          return Bad(file, StrCat(where, ": dim ", sd.dim, " segment ", k,
+                                  " must set exactly one of axis and fixed_elems"));
+        }
+        if (!seg.axis.empty()) BP_RETURN_IF_ERROR(check_axis(seg.axis));
+      }
+    }
+    for (size_t d = 0; d < b.dims.size(); ++d) {
+      if (b.dims[d] == "-") continue;
+      if (b.dims[d] == kElasticSegmentedDim) {
+        if (b.SegmentsOf(d) == nullptr) return Bad(file, StrCat(where, ": dim ", d, " is \"+\" but has no segments"));
+        continue;
+      }
+      BP_RETURN_IF_ERROR(check_axis(b.dims[d]));
     }
     if (!any) return Bad(file, StrCat(where, ": binds no axis"));
   }
@@ -213,6 +250,14 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
     std::string_view tensor;
   };
   std::vector<std::vector<std::vector<BlockUse>>> blocks(m.axes.size());
+  // Tensors whose innermost dimension is segmented and stored in blocks:
+  // checked per budget on their actual runs.
+  struct SegmentedUse {
+    const ElasticTensorRef* tensor;
+    ElasticBound bound;
+    uint64_t block;
+  };
+  std::vector<SegmentedUse> segmented_blocks;
   for (size_t i = 0; i < m.axes.size(); ++i) blocks[i].resize(m.axes[i].parent.size());
   for (const ElasticTensorRef& t : tensors) {
     ElasticBound bound = index.Resolve(t.name);
@@ -229,6 +274,34 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
     }
     for (size_t d = 0; d < dims.size(); ++d) {
       if (dims[d] == "-") continue;
+      if (const ElasticSegmentedDim* sd = bound.binding->SegmentsOf(d); dims[d] == kElasticSegmentedDim && sd) {
+        uint64_t sum = 0;
+        bool overflow = false;
+        for (const ElasticSegment& seg : sd->segments) {
+          std::optional<uint64_t> size = seg.fixed_elems;
+          if (!seg.axis.empty()) {
+            const ElasticAxis* a = m.FindAxis(seg.axis);
+            uint64_t parent = a->parent[a->scope == ElasticScope::kLayer ? bound.layer : 0];
+            if (parent == 0) {
+              return Bad(file, StrCat(where, ": dimension ", d, " has a segment of axis \"", a->name,
+                                      "\" which this layer lacks"));
+            }
+            size = CheckedMul(parent, a->unit_elems);
+          }
+          auto next = size ? CheckedAdd(sum, *size) : std::nullopt;
+          if (!next) overflow = true;
+          sum = next.value_or(0);
+        }
+        if (overflow || sum != t.shape[d]) {
+          return Bad(file, StrCat(where, ": dimension ", d, " is ", t.shape[d], " but its segments add up to ",
+                                  overflow ? std::string("more than 2^64") : StrCat(sum)));
+        }
+        if (d + 1 == dims.size()) {
+          auto layout = StoredCellLayout(t.codec_id, t.dtype, t.params != nullptr ? *t.params : CodecParams{});
+          if (layout && layout->block_elems > 1) segmented_blocks.push_back({&t, bound, layout->block_elems});
+        }
+        continue;
+      }
       const ElasticAxis* a = m.FindAxis(dims[d]);
       size_t axis_index = static_cast<size_t>(a - m.axes.data());
       size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
@@ -303,6 +376,10 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
         if (c == 0 || c > parent) {
           return Bad(file, StrCat(where, ": axis \"", a->name, "\"", at(), " keeps ", c, " of ", parent, " units"));
         }
+        if (c % GroupsOf(*a) != 0) {
+          return Bad(file, StrCat(where, ": axis \"", a->name, "\"", at(), " keeps ", c,
+                                  " units, not divisible by its ", a->groups, " groups"));
+        }
         if (c != parent && c % a->granularity != 0) {
           return Bad(file, StrCat(where, ": axis \"", a->name, "\"", at(), " keeps ", c,
                                   " units, not a multiple of its granularity ", a->granularity));
@@ -346,7 +423,20 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
         }
         if (c == 0 || c == a.parent[k]) continue;
         for (const auto& use : blocks[ai][k]) {
+          // A grouped axis keeps count/groups units at the start of every
+          // group: each run's length and start must be whole blocks.
+          uint64_t groups = GroupsOf(a);
           uint64_t elems = c * a.unit_elems;
+          if (groups > 1 && ((c / groups) * a.unit_elems % use.block != 0 ||
+                             (a.parent[k] / groups) * a.unit_elems % use.block != 0)) {
+            std::string at = a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string();
+            return Bad(file, StrCat(where, ": tensor \"", use.tensor, "\" keeps ", (c / groups) * a.unit_elems,
+                                    " elements at the start of each of ", groups, " groups of ",
+                                    (a.parent[k] / groups) * a.unit_elems,
+                                    " elements of its innermost dimension (axis \"", a.name, "\"", at,
+                                    "), which splits its codec's blocks of ", use.block,
+                                    " elements; every kept run must start and end on a block boundary"));
+          }
           if (elems % use.block != 0) {
             std::string at = a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string();
             return Bad(file, StrCat(where, ": tensor \"", use.tensor, "\" keeps ", elems, " of ",
@@ -355,6 +445,24 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
                                     " elements; choose a count that is a multiple of ", use.block,
                                     " elements or another codec for this tensor"));
           }
+        }
+      }
+    }
+  }
+  // Segmented innermost dimensions of block codecs: every kept run of every
+  // budget on block boundaries.
+  for (const SegmentedUse& use : segmented_blocks) {
+    for (const ElasticBudget& b : m.budgets) {
+      if (use.bound.in_layer && !b.layer_keep[use.bound.layer]) continue;
+      std::vector<DimRuns> runs = KeptRuns(m, b, use.bound, use.tensor->shape);
+      const DimRuns& inner = runs.back();
+      if (WholeDim(inner, use.tensor->shape.back())) continue;
+      for (const ElasticRun& r : inner) {
+        if (r.start % use.block != 0 || r.length % use.block != 0) {
+          return Bad(file, StrCat("budget ", Quoted(b.name), ": tensor \"", use.tensor->name, "\" keeps elements [",
+                                  r.start, ", ", r.start + r.length,
+                                  ") of its segmented innermost dimension, which splits its codec's blocks of ",
+                                  use.block, " elements; every kept run must start and end on a block boundary"));
         }
       }
     }

@@ -32,6 +32,7 @@ inline constexpr uint64_t kMaxElasticBudgets = 4096;
 inline constexpr uint64_t kMaxElasticAxisUnits = uint64_t{1} << 32;
 inline constexpr uint64_t kMaxElasticNameBytes = 256;
 inline constexpr uint64_t kMaxElasticTemplateBytes = 4096;
+inline constexpr uint64_t kMaxElasticSegments = 64;  // per segmented dimension
 
 // What the validator needs to know of one tensor of the file.
 struct ElasticTensorRef {
@@ -84,8 +85,9 @@ class BindingIndex {
   std::unordered_map<std::string, const ElasticBinding*> by_template_;
 };
 
-// Elements of each dimension of a tensor of `shape` that `budget` keeps (a
-// prefix of each). `bound` from BindingIndex::Resolve; shape[d] where unbound.
+// Elements of each dimension of a tensor of `shape` that `budget` keeps (the
+// total of its kept runs, format/elastic_runs.h). `bound` from
+// BindingIndex::Resolve; shape[d] where unbound.
 std::vector<uint64_t> KeptExtents(const ElasticManifest& manifest, const ElasticBudget& budget,
                                   const ElasticBound& bound, absl::Span<const uint64_t> shape);
 

@@ -13,6 +13,8 @@
 
 #include <zstd.h>
 
+#include "absl/strings/str_format.h"
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -23,7 +25,9 @@
 #include "codecs/encoded_record.h"
 #include "common/checked_math.h"
 #include "common/parallel_for.h"
+#include "common/piece_copy.h"
 #include "common/status_macros.h"
+#include "format/cut_pieces.h"
 #include "format/elastic_manifest.h"
 #include "format/layout.h"
 #include "format/limits.h"
@@ -71,6 +75,11 @@ struct Writer::Impl {
   // depend on them), declared again in the output.
   std::vector<std::string> inherited_features;
   bool finished = false;
+  // A stream's bytes failed to be written or checked: the file must not be
+  // committed.
+  bool failed = false;
+  // Checks and hashes a stream's parts while they are written.
+  std::unique_ptr<SideWorker> side;
   // Views named by streams (besides "full"), in order of first use, with
   // their descriptions; written to Manifest.views at Finish.
   std::vector<std::pair<std::string, std::string>> views;
@@ -92,6 +101,7 @@ struct Writer::Impl {
 
   absl::Status CheckOpen() const {
     if (finished) return absl::FailedPreconditionError(StrCat(file->path(), ": writer already finished"));
+    if (failed) return absl::FailedPreconditionError(StrCat(file->path(), ": an earlier write failed"));
     return absl::OkStatus();
   }
   absl::Status CheckName(const std::string& name) {
@@ -159,19 +169,118 @@ struct Writer::Impl {
   // "full" reads, to the spill file) and fills in the stream's location and
   // checksums. `stream` is its index in the tensor about to be added.
   absl::Status Append(absl::Span<const uint8_t> stored, StreamInfo* s, int stream) {
+    SpanPieces pieces(stored);
+    return AppendPieces(pieces, s, stream);
+  }
+  // The same from pieces. Each part is checked (the source's checksums) and
+  // hashed (stream and chunk XXH3) on a side thread while it is written, so
+  // a stream costs about its write; a failure marks the writer failed, so
+  // bytes written before a source checksum mismatch is found never reach
+  // a committed file.
+  //
+  // `copied`: the pieces are a source stream copied verbatim whose record
+  // `s` already holds (CopyTensor). Its chunk checksums, which Check
+  // verifies against the bytes, are kept instead of computed again, and the
+  // stream checksum computed here must equal the source's: one hash pass
+  // fewer, the same checks.
+  absl::Status AppendPieces(PieceSource& src, StreamInfo* s, int stream, bool copied = false) {
+    absl::Status st = AppendPiecesOnce(src, s, stream, copied);
+    if (!st.ok()) failed = true;
+    return st;
+  }
+  absl::Status AppendPiecesOnce(PieceSource& src, StreamInfo* s, int stream, bool copied) {
+    const uint64_t source_xxh3 = s->xxh3;
     if (stream == 0) {
       // Spilled streams of a tensor whose add failed are not placed.
       while (!spilled.empty() && spilled.back().tensor >= manifest.tensors_size()) spilled.pop_back();
     }
-    if (FullOnly(*s)) return Spill(stored, s, stream);
-    BP_RETURN_IF_ERROR(file->PadTo(options.alignment));
+    const bool spill = FullOnly(*s);
+    const uint64_t length = src.size();
+    for (const auto& c : s->chunks) {
+      if (c.stored_offset > length || c.stored_length > length - c.stored_offset) {
+        return absl::InternalError(StrCat(file->path(), ": stream \"", s->role, "\": chunk outside the stream"));
+      }
+    }
+    if (spill) {
+      if (spill_fd < 0) BP_RETURN_IF_ERROR(OpenSpill());
+      s->offset = 0;  // placed at Finish
+    } else {
+      BP_RETURN_IF_ERROR(file->PadTo(options.alignment));
+      s->offset = file->position();
+    }
     s->shard = 0;
-    s->offset = file->position();
-    s->length = stored.size();
+    s->length = length;
     s->alignment = options.alignment;
-    s->xxh3 = format::Xxh3(stored);
-    for (auto& c : s->chunks) c.xxh3 = format::Xxh3(stored.subspan(c.stored_offset, c.stored_length));
-    return file->Write(stored);
+    XXH3_state_t whole, chunk;
+    XXH3_64bits_reset(&whole);
+    XXH3_64bits_reset(&chunk);
+    size_t c = 0;  // the chunk `hashed` is in
+    uint64_t hashed = 0, written = 0;
+    // The checksum of chunk c when the source vouched for the source bytes
+    // [first, first + its length) (VerifiedXxh3) and its parts so far are
+    // exactly [first, next) of them: then chunk c is not hashed again.
+    std::optional<uint64_t> known;
+    const uint8_t* first = nullptr;
+    const uint8_t* next = nullptr;
+    // Chunks ending at `hashed` are complete (chunks tile the stream in
+    // order; ValidateManifest checks that at Finish).
+    auto close_chunks = [&] {
+      while (c < s->chunks.size() && s->chunks[c].stored_offset + s->chunks[c].stored_length <= hashed) {
+        s->chunks[c].xxh3 = known ? *known : XXH3_64bits_digest(&chunk);
+        known.reset();
+        XXH3_64bits_reset(&chunk);
+        ++c;
+      }
+    };
+    if (!copied) close_chunks();
+    auto hash = [&](absl::Span<const uint8_t> part) {
+      XXH3_64bits_update(&whole, part.data(), part.size());
+      while (!copied && !part.empty()) {
+        uint64_t n = part.size();
+        if (c < s->chunks.size()) {
+          const ChunkInfo& ch = s->chunks[c];
+          n = std::min(n, ch.stored_offset + ch.stored_length - hashed);
+          // An output chunk whose bytes are one whole source chunk (kept
+          // whole rows) has that chunk's checksum, which Check verified.
+          if (n > 0 && hashed == ch.stored_offset) {
+            known = src.VerifiedXxh3({part.data(), static_cast<size_t>(ch.stored_length)});
+            first = next = part.data();
+          }
+          if (known && part.data() != next) {
+            // Not the source chunk's next bytes after all: hash what was
+            // skipped (still mapped: the parts so far were exactly it).
+            XXH3_64bits_update(&chunk, first, static_cast<size_t>(next - first));
+            known.reset();
+          }
+          if (known) {
+            next += n;
+          } else {
+            XXH3_64bits_update(&chunk, part.data(), n);
+          }
+        }
+        hashed += n;
+        part.remove_prefix(n);
+        close_chunks();
+      }
+    };
+    auto write = [&](absl::Span<const uint8_t> part) -> absl::Status {
+      absl::Status w = spill ? SpillWrite(part, spill_size + written) : file->Write(part);
+      written += part.size();
+      return w;
+    };
+    if (side == nullptr && length >= 2 * kPiecePartBytes) side = std::make_unique<SideWorker>();
+    BP_RETURN_IF_ERROR(CopyPieces(src, length >= 2 * kPiecePartBytes ? side.get() : nullptr, write, hash));
+    s->xxh3 = XXH3_64bits_digest(&whole);
+    if (copied && s->xxh3 != source_xxh3) {
+      return absl::DataLossError(absl::StrFormat("%s: stream \"%s\" copied from a source whose checksum does not match "
+                                                 "its bytes (manifest %016x, data %016x)",
+                                                 file->path(), s->role, source_xxh3, s->xxh3));
+    }
+    if (spill) {
+      spilled.push_back({manifest.tensors_size(), stream, spill_size, length, s->xxh3});
+      spill_size += length;
+    }
+    return absl::OkStatus();
   }
   absl::Status OpenSpill() {
     std::filesystem::path out(file->path());
@@ -189,24 +298,15 @@ struct Writer::Impl {
     }
     return absl::OkStatus();
   }
-  absl::Status Spill(absl::Span<const uint8_t> stored, StreamInfo* s, int stream) {
-    if (spill_fd < 0) BP_RETURN_IF_ERROR(OpenSpill());
-    s->shard = 0;
-    s->offset = 0;  // placed at Finish
-    s->length = stored.size();
-    s->alignment = options.alignment;
-    s->xxh3 = format::Xxh3(stored);
-    for (auto& c : s->chunks) c.xxh3 = format::Xxh3(stored.subspan(c.stored_offset, c.stored_length));
-    spilled.push_back({manifest.tensors_size(), stream, spill_size, stored.size(), s->xxh3});
+  absl::Status SpillWrite(absl::Span<const uint8_t> bytes, uint64_t at) {
     uint64_t done = 0;
-    while (done < stored.size()) {
-      ssize_t n = ::pwrite(spill_fd, stored.data() + done, std::min<uint64_t>(stored.size() - done, 1u << 30),
-                           static_cast<off_t>(spill_size + done));
+    while (done < bytes.size()) {
+      ssize_t n = ::pwrite(spill_fd, bytes.data() + done, std::min<uint64_t>(bytes.size() - done, 1u << 30),
+                           static_cast<off_t>(at + done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return ErrnoError(file->path(), "cannot write the spill file");
       done += static_cast<uint64_t>(n);
     }
-    spill_size += stored.size();
     return absl::OkStatus();
   }
   // Appends the spilled streams after every other stream, in blocks, and
@@ -396,6 +496,13 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
 }
 
 absl::Status Writer::AddStoredTensor(TensorInfo info, const std::vector<absl::Span<const uint8_t>>& streams) {
+  std::vector<SpanPieces> pieces(streams.begin(), streams.end());
+  std::vector<PieceSource*> sources;
+  for (auto& p : pieces) sources.push_back(&p);
+  return AddStoredTensor(std::move(info), sources);
+}
+
+absl::Status Writer::AddStoredTensor(TensorInfo info, const std::vector<PieceSource*>& streams) {
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
   std::string where = StrCat(impl_->file->path(), ": tensor \"", info.name, "\"");
   if (streams.size() != info.streams.size()) {
@@ -408,10 +515,11 @@ absl::Status Writer::AddStoredTensor(TensorInfo info, const std::vector<absl::Sp
   BP_RETURN_IF_ERROR(CheckShape(info.shape, where));
   for (size_t k = 0; k < streams.size(); ++k) {
     StreamInfo& s = info.streams[k];
+    const uint64_t size = streams[k]->size();
     s.compression = Compression::kNone;
-    s.raw_length = streams[k].size();
+    s.raw_length = size;
     for (auto& c : s.chunks) {
-      if (c.raw_offset > streams[k].size() || c.raw_length > streams[k].size() - c.raw_offset) {
+      if (c.raw_offset > size || c.raw_length > size - c.raw_offset) {
         return absl::InvalidArgumentError(StrCat(where, ": chunk outside stream \"", s.role, "\""));
       }
       c.stored_offset = c.raw_offset;
@@ -429,7 +537,7 @@ absl::Status Writer::AddStoredTensor(TensorInfo info, const std::vector<absl::Sp
   BP_RETURN_IF_ERROR(impl_->CheckViews(info, where));
   BP_RETURN_IF_ERROR(impl_->CheckName(info.name));
   for (size_t k = 0; k < streams.size(); ++k) {
-    BP_RETURN_IF_ERROR(impl_->Append(streams[k], &info.streams[k], static_cast<int>(k)));
+    BP_RETURN_IF_ERROR(impl_->AppendPieces(*streams[k], &info.streams[k], static_cast<int>(k)));
   }
   format::ToProto(info, impl_->manifest.add_tensors());
   return absl::OkStatus();
@@ -450,13 +558,14 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
                                         &reader.views()));
   BP_RETURN_IF_ERROR(impl_->CheckName(info.name));
   for (size_t k = 0; k < info.streams.size(); ++k) {
-    // Bytes copied through are checked first: a corrupt source is reported,
-    // never silently re-checksummed into a "valid" file.
-    BP_RETURN_IF_ERROR(reader.VerifyStream(tensor, k));
+    // Bytes copied through are checked first, a chunk (or a stream without
+    // chunks) before any of its bytes is written: a corrupt source is
+    // reported, never silently re-checksummed into a "valid" file.
     BP_ASSIGN_OR_RETURN(auto stored, reader.StoredStream(tensor, k));
     StreamInfo& s = info.streams[k];
     if (s.compression == Compression::kZstd) impl_->uses_zstd = true;
-    BP_RETURN_IF_ERROR(impl_->Append(stored, &s, static_cast<int>(k)));
+    format::StreamCutPieces pieces(reader, tensor, k, stored);
+    BP_RETURN_IF_ERROR(impl_->AppendPieces(pieces, &s, static_cast<int>(k), /*copied=*/true));
   }
   format::ToProto(info, impl_->manifest.add_tensors());
   return absl::OkStatus();
@@ -481,11 +590,16 @@ absl::Status Writer::Finish() {
   // Streams only "full" reads come last, so every other view reads a prefix.
   BP_RETURN_IF_ERROR(impl_->PlaceSpilled());
   impl_->RecordViews();
-  // A file that uses a 1.1 addition says so; any other stays a 1.0 file
-  // that every 1.x reader reads exactly (VERSIONING.md).
-  if (m.views_size() > 0 || m.has_elastic()) {
-    m.set_format_minor(1);
-    impl_->header.format_minor = 1;
+  // A file stamps the lowest minor whose additions it uses (VERSIONING.md):
+  // 1.2 for an elastic manifest of version 2 (groups, segments), 1.1 for
+  // views or a version-1 elastic manifest; any other stays a 1.0 file that
+  // every 1.x reader reads exactly.
+  uint32_t minor = format::kFormatMinorBase;
+  if (m.views_size() > 0 || m.has_elastic()) minor = 1;
+  if (m.has_elastic() && m.elastic().version() >= 2) minor = 2;
+  if (minor != format::kFormatMinorBase) {
+    m.set_format_minor(minor);
+    impl_->header.format_minor = minor;
     BP_RETURN_IF_ERROR(impl_->file->Overwrite(0, format::EncodeHeader(impl_->header)));
   }
   uint64_t manifest_offset = impl_->file->position();

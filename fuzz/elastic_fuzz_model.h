@@ -55,6 +55,23 @@ inline void CheckEverySlice(const ElasticManifest& m, const std::vector<TensorIn
         if (p.kept[d] > t.shape[d] || (p.kept[d] == 0 && t.shape[d] != 0)) __builtin_trap();
       }
       if (t.codec_id == "q8_0" && p.kept.back() != t.shape.back() && p.kept.back() % 32 != 0) __builtin_trap();
+      // Kept runs (format 1.2: per group, per segment): ascending, disjoint,
+      // inside the dimension, adding up to the kept size; on q8_0 block
+      // boundaries along a cut innermost dimension.
+      if (p.runs.size() != t.shape.size()) __builtin_trap();
+      for (size_t d = 0; d < p.runs.size(); ++d) {
+        uint64_t end = 0, sum = 0;
+        bool cut = p.kept[d] != t.shape[d];
+        for (const auto& r : p.runs[d]) {
+          if (r.start < end || r.length == 0 || r.length > t.shape[d] || r.start > t.shape[d] - r.length) __builtin_trap();
+          if (t.codec_id == "q8_0" && cut && d + 1 == t.shape.size() && (r.start % 32 != 0 || r.length % 32 != 0)) {
+            __builtin_trap();
+          }
+          end = r.start + r.length;
+          sum += r.length;
+        }
+        if (sum != p.kept[d]) __builtin_trap();
+      }
       TensorInfo o = t;
       o.name = p.name;
       o.shape = p.kept;

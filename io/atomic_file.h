@@ -40,10 +40,14 @@ class AtomicFile {
   AtomicFile(std::string path, std::string temp_path, int fd)
       : path_(std::move(path)), temp_path_(std::move(temp_path)), fd_(fd) {}
   absl::Status Flush();
+  // Starts writeback of what was written since the last call, once that is
+  // kWritebackBytes or more.
+  void StartWriteback();
   std::string path_;
   std::string temp_path_;
   int fd_;
   uint64_t position_ = 0;
+  uint64_t writeback_from_ = 0;  // bytes before this have had writeback started
   bool committed_ = false;
   std::vector<uint8_t> buffer_;
 };

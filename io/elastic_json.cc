@@ -7,6 +7,7 @@
 
 #include "common/status_macros.h"
 #include "common/str_cat.h"
+#include "format/elastic_runs.h"
 #include "format/elastic_validate.h"
 #include "io/json.h"
 
@@ -66,21 +67,49 @@ std::vector<std::vector<uint64_t>> ElasticAuthoring::MapsFor(std::string_view na
   format::BindingIndex index(manifest);
   format::ElasticBound bound = index.Resolve(name);
   if (bound.binding == nullptr || bound.binding->dims.size() != shape.size()) return maps;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    const ElasticAxis* a = manifest.FindAxis(bound.binding->dims[d]);
-    if (a == nullptr) continue;
+  // The order of axis `a` in this tensor's layer, or nullptr (no scores).
+  auto order_of = [&](const ElasticAxis* a) -> const std::vector<uint32_t>* {
     size_t ai = static_cast<size_t>(a - manifest.axes.data());
     uint32_t layer = a->scope == ElasticScope::kLayer ? bound.layer : 0;
     auto it = orders.find({ai, layer});
-    if (it == orders.end()) continue;
-    const auto& order = it->second;
-    uint64_t u = a->unit_elems;
-    if (order.size() * u != shape[d]) continue;  // validated before; never cut wrong
-    bool identity = true;
-    for (size_t p = 0; p < order.size(); ++p) identity &= order[p] == p;
-    if (identity) continue;
+    return it == orders.end() ? nullptr : &it->second;
+  };
+  for (size_t d = 0; d < shape.size(); ++d) {
+    // (order, unit_elems, element offset, element count) per piece of the
+    // dimension: the whole dimension, or each segment of a segmented one.
+    struct Piece {
+      const std::vector<uint32_t>* order;
+      uint64_t unit, offset, size;
+    };
+    std::vector<Piece> pieces;
+    if (const ElasticSegmentedDim* sd = bound.binding->SegmentsOf(d)) {
+      uint64_t offset = 0;
+      for (const ElasticSegment& seg : sd->segments) {
+        const ElasticAxis* a = seg.axis.empty() ? nullptr : manifest.FindAxis(seg.axis);
+        uint64_t size = seg.fixed_elems;
+        if (a != nullptr) {
+          size = a->parent[a->scope == ElasticScope::kLayer ? bound.layer : 0] * a->unit_elems;
+          pieces.push_back({order_of(a), a->unit_elems, offset, size});
+        }
+        offset += size;
+      }
+      if (offset != shape[d]) continue;  // validated before; never cut wrong
+    } else if (const ElasticAxis* a = manifest.FindAxis(bound.binding->dims[d])) {
+      pieces.push_back({order_of(a), a->unit_elems, 0, shape[d]});
+    }
+    bool moves = false;
+    for (const Piece& p : pieces) {
+      if (p.order == nullptr || p.order->size() * p.unit != p.size) continue;
+      for (size_t q = 0; q < p.order->size(); ++q) moves |= (*p.order)[q] != q;
+    }
+    if (!moves) continue;
     maps[d].resize(shape[d]);
-    for (uint64_t j = 0; j < shape[d]; ++j) maps[d][j] = order[j / u] * u + j % u;
+    for (uint64_t j = 0; j < shape[d]; ++j) maps[d][j] = j;
+    // Every segment of the axis moves its units the same way.
+    for (const Piece& p : pieces) {
+      if (p.order == nullptr || p.order->size() * p.unit != p.size) continue;
+      for (uint64_t j = 0; j < p.size; ++j) maps[d][p.offset + j] = p.offset + (*p.order)[j / p.unit] * p.unit + j % p.unit;
+    }
   }
   return maps;
 }
@@ -128,7 +157,8 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
   std::vector<const JsonValue*> explicit_parent;
   for (const auto& [name, spec] : axes->object()) {
     std::string where = StrCat("axis \"", name, "\"");
-    BP_RETURN_IF_ERROR(ctx.Keys(spec, where, {"scope", "granularity", "unit_elems", "parent", "at_most", "metadata_key"}));
+    BP_RETURN_IF_ERROR(
+        ctx.Keys(spec, where, {"scope", "granularity", "unit_elems", "parent", "at_most", "metadata_key", "groups"}));
     ElasticAxis a;
     a.name = name;
     const JsonValue* scope = spec.Find("scope");
@@ -144,6 +174,9 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
     }
     if (const JsonValue* u = spec.Find("unit_elems")) {
       BP_ASSIGN_OR_RETURN(a.unit_elems, ctx.Uint(*u, where + ".unit_elems", 1, format::kMaxElasticAxisUnits));
+    }
+    if (const JsonValue* g = spec.Find("groups")) {
+      BP_ASSIGN_OR_RETURN(a.groups, ctx.Uint(*g, where + ".groups", 1, format::kMaxElasticAxisUnits));
     }
     if (const JsonValue* am = spec.Find("at_most")) {
       BP_ASSIGN_OR_RETURN(a.at_most, ctx.Str(*am, where + ".at_most", 64));
@@ -173,8 +206,37 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
     ElasticBinding eb;
     BP_ASSIGN_OR_RETURN(eb.tensor, ctx.Str(*t, where + ".tensor", format::kMaxElasticTemplateBytes));
     if (dims->array().size() > 8) return ctx.Err(where, "more than 8 dims");
-    for (const auto& d : dims->array()) {
-      BP_ASSIGN_OR_RETURN(std::string name, ctx.Str(d, where + ".dims", 64));
+    for (size_t di = 0; di < dims->array().size(); ++di) {
+      const JsonValue& d = dims->array()[di];
+      std::string dw = StrCat(where, ".dims[", di, "]");
+      if (d.is_object()) {
+        // {"segments": ["ffn", "ffn"]}: a fused dimension (format 1.2).
+        BP_RETURN_IF_ERROR(ctx.Keys(d, dw, {"segments"}));
+        const JsonValue* segs = d.Find("segments");
+        if (segs == nullptr || !segs->is_array() || segs->array().empty() ||
+            segs->array().size() > format::kMaxElasticSegments) {
+          return ctx.Err(dw, StrCat("\"segments\" must be an array of 1..", format::kMaxElasticSegments,
+                                    " axis names or element counts"));
+        }
+        ElasticSegmentedDim sd;
+        sd.dim = static_cast<uint32_t>(di);
+        for (size_t k = 0; k < segs->array().size(); ++k) {
+          const JsonValue& seg = segs->array()[k];
+          std::string sw = StrCat(dw, ".segments[", k, "]");
+          if (seg.is_string()) {
+            BP_ASSIGN_OR_RETURN(std::string axis, ctx.Str(seg, sw, 64));
+            if (m.FindAxis(axis) == nullptr) return ctx.Err(sw, StrCat("unknown axis \"", axis, "\""));
+            sd.segments.push_back({std::move(axis), 0});
+          } else {
+            BP_ASSIGN_OR_RETURN(uint64_t n, ctx.Uint(seg, sw, 1, uint64_t{1} << 62));
+            sd.segments.push_back({"", n});
+          }
+        }
+        eb.dims.emplace_back(kElasticSegmentedDim);
+        eb.segmented.push_back(std::move(sd));
+        continue;
+      }
+      BP_ASSIGN_OR_RETURN(std::string name, ctx.Str(d, dw, 64));
       if (name != "-" && m.FindAxis(name) == nullptr) return ctx.Err(where, StrCat("unknown axis \"", name, "\""));
       eb.dims.push_back(std::move(name));
     }
@@ -219,6 +281,55 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
       }
     }
   }
+  // Segmented dimensions: their segments add up to the dimension; one axis
+  // whose size no plain binding gave is solved from the rest.
+  for (const auto& t : tensors) {
+    format::ElasticBound bound = index.Resolve(t.name);
+    if (bound.binding == nullptr) continue;
+    std::string where = StrCat("tensor \"", t.name, "\"");
+    for (const ElasticSegmentedDim& sd : bound.binding->segmented) {
+      uint64_t known = 0, repeats = 0;
+      ElasticAxis* unknown = nullptr;
+      for (const ElasticSegment& seg : sd.segments) {
+        if (seg.axis.empty()) {
+          known += seg.fixed_elems;
+          continue;
+        }
+        ElasticAxis* a = const_cast<ElasticAxis*>(m.FindAxis(seg.axis));
+        if (a->scope == ElasticScope::kLayer && !bound.in_layer) {
+          return ctx.Err(where, StrCat("binds per-layer axis \"", a->name, "\" but its name has no layer index"));
+        }
+        uint64_t p = a->parent[a->scope == ElasticScope::kLayer ? bound.layer : 0];
+        if (p != 0) {
+          known += p * a->unit_elems;
+        } else if (unknown == nullptr || unknown == a) {
+          unknown = a;
+          ++repeats;
+        } else {
+          return ctx.Err(where, StrCat("dimension ", sd.dim, ": the sizes of axes \"", unknown->name, "\" and \"",
+                                       a->name, "\" cannot both be derived from one segmented dimension; bind "
+                                       "one of them to a dimension of its own"));
+        }
+      }
+      uint64_t dim = t.shape[sd.dim];
+      if (unknown == nullptr) {
+        if (known != dim) {
+          return ctx.Err(where, StrCat("dimension ", sd.dim, " is ", dim, " but its segments add up to ", known));
+        }
+        continue;
+      }
+      uint64_t per = repeats * unknown->unit_elems;
+      if (known >= dim || (dim - known) % per != 0) {
+        return ctx.Err(where, StrCat("dimension ", sd.dim, " is ", dim, ": its segments cannot add up to it (",
+                                     known, " elements of other segments, ", repeats, " segments of axis \"",
+                                     unknown->name, "\" with unit_elems ", unknown->unit_elems, ")"));
+      }
+      if ((dim - known) / per > format::kMaxElasticAxisUnits) return ctx.Err(where, "more than 2^32 units");
+      size_t k = unknown->scope == ElasticScope::kLayer ? bound.layer : 0;
+      unknown->parent[k] = (dim - known) / per;
+      parent_from[static_cast<size_t>(unknown - m.axes.data())][k] = t.name;
+    }
+  }
   for (size_t ai = 0; ai < m.axes.size(); ++ai) {
     ElasticAxis& a = m.axes[ai];
     std::string where = StrCat("axis \"", a.name, "\".parent");
@@ -243,6 +354,16 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
     }
     if (any && given != a.parent) return ctx.Err(where, "disagrees with the sizes of the tensors bound to the axis");
     a.parent = std::move(given);
+  }
+  for (const ElasticAxis& a : m.axes) {
+    for (size_t k = 0; k < a.parent.size(); ++k) {
+      if (a.parent[k] % format::GroupsOf(a) != 0) {
+        return ctx.Err(StrCat("axis \"", a.name, "\""),
+                       StrCat("parent size ", a.parent[k],
+                              a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string(),
+                              " is not divisible by its ", a.groups, " groups"));
+      }
+    }
   }
   // ---- importance ----
   std::string method = "importance";
@@ -288,8 +409,13 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
         }
         std::vector<uint32_t> order(n);
         std::iota(order.begin(), order.end(), 0u);
-        // Descending score; ties keep the lower index first.
-        std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return raw[x] > raw[y]; });
+        // Descending score; ties keep the lower index first. A grouped axis
+        // sorts within each group, so every group keeps its best units.
+        uint64_t per_group = n / format::GroupsOf(*a);
+        for (uint64_t g = 0; g < n; g += per_group) {
+          std::stable_sort(order.begin() + g, order.begin() + g + per_group,
+                           [&](uint32_t x, uint32_t y) { return raw[x] > raw[y]; });
+        }
         for (uint32_t o : order) ei.scores.push_back(raw[o]);
         ei.order = order;
         out.orders[{ai, layer}] = std::move(order);
@@ -361,6 +487,9 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
           } else {
             BP_ASSIGN_OR_RETURN(s.counts[0], ctx.Uint(v, aw, 1, format::kMaxElasticAxisUnits));
           }
+          if (s.counts[0] % format::GroupsOf(*a) != 0) {
+            return ctx.Err(aw, StrCat(s.counts[0], " units is not divisible by the axis' ", a->groups, " groups"));
+          }
         } else {
           if (!v.is_array() || v.array().size() != m.layer_count) {
             return ctx.Err(aw, StrCat("expected ", m.layer_count, " counts or nulls (one per parent layer)"));
@@ -374,6 +503,10 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
             }
             BP_ASSIGN_OR_RETURN(s.counts[l], ctx.Uint(c, StrCat(aw, "[", l, "]"), 1, format::kMaxElasticAxisUnits));
             if (a->parent[l] == 0) return ctx.Err(aw, StrCat("layer ", l, " has no such axis (give null)"));
+            if (s.counts[l] % format::GroupsOf(*a) != 0) {
+              return ctx.Err(StrCat(aw, "[", l, "]"),
+                             StrCat(s.counts[l], " units is not divisible by the axis' ", a->groups, " groups"));
+            }
           }
         }
         eb.sizes.push_back(std::move(s));
@@ -398,6 +531,9 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
     });
     m.budgets.push_back(std::move(eb));
   }
+  // Groups and segments need manifest version 2 (format 1.2); anything else
+  // stays version 1, byte for byte.
+  m.version = m.RequiredVersion();
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "common/checked_math.h"
+#include "common/piece_copy.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "format/limits.h"
@@ -753,6 +754,8 @@ absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, con
 
 struct GgufWriter::Impl {
   std::unique_ptr<AtomicFile> file;
+  std::unique_ptr<SideWorker> side;  // checks parts while they are written
+  bool failed = false;
   std::vector<GgufTensorDecl> tensors;
   std::vector<uint64_t> sizes;
   uint32_t alignment = kGgufDefaultAlignment;
@@ -781,16 +784,33 @@ absl::StatusOr<std::unique_ptr<GgufWriter>> GgufWriter::Create(const std::string
 }
 
 absl::Status GgufWriter::WriteNext(absl::Span<const uint8_t> bytes) {
+  SpanPieces pieces(bytes);
+  return WriteNext(pieces);
+}
+
+absl::Status GgufWriter::WriteNext(PieceSource& pieces) {
   Impl& w = *impl_;
   if (w.next >= w.tensors.size()) {
     return absl::FailedPreconditionError(StrCat(w.file->path(), ": more tensors written than declared"));
   }
   const auto& t = w.tensors[w.next];
-  if (bytes.size() != w.sizes[w.next]) {
-    return absl::InvalidArgumentError(StrCat(w.file->path(), ": tensor ", Quoted(t.name), ": ", bytes.size(),
+  if (pieces.size() != w.sizes[w.next]) {
+    return absl::InvalidArgumentError(StrCat(w.file->path(), ": tensor ", Quoted(t.name), ": ", pieces.size(),
                                              " bytes given, its type and shape need ", w.sizes[w.next]));
   }
-  BP_RETURN_IF_ERROR(w.file->Write(bytes));
+  if (w.failed) return absl::FailedPreconditionError(StrCat(w.file->path(), ": an earlier write failed"));
+  // Parts are checked (source checksums) on a side thread while written; a
+  // failure leaves the writer failed, so Finish never commits the file.
+  if (w.side == nullptr && pieces.size() >= 2 * kPiecePartBytes) w.side = std::make_unique<SideWorker>();
+  absl::Status copied = CopyPieces(pieces, pieces.size() >= 2 * kPiecePartBytes ? w.side.get() : nullptr,
+                                   [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
+  if (!copied.ok()) {
+    w.failed = true;
+    if (copied.code() == absl::StatusCode::kInternal && std::string(copied.message()).find(t.name) == std::string::npos) {
+      return absl::InternalError(StrCat(w.file->path(), ": tensor ", Quoted(t.name), ": ", copied.message()));
+    }
+    return copied;
+  }
   BP_RETURN_IF_ERROR(w.file->PadTo(w.alignment));
   ++w.next;
   return absl::OkStatus();
@@ -798,6 +818,7 @@ absl::Status GgufWriter::WriteNext(absl::Span<const uint8_t> bytes) {
 
 absl::Status GgufWriter::Finish() {
   Impl& w = *impl_;
+  if (w.failed) return absl::FailedPreconditionError(StrCat(w.file->path(), ": an earlier write failed"));
   if (w.next != w.tensors.size()) {
     return absl::FailedPreconditionError(StrCat(w.file->path(), ": ", w.next, " of ", w.tensors.size(),
                                                 " tensors written"));

@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "boltpack/piece_source.h"
 #include "boltpack/types.h"
 
 namespace boltpack::io {
@@ -163,6 +164,8 @@ class GgufWriter {
                                                             const GgufWriterOptions& options = {});
   ~GgufWriter();
   absl::Status WriteNext(absl::Span<const uint8_t> bytes);
+  // The same from pieces (a tensor streamed without being held whole).
+  absl::Status WriteNext(PieceSource& bytes);
   absl::Status Finish();
 
   struct Impl;

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/checked_math.h"
+#include "common/piece_copy.h"
 #include "common/status_macros.h"
 #include "format/limits.h"
 #include "io/atomic_file.h"
@@ -400,6 +401,7 @@ struct SafetensorsWriter::Impl {
   std::vector<uint64_t> sizes;
   size_t next = 0;
   bool failed = false;
+  std::unique_ptr<SideWorker> side;  // checks parts while they are written
 };
 
 SafetensorsWriter::SafetensorsWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -495,6 +497,11 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
 }
 
 absl::Status SafetensorsWriter::WriteNext(absl::Span<const uint8_t> bytes) {
+  SpanPieces pieces(bytes);
+  return WriteNext(pieces);
+}
+
+absl::Status SafetensorsWriter::WriteNext(PieceSource& pieces) {
   Impl& w = *impl_;
   const std::string& path = w.file->path();
   if (w.failed) return absl::FailedPreconditionError(absl::StrCat(path, ": an earlier write failed"));
@@ -503,14 +510,19 @@ absl::Status SafetensorsWriter::WriteNext(absl::Span<const uint8_t> bytes) {
         absl::StrCat(path, ": all ", w.tensors.size(), " declared tensors are already written"));
   }
   const auto& t = w.tensors[w.next];
-  if (bytes.size() != w.sizes[w.next]) {
+  if (pieces.size() != w.sizes[w.next]) {
     return TensorError(path, t.name,
-                       absl::StrCat("got ", bytes.size(), " bytes but ", AV(DTypeName(t.dtype)), " ",
+                       absl::StrCat("got ", pieces.size(), " bytes but ", AV(DTypeName(t.dtype)), " ",
                                     ShapeText(t.shape), " needs ", w.sizes[w.next]));
   }
-  absl::Status s = w.file->Write(bytes);
+  // Parts are checked (source checksums) on a side thread while written; a
+  // failure leaves the writer failed, so Finish never commits the file.
+  if (w.side == nullptr && pieces.size() >= 2 * kPiecePartBytes) w.side = std::make_unique<SideWorker>();
+  absl::Status s = CopyPieces(pieces, pieces.size() >= 2 * kPiecePartBytes ? w.side.get() : nullptr,
+                              [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
   if (!s.ok()) {
     w.failed = true;
+    if (s.code() == absl::StatusCode::kInternal) return TensorError(path, t.name, std::string(s.message()));
     return s;
   }
   ++w.next;

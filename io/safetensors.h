@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "boltpack/piece_source.h"
 #include "boltpack/types.h"
 
 namespace boltpack::io {
@@ -75,6 +76,8 @@ class SafetensorsWriter {
   ~SafetensorsWriter();
   // Appends the next tensor's bytes; the size must match its declaration.
   absl::Status WriteNext(absl::Span<const uint8_t> bytes);
+  // The same from pieces (a tensor streamed without being held whole).
+  absl::Status WriteNext(PieceSource& bytes);
   // Fails unless every declared tensor was written.
   absl::Status Finish();
 

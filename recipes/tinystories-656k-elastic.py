@@ -3,7 +3,9 @@
 
 FFN channels of TinyStories-656K are ranked per layer by an activation-free
 score, |up row| * |down column| (L2 norms of the F16 weights of llama.cpp's
-GGUF), and two nested budgets keep 75% and 50% of the 384 channels.
+GGUF), and two nested budgets keep 75% and 50% of the 384 channels. Query
+heads are ranked inside their GQA group (spec/elastic.md `groups`) and
+`heads50` keeps one head of each group's two.
 
     bolt-pack convert testdata/tinystories-656k/TinyStories-656K.f16.gguf -o /tmp/ts.safetensors
     python3 recipes/tinystories-656k-elastic.py /tmp/ts.safetensors recipes/tinystories-656k-elastic.json
@@ -39,23 +41,49 @@ for layer in range(2):
         s.append(float('%.6g' % (nu * nd)))
     scores[str(layer)] = s
 
+# Query heads: 8 heads of 16 rows, in 4 groups of 2 sharing a KV head (GQA);
+# a head is ranked inside its group by |q rows| * |output columns|, so a
+# budget keeps the best head of each group and the KV heads stay whole.
+HEADS, HEAD_DIM = 8, 16
+head_scores = {}
+for layer in range(2):
+    q, (rows, dim) = load(f'blk.{layer}.attn_q.weight')  # [heads*16, dim]
+    o, _ = load(f'blk.{layer}.attn_output.weight')       # [dim, heads*16]
+    s = []
+    for h in range(HEADS):
+        nq = math.sqrt(sum(x * x for x in q[h * HEAD_DIM * dim:(h + 1) * HEAD_DIM * dim]))
+        no = math.sqrt(sum(o[r * rows + c] ** 2 for r in range(dim) for c in range(h * HEAD_DIM, (h + 1) * HEAD_DIM)))
+        s.append(float('%.6g' % (nq * no)))
+    head_scores[str(layer)] = s
+
 lines = [
     '{',
     ' "version": 1,',
     ' "layers": {"count": 2, "name_pattern": "blk.{L}."},',
-    ' "axes": {"ffn": {"scope": "layer", "granularity": 32, "metadata_key": "feed_forward_length"}},',
+    ' "axes": {',
+    '  "ffn": {"scope": "layer", "granularity": 32, "metadata_key": "feed_forward_length"},',
+    '  "heads": {"scope": "layer", "unit_elems": 16, "groups": 4, "metadata_key": "attention.head_count"}',
+    ' },',
     ' "bindings": [',
     '  {"tensor": "blk.{L}.ffn_gate.weight", "dims": ["ffn", "-"]},',
     '  {"tensor": "blk.{L}.ffn_up.weight", "dims": ["ffn", "-"]},',
-    '  {"tensor": "blk.{L}.ffn_down.weight", "dims": ["-", "ffn"]}',
+    '  {"tensor": "blk.{L}.ffn_down.weight", "dims": ["-", "ffn"]},',
+    '  {"tensor": "blk.{L}.attn_q.weight", "dims": ["heads", "-"]},',
+    '  {"tensor": "blk.{L}.attn_output.weight", "dims": ["-", "heads"]}',
     ' ],',
-    ' "importance_method": "ffn_weight_norm_product: |up row| * |down column| (activation-free)",',
-    ' "importance": {"ffn": {',
+    ' "importance_method": "activation-free weight norms: ffn |up row| * |down column|; heads |q rows| * |output columns|",',
+    ' "importance": {',
+    ' "ffn": {',
     ',\n'.join('  %s: %s' % (json.dumps(k), json.dumps(v)) for k, v in scores.items()),
+    ' },',
+    ' "heads": {',
+    ',\n'.join('  %s: %s' % (json.dumps(k), json.dumps(v)) for k, v in head_scores.items()),
     ' }},',
     ' "budgets": [',
     '  {"name": "ffn75", "per_layer": {"ffn": [288, 288]}},',
-    '  {"name": "ffn50", "per_layer": {"ffn": [192, 192]}, "nested_in": "ffn75"}',
+    '  {"name": "ffn50", "per_layer": {"ffn": [192, 192]}, "nested_in": "ffn75"},',
+    '  {"name": "heads50", "per_layer": {"heads": [4, 4]}},',
+    '  {"name": "ffn50-heads50", "per_layer": {"ffn": [192, 192], "heads": [4, 4]}, "nested_in": "ffn50"}',
     ' ]',
     '}',
 ]

@@ -45,7 +45,7 @@ export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=f
 
 APP="$WORK/app"
 mkdir -p "$APP" "$CACHE"
-cp "$SRC/package.json" "$SRC/package-lock.json" "$SRC/check.mjs" "$APP/"
+cp "$SRC/package.json" "$SRC/package-lock.json" "$SRC/check.mjs" "$SRC/zero_cut_units.mjs" "$APP/"
 LOCK_SUM="$(sha256sum "$SRC/package-lock.json" | cut -d' ' -f1)"
 if [ "$(cat "$APP/node_modules/.bolt-pack-lock-sha256" 2>/dev/null)" = "$LOCK_SUM" ]; then
   echo "== node-llama-cpp: already installed in $APP (same package-lock.json)"
@@ -92,23 +92,31 @@ Q8=TinyStories-656K.f16.bolt-pack-q8_0.gguf
 "$BP" convert "$DATA/$F16" -o "$OUT/$Q8" --codec '*=q8_0'
 "$BP" inspect "$OUT/$Q8" | sed -n '/^totals by codec/,$p'
 JOBS+=("sane:$OUT/$Q8,$DATA/$F16" "same:$OUT/$Q8,$DATA/$Q8_LLAMA")
-# Elastic (spec/elastic.md): FFN channels stored in importance order
-# (recipes/tinystories-656k-elastic.json); the permuted full model must give
-# the same tokens, and the 75% / 50% FFN-width slices must load and write
-# English (pruned without retraining, so agreement is checked loosely).
+# Elastic (spec/elastic.md): FFN channels and query heads (inside their GQA
+# group) stored in importance order (recipes/tinystories-656k-elastic.json);
+# the permuted full model must give the same tokens. Every slice (FFN 75% and
+# 50%, one query head of each KV group, both) must give exactly the tokens
+# of the full model with the units that budget cuts zeroed
+# (zero_cut_units.mjs zeroes the columns that read them): proof that the
+# slice kept the right units and that llama.cpp reads its metadata (head
+# count, head width, FFN length) as meant. The FFN slices must also still
+# write English (pruned without retraining, so agreement is checked loosely).
 "$BP" convert "$DATA/$F16" -o "$OUT/elastic.bolt" --elastic "$ROOT/recipes/tinystories-656k-elastic.json"
 "$BP" convert "$OUT/elastic.bolt" -o "$OUT/TinyStories-656K.elastic-full.gguf"
 JOBS+=("same:$DATA/$F16,$OUT/TinyStories-656K.elastic-full.gguf")
 SLICE_JOBS=()
-for b in ffn75 ffn50; do
+for b in ffn75 ffn50 heads50 ffn50-heads50; do
   "$BP" slice "$OUT/elastic.bolt" --budget "$b" -o "$OUT/TinyStories-656K.$b.gguf"
-  SLICE_JOBS+=("sane:$OUT/TinyStories-656K.$b.gguf,$DATA/$F16")
+  node "$APP/zero_cut_units.mjs" "$DATA/$F16" "$ROOT/recipes/tinystories-656k-elastic.json" "$b" \
+    "$OUT/TinyStories-656K.zeroed-$b.gguf"
+  JOBS+=("same:$OUT/TinyStories-656K.$b.gguf,$OUT/TinyStories-656K.zeroed-$b.gguf")
 done
+for b in ffn75 ffn50; do SLICE_JOBS+=("sane:$OUT/TinyStories-656K.$b.gguf,$DATA/$F16"); done
 
 echo "== llama.cpp (node-llama-cpp, CPU, $THREADS thread(s)): greedy generation"
 (cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 48 --prompt "Once upon a time" "${JOBS[@]}") \
   || fail "see the FAIL lines above"
-echo "== llama.cpp: elastic FFN slices (75%, 50%)"
+echo "== llama.cpp: elastic FFN slices (75%, 50%) still write English"
 (cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 48 --prompt "Once upon a time" --min-agree 0.15 \
   "${SLICE_JOBS[@]}") || fail "see the FAIL lines above"
 # build: "never" in check.mjs; make sure nothing was cloned or compiled anyway.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -506,6 +507,124 @@ TEST(ElasticCli, ZstdParentSlicesLikeAPlainOne) {
   const auto& f = (*r)->required_features();
   EXPECT_NE(std::find(f.begin(), f.end(), "zstd"), f.end()) << "nothing was compressed; the test proves nothing";
   EXPECT_EQ(testing::ReadFileBytes(dir + "/s0.gguf"), testing::ReadFileBytes(dir + "/s5.gguf"));
+}
+
+}  // namespace
+}  // namespace boltpack
+
+namespace boltpack {
+namespace {
+
+// `convert` of an elastic .bolt keeps its elastic manifest (re-encoding
+// keeps the stored order), checked against the new codecs; --elastic on an
+// elastic input is refused.
+TEST(ElasticConvert, KeepsTheManifestOfAnElasticInput) {
+  std::string dir = MakeTempDir();
+  WriteModel(dir + "/m.gguf");
+  WriteText(dir + "/e.json", ElasticJson());
+  ASSERT_EQ(RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json"}).exit_code, 0);
+  // Experts to q8_0: every budget cuts moe_ffn at multiples of 32.
+  auto c = RunCli({"convert", dir + "/e.bolt", "-o", dir + "/q.bolt", "--codec", "*_exps.weight=q8_0"});
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  auto parent = Reader::Open(dir + "/e.bolt");
+  auto q = Reader::Open(dir + "/q.bolt");
+  ASSERT_TRUE(parent.ok() && q.ok());
+  ASSERT_NE((*q)->elastic(), nullptr);
+  const ElasticManifest& a = *(*parent)->elastic();
+  const ElasticManifest& b = *(*q)->elastic();
+  EXPECT_EQ(a.layer_count, b.layer_count);
+  ASSERT_EQ(a.budgets.size(), b.budgets.size());
+  for (size_t i = 0; i < a.budgets.size(); ++i) EXPECT_EQ(a.budgets[i].name, b.budgets[i].name);
+  EXPECT_EQ(a.bindings.size(), b.bindings.size());
+  EXPECT_EQ(a.importance.size(), b.importance.size());
+  EXPECT_EQ((*q)->tensors()[*(*q)->FindTensor("blk.1.ffn_up_exps.weight")].codec_id, "q8_0");
+  // The kept manifest still slices, and the cut is the re-encoded parent's.
+  auto s = RunCli({"slice", dir + "/q.bolt", "--budget", "small", "-o", dir + "/s.bolt"});
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  auto sliced = Reader::Open(dir + "/s.bolt");
+  ASSERT_TRUE(sliced.ok());
+  auto t = (*sliced)->FindTensor("blk.1.ffn_down_exps.weight");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ((*sliced)->tensors()[*t].shape, (std::vector<uint64_t>{2, kD, 32}));
+
+  // attn_output [D, heads x 16] to q8_0: "small" keeps 1 head (16 columns)
+  // in layer 2, inside a 32-element block: refused, naming all three.
+  auto bad = RunCli({"convert", dir + "/e.bolt", "-o", dir + "/bad.bolt", "--codec", "*attn_output.weight=q8_0"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("small"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("blk.2.attn_output.weight"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("32"), std::string::npos) << bad.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/bad.bolt"));
+
+  auto twice = RunCli({"convert", dir + "/e.bolt", "-o", dir + "/t.bolt", "--elastic", dir + "/e.json"});
+  EXPECT_EQ(twice.exit_code, 1) << twice.output;
+  EXPECT_NE(twice.output.find("already has an elastic manifest"), std::string::npos) << twice.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/t.bolt"));
+}
+
+// A .gguf slice whose kept layers keep different expert counts has a
+// per-layer expert_count, which llama.cpp cannot read: slice warns (naming
+// budget and key) and verify --target llama.cpp reports it as an error.
+TEST(ElasticCli, GgufSliceWarnsWhereLlamaCppNeedsOneNumber) {
+  std::string dir = MakeTempDir();
+  WriteModel(dir + "/m.gguf");
+  WriteText(dir + "/e.json", ElasticJson());
+  ASSERT_EQ(RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json"}).exit_code, 0);
+  auto big = RunCli({"slice", dir + "/e.bolt", "--budget", "big", "-o", dir + "/big.gguf"});
+  ASSERT_EQ(big.exit_code, 0) << big.output;
+  EXPECT_NE(big.output.find("warning: budget \"big\": testmoe.expert_count is a per-layer array [3, 4, 4]"),
+            std::string::npos)
+      << big.output;
+  EXPECT_NE(big.output.find("llama.cpp"), std::string::npos) << big.output;
+  // Same count in every kept layer: a scalar, no warning. (The parent's
+  // expert_feed_forward_length is an array, so it stays one and is warned
+  // about even where its kept values agree.)
+  auto small = RunCli({"slice", dir + "/e.bolt", "--budget", "small", "-o", dir + "/small.gguf"});
+  ASSERT_EQ(small.exit_code, 0) << small.output;
+  EXPECT_EQ(small.output.find("testmoe.expert_count"), std::string::npos) << small.output;
+  EXPECT_NE(small.output.find("warning: budget \"small\": testmoe.expert_feed_forward_length is a per-layer array "
+                              "[32, 32]"),
+            std::string::npos)
+      << small.output;
+  // A .bolt slice is not a llama.cpp file: no warning.
+  auto bolt = RunCli({"slice", dir + "/e.bolt", "--budget", "big", "-o", dir + "/big.bolt"});
+  ASSERT_EQ(bolt.exit_code, 0) << bolt.output;
+  EXPECT_EQ(bolt.output.find("warning"), std::string::npos) << bolt.output;
+
+  auto v = RunCli({"verify", "--target", "llama.cpp", dir + "/big.gguf"});
+  EXPECT_EQ(v.exit_code, 1) << v.output;
+  EXPECT_NE(v.output.find("error: key \"testmoe.expert_count\": is an array of 3"), std::string::npos) << v.output;
+  auto vs = RunCli({"verify", "--target", "llama.cpp", dir + "/small.gguf"});
+  EXPECT_EQ(vs.output.find("testmoe.expert_count"), std::string::npos) << vs.output;
+}
+
+// A kept chunk whose bytes do not match its checksum is reported, never
+// copied; bytes a budget drops are not read.
+TEST(ElasticCli, SliceVerifiesTheKeptSourceBytes) {
+  std::string dir = MakeTempDir();
+  WriteModel(dir + "/m.gguf");
+  WriteText(dir + "/e.json", ElasticJson());
+  ASSERT_EQ(RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json", "--codec",
+                    "*_exps.weight=q8_0"}).exit_code, 0);
+  size_t offset = 0;
+  {
+    auto r = Reader::Open(dir + "/e.bolt");
+    ASSERT_TRUE(r.ok());
+    auto t = (*r)->FindTensor("blk.2.ffn_up_exps.weight");
+    ASSERT_TRUE(t.has_value());
+    offset = (*r)->tensors()[*t].streams[0].offset;  // expert 0: kept by every budget
+  }
+  auto bytes = testing::ReadFileBytes(dir + "/e.bolt");
+  bytes[offset + 5] ^= 0x40;
+  testing::WriteFileBytes(dir + "/e.bolt", bytes);
+  for (const char* ext : {".bolt", ".gguf", ".safetensors"}) {
+    SCOPED_TRACE(ext);
+    auto s = RunCli({"slice", dir + "/e.bolt", "--budget", "small", "-o", dir + "/s" + ext});
+    EXPECT_EQ(s.exit_code, 1) << s.output;
+    EXPECT_NE(s.output.find("checksum mismatch"), std::string::npos) << s.output;
+    EXPECT_NE(s.output.find("blk.2.ffn_up_exps.weight"), std::string::npos) << s.output;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/s" + ext));
+  }
 }
 
 }  // namespace

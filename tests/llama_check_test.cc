@@ -7,6 +7,7 @@
 #include "io/gguf.h"
 #include "io/json.h"
 #include "tests/test_util.h"
+#include "common/str_cat.h"
 
 namespace boltpack {
 namespace {
@@ -161,6 +162,36 @@ TEST(LlamaCheck, WrongValueTypesAreErrors) {
     auto r = Check(Write(m, dir + "/t.gguf"));
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_TRUE(Has(r, c.expect)) << r.output;
+  }
+}
+
+// A sliced elastic model whose kept layers keep different expert counts has
+// per-layer arrays: llama.cpp takes them for feed_forward_length and the
+// head counts (get_key_or_arr) but reads expert_count, expert_used_count and
+// expert_feed_forward_length as one number (get_key) and refuses the file.
+TEST(LlamaCheck, PerLayerArraysOnlyWhereLlamaCppTakesThem) {
+  auto per_layer = [](std::vector<uint64_t> v) {
+    std::vector<MetaValue> e;
+    for (uint64_t x : v) e.push_back(MetaValue::Uint(ValueType::kUint32, x));
+    return MetaValue::Array(ValueType::kUint32, e);
+  };
+  std::string dir = MakeTempDir();
+  {
+    Model m = TinyLlama();
+    *m.Find("llama.feed_forward_length") = per_layer({64, 64});
+    *m.Find("llama.attention.head_count") = per_layer({4, 4});
+    auto r = Check(Write(m, dir + "/ok.gguf"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+  }
+  for (const char* key : {"llama.expert_count", "llama.expert_used_count", "llama.expert_feed_forward_length",
+                          "llama.expert_shared_count"}) {
+    SCOPED_TRACE(key);
+    Model m = TinyLlama();
+    m.kv.emplace_back(key, per_layer({3, 4}));
+    auto r = Check(Write(m, dir + "/moe.gguf"));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(Has(r, StrCat("error: key \"", key, "\": is an array of 2 uint32"))) << r.output;
+    EXPECT_TRUE(Has(r, "reads it as a single uint32")) << r.output;
   }
 }
 

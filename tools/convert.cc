@@ -59,7 +59,8 @@ absl::StatusOr<absl::Span<const float>> ImportanceFor(const io::Imatrix* imatrix
 }
 
 absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args,
-                           const io::Imatrix* imatrix, const io::ElasticAuthoring* elastic) {
+                           const io::Imatrix* imatrix, const io::ElasticAuthoring* elastic,
+                           const ElasticManifest* carried) {
   WriterOptions options;
   options.alignment = args.alignment;
   options.zstd_level = args.zstd_level;
@@ -130,6 +131,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
   }
   progress.Finish();
   if (elastic != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(elastic->manifest));
+  if (carried != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(*carried));
   return writer->Finish();
 }
 
@@ -515,6 +517,26 @@ int RunConvert(const ConvertArgs& args) {
     std::fprintf(stderr, "bolt-pack: warning: %zu tensor%s cannot take their rule's codec and use the fallback:%s\n",
                  fallbacks.size(), fallbacks.size() == 1 ? "" : "s", list.c_str());
   }
+  // An elastic .bolt input keeps its manifest in a .bolt output (checked
+  // against the new codecs); other outputs cannot hold one.
+  std::optional<ElasticManifest> carried;
+  if (ext == ".bolt") {
+    auto c = CarriedElastic(**in, plan, !args.elastic.empty());
+    if (!c.ok()) {
+      PrintError(std::string(c.status().message()));
+      return 1;
+    }
+    carried = std::move(*c);
+  } else {
+    for (const auto& t : (*in)->tensors()) {
+      if (t.kind == InputKind::kBolt && t.reader->elastic() != nullptr) {
+        std::fprintf(stderr, "bolt-pack: note: %s: its elastic manifest is not carried into %s output (only .bolt "
+                             "holds one; `bolt-pack slice` cuts its budgets to %s)\n",
+                     t.reader->path().c_str(), ext.c_str(), ext.c_str());
+        break;
+      }
+    }
+  }
   std::unique_ptr<io::ElasticAuthoring> elastic;
   if (!args.elastic.empty()) {
     if (ext != ".bolt") {
@@ -528,7 +550,8 @@ int RunConvert(const ConvertArgs& args) {
     }
     elastic = std::move(*e);
   }
-  absl::Status st = ext == ".bolt"   ? ConvertToBolt(**in, plan, resolved, imatrix.get(), elastic.get())
+  absl::Status st = ext == ".bolt"   ? ConvertToBolt(**in, plan, resolved, imatrix.get(), elastic.get(),
+                                                     carried ? &*carried : nullptr)
                     : ext == ".gguf" ? ConvertToGguf(**in, plan, resolved, imatrix.get(), split_max_bytes)
                                      : ConvertToSafetensors(**in, plan, resolved);
   if (!st.ok()) {

@@ -22,6 +22,17 @@ namespace boltpack::tools {
 absl::StatusOr<std::unique_ptr<io::ElasticAuthoring>> LoadElastic(const std::string& path, const Inputs& in,
                                                                    const std::vector<std::optional<CodecRule>>& plan);
 
+// The elastic manifest of an elastic .bolt input, to store in a .bolt
+// output unchanged: re-encoding keeps the stored order, so the budgets
+// still describe the tensors. Validated (spec/elastic.md §2) against the
+// codec each tensor will get, so a budget whose cut would split a block of
+// a new codec is refused, naming budget, tensor and block size. nullopt
+// when no input is elastic; an error when several are, or when `--elastic`
+// (`authoring_given`) would replace one.
+absl::StatusOr<std::optional<ElasticManifest>> CarriedElastic(const Inputs& in,
+                                                              const std::vector<std::optional<CodecRule>>& plan,
+                                                              bool authoring_given);
+
 // True when any dimension moves.
 bool Moves(const format::ElementMaps& maps);
 

@@ -66,6 +66,26 @@ std::string Dims(const std::vector<uint64_t>& d) {
   return s + "]";
 }
 
+// Keys after "{arch}." that llama.cpp reads with get_key, as one number:
+// an array (such as the per-layer values a slice with different expert
+// counts per layer writes) makes it refuse the file. Per-layer arrays are
+// accepted only where it uses get_key_or_arr (feed_forward_length,
+// attention.head_count, attention.head_count_kv).
+constexpr std::string_view kScalarOnlySuffixes[] = {
+    "context_length",       "embedding_length",        "block_count",
+    "expert_count",         "expert_used_count",       "expert_feed_forward_length",
+    "expert_shared_count",  "expert_shared_feed_forward_length", "expert_group_count",
+    "expert_group_used_count", "leading_dense_block_count", "vocab_size",
+    "attention.key_length", "attention.value_length",  "rope.dimension_count",
+};
+
+std::string ScalarArrayMessage(const MetaValue& v, ValueType want) {
+  return StrCat("is an array of ", v.elements.size(), " ", ValueTypeName(v.element_type),
+                " (per-layer values?), but llama.cpp reads it as a single ", ValueTypeName(want),
+                " (get_key, not get_key_or_arr) and refuses the file (\"wrong type\"); only feed_forward_length, "
+                "attention.head_count and attention.head_count_kv may be per-layer arrays");
+}
+
 // One expected GGUF dimension: a value when the hyperparameters give it.
 struct Dim {
   std::optional<uint64_t> value;
@@ -133,8 +153,12 @@ class Checker {
       return nullptr;
     }
     if (v->type != want) {
-      Error(key, "", StrCat("has type ", ValueTypeName(v->type), "; llama.cpp reads it as ", ValueTypeName(want),
-                            " and fails with \"wrong type\""));
+      if (v->type == ValueType::kArray && want != ValueType::kArray) {
+        Error(key, "", ScalarArrayMessage(*v, want));
+      } else {
+        Error(key, "", StrCat("has type ", ValueTypeName(v->type), "; llama.cpp reads it as ", ValueTypeName(want),
+                              " and fails with \"wrong type\""));
+      }
       return nullptr;
     }
     return v;
@@ -268,6 +292,13 @@ class Checker {
     U32(K("rope.scaling.original_context_length"), false);
     Bool(K("rope.scaling.finetuned"), false);
     n_vocab_key_ = U32(K("vocab_size"), false);
+    // Scalar-only keys this checker does not read above: an array is still
+    // fatal to llama.cpp wherever it reads the key.
+    for (std::string_view suffix : {"expert_shared_count", "expert_shared_feed_forward_length", "expert_group_count",
+                                    "expert_group_used_count", "leading_dense_block_count"}) {
+      const MetaValue* v = Get(K(suffix));
+      if (v != nullptr && v->type == ValueType::kArray) Error(K(suffix), "", ScalarArrayMessage(*v, ValueType::kUint32));
+    }
     if (spec_ != nullptr) {
       if (spec_->norm == Norm::kRms) F32(K("attention.layer_norm_rms_epsilon"), true);
       else F32(K("attention.layer_norm_epsilon"), true);
@@ -581,6 +612,26 @@ size_t LlamaCheckResult::warnings() const { return problems.size() - errors(); }
 
 LlamaCheckResult CheckForLlamaCpp(const Metadata& kv, const std::vector<LlamaCheckTensor>& tensors) {
   return Checker(kv, tensors).Run();
+}
+
+std::vector<std::string> LlamaScalarKeysGivenAsArrays(const Metadata& kv) {
+  std::string arch;
+  for (const auto& [k, v] : kv) {
+    if (k == "general.architecture" && v.type == ValueType::kString) arch = v.s;
+  }
+  std::vector<std::string> out;
+  if (arch.empty()) return out;
+  for (const auto& [k, v] : kv) {
+    if (v.type != ValueType::kArray || k.size() <= arch.size() + 1 || k.compare(0, arch.size(), arch) != 0 ||
+        k[arch.size()] != '.') {
+      continue;
+    }
+    std::string_view suffix = std::string_view(k).substr(arch.size() + 1);
+    for (std::string_view s : kScalarOnlySuffixes) {
+      if (suffix == s) out.push_back(k);
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> LlamaCheckKnownArchitectures() {

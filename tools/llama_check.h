@@ -45,6 +45,11 @@ struct LlamaCheckResult {
 // Checks `kv` (keys "gguf.*" and "split.*" are ignored) and `tensors`.
 LlamaCheckResult CheckForLlamaCpp(const Metadata& kv, const std::vector<LlamaCheckTensor>& tensors);
 
+// Keys of `kv` ("{arch}.expert_count", ...) that hold an array where
+// llama.cpp reads one number, so it refuses the file: what `slice` warns
+// about when a budget's per-layer counts differ and it writes a .gguf.
+std::vector<std::string> LlamaScalarKeysGivenAsArrays(const Metadata& kv);
+
 // The architectures with their own rules (others get the generic checks).
 std::vector<std::string> LlamaCheckKnownArchitectures();
 

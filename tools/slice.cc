@@ -10,13 +10,18 @@
 #include "boltpack/writer.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
+#include "common/parallel_for.h"
+#include "format/cut_decode.h"
+#include "format/cut_pieces.h"
 #include "format/elastic_cut.h"
 #include "format/elastic_plan.h"
+#include "format/elastic_runs.h"
 #include "format/elastic_validate.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
+#include "tools/llama_check.h"
 #include "tools/metadata_json.h"
 #include "tools/progress.h"
 
@@ -89,6 +94,36 @@ absl::StatusOr<std::vector<uint8_t>> DecodeCut(const format::CutTensor& cut) {
   return bytes;
 }
 
+// The element maps a planned tensor keeps (the plan decides them).
+format::ElementMaps MapsOf(const Reader& r, const format::PlannedTensor& p) {
+  return format::RunMaps(r.tensors()[p.source].shape, p.runs);
+}
+
+// Codecs whose stored stream is already the elements of the tensor's dtype
+// (what DecodeCut would give), so a cut of them is written as it lies.
+bool StoresElements(const TensorInfo& info) {
+  if (info.codec_id == "raw") return true;
+  return (info.codec_id == "f32" && info.dtype == DType::kF32) ||
+         (info.codec_id == "f16" && info.dtype == DType::kF16) ||
+         (info.codec_id == "bf16" && info.dtype == DType::kBF16);
+}
+
+// Writes the cut of `p` decoded to its dtype's elements: in batches of outer
+// rows when it can be cut in place, else whole (codecs without fixed cells).
+template <typename W>
+absl::Status WriteDecoded(const Reader& r, const format::PlannedTensor& p, W& writer) {
+  auto maps = MapsOf(r, p);
+  if (auto cut = format::CutTensorInPlace(r, p.source, maps, p.name)) {
+    if (StoresElements(cut->info)) return writer.WriteNext(*cut->streams.at(0));
+    BP_ASSIGN_OR_RETURN(auto pieces,
+                        format::DecodedCutPieces::Create(*cut, ElementOutput(cut->info.dtype), HardwareThreads()));
+    return writer.WriteNext(*pieces);
+  }
+  BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, maps, p.name));
+  BP_ASSIGN_OR_RETURN(auto bytes, DecodeCut(cut));
+  return writer.WriteNext(bytes);
+}
+
 absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const SliceArgs& args) {
   WriterOptions options;
   options.alignment = r.alignment();
@@ -101,9 +136,16 @@ absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const S
     if (p.whole) {
       BP_RETURN_IF_ERROR(writer->CopyTensor(r, p.source, p.name));
     } else {
-      BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, format::PrefixMaps(r.tensors()[p.source].shape, p.kept), p.name));
-      std::vector<absl::Span<const uint8_t>> spans(cut.streams.begin(), cut.streams.end());
-      BP_RETURN_IF_ERROR(writer->AddStoredTensor(std::move(cut.info), spans));
+      auto maps = MapsOf(r, p);
+      if (auto in_place = format::CutTensorInPlace(r, p.source, maps, p.name)) {
+        // Kept runs go from the input's mapping to the output file.
+        auto pieces = in_place->pieces();
+        BP_RETURN_IF_ERROR(writer->AddStoredTensor(std::move(in_place->info), pieces));
+      } else {
+        BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, maps, p.name));
+        std::vector<absl::Span<const uint8_t>> spans(cut.streams.begin(), cut.streams.end());
+        BP_RETURN_IF_ERROR(writer->AddStoredTensor(std::move(cut.info), spans));
+      }
     }
     progress.Advance(1);
   }
@@ -122,16 +164,38 @@ absl::Status SliceToSafetensors(const Reader& r, const format::SlicePlan& plan, 
   BP_ASSIGN_OR_RETURN(auto writer, io::SafetensorsWriter::Create(args.output, meta, decls, {args.input}));
   Progress progress("slice", plan.tensors.size());
   for (const auto& p : plan.tensors) {
-    BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, format::PrefixMaps(r.tensors()[p.source].shape, p.kept), p.name));
-    BP_ASSIGN_OR_RETURN(auto bytes, DecodeCut(cut));
-    BP_RETURN_IF_ERROR(writer->WriteNext(bytes));
+    BP_RETURN_IF_ERROR(WriteDecoded(r, p, *writer));
     progress.Advance(1);
   }
   progress.Finish();
   return writer->Finish();
 }
 
-absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const SliceArgs& args) {
+// llama.cpp reads some per-layer facts as one number; a budget whose kept
+// layers differ in them (or a parent that already had an array) gets a
+// per-layer array there, which it refuses.
+// The file is still a valid GGUF (other readers, bolt-pack itself, take
+// it), so this warns rather than fails.
+void WarnLlamaScalars(const Metadata& kv, const std::string& budget) {
+  for (const auto& key : LlamaScalarKeysGivenAsArrays(kv)) {
+    std::string values;
+    for (const auto& [k, v] : kv) {
+      if (k != key) continue;
+      for (const auto& e : v.elements) {
+        values += StrCat(values.empty() ? "" : ", ", IsSignedInt(e.type) ? StrCat(e.i) : StrCat(e.u));
+      }
+    }
+    std::fprintf(stderr,
+                 "bolt-pack: warning: budget \"%s\": %s is a per-layer array [%s]; llama.cpp reads %s as a "
+                 "single number and will refuse to load this GGUF (`bolt-pack verify --target llama.cpp` reports "
+                 "it); for llama.cpp, slice a budget with the same count in every kept layer from a parent whose "
+                 "key is a single number\n",
+                 budget.c_str(), key.c_str(), values.c_str(), key.c_str());
+  }
+}
+
+absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const SliceArgs& args,
+                         const std::string& budget) {
   Metadata kv;
   uint32_t version = 3;
   bool padded = true;
@@ -143,6 +207,7 @@ absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const S
     if (key.rfind(io::kGgufKeyPrefix, 0) == 0) continue;  // layout facts, not GGUF keys
     kv.emplace_back(key, value);
   }
+  WarnLlamaScalars(kv, budget);
   std::vector<io::GgufTensorDecl> decls;
   std::vector<bool> decode;  // element types GGUF has, reached by decoding
   for (const auto& p : plan.tensors) {
@@ -172,11 +237,13 @@ absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const S
   Progress progress("slice", plan.tensors.size());
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const auto& p = plan.tensors[i];
-    BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, format::PrefixMaps(r.tensors()[p.source].shape, p.kept), p.name));
     if (decode[i]) {
-      BP_ASSIGN_OR_RETURN(auto bytes, DecodeCut(cut));
-      BP_RETURN_IF_ERROR(writer->WriteNext(bytes));
+      BP_RETURN_IF_ERROR(WriteDecoded(r, p, *writer));
+    } else if (auto maps = MapsOf(r, p); auto in_place = format::CutTensorInPlace(r, p.source, maps, p.name)) {
+      // GGUF blocks are the stored cells: kept runs go straight across.
+      BP_RETURN_IF_ERROR(writer->WriteNext(*in_place->streams.at(0)));
     } else {
+      BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, maps, p.name));
       BP_RETURN_IF_ERROR(writer->WriteNext(cut.streams.at(0)));
     }
     progress.Advance(1);
@@ -251,7 +318,7 @@ int RunSlice(const SliceArgs& args) {
   absl::Status st = plan.status();
   if (st.ok()) {
     st = ext == ".bolt" ? SliceToBolt(r, *plan, args)
-         : ext == ".gguf" ? SliceToGguf(r, *plan, args)
+         : ext == ".gguf" ? SliceToGguf(r, *plan, args, budget.name)
                           : SliceToSafetensors(r, *plan, args);
   }
   if (!st.ok()) {

@@ -297,7 +297,8 @@ BP_API bp_status bp_metadata_array_get_string(const bp_reader* r, size_t i, size
 
 /* ---- elastic budgets (spec/elastic.md §5.3, §5.4) -----------------------
  * An elastic file (format 1.1) names budgets: nested sub-models kept as a
- * prefix of every sliceable dimension. A bp_budget is one budget of an open
+ * prefix of every sliceable dimension (format 1.2: a prefix of every group of
+ * a grouped axis, of every segment of a fused dimension). A bp_budget is one budget of an open
  * reader, seen in one view: its kept tensors, their kept shapes, and for
  * each either zero-copy region descriptors into the file's mapping
  * (uncompressed fixed-cell codecs: f32/f16/bf16, q8_0, mxfp4, nvfp4, ...) or
@@ -321,11 +322,13 @@ struct bp_budget_tensor {
 /* The kept bytes of one stream, in place: for every index tuple i over
  * counts[0..ndim) (outermost first, row-major), the run_bytes bytes at
  * base + sum(i[k] * strides[k]). ndim 0: one run at base (contiguous). The
- * runs in that order are exactly the stream a `bolt-pack slice` writes.
- * Layout is part of the ABI. */
+ * runs in that order are exactly the stream a `bolt-pack slice` writes;
+ * when a stream's kept runs are irregular (format 1.2 mixed segments) it has
+ * several consecutive regions with the same `stream`, whose runs in region
+ * order are that stream. Layout is part of the ABI. */
 struct bp_region {
   size_t stream;               /* index of the stream in the tensor (bp_stream_info) */
-  const uint8_t* base;         /* the stream's stored bytes, in the mapping */
+  const uint8_t* base;         /* in the mapping: the stream's stored bytes from the region's first byte */
   uint64_t base_size;
   uint32_t ndim;               /* < BP_MAX_DIMS */
   uint64_t counts[BP_MAX_DIMS];
@@ -359,7 +362,7 @@ BP_API bp_status bp_budget_tensor(const bp_budget* b, size_t i, struct bp_budget
 BP_API bp_status bp_budget_bytes(const bp_budget* b, uint64_t* bytes);
 
 /* Zero-copy: the number of regions of kept tensor i (one per stream the view
- * reads). BP_ERR_UNSUPPORTED (the message names the tensor) when its bytes
+ * reads, or several consecutive ones for a stream with irregular runs). BP_ERR_UNSUPPORTED (the message names the tensor) when its bytes
  * cannot be viewed in place: a compressed stream or a codec without fixed
  * cells; use bp_budget_decode. */
 BP_API bp_status bp_budget_region_count(const bp_budget* b, size_t i, size_t* count);

@@ -1,9 +1,13 @@
 // Zero-copy views of one elastic budget (spec/elastic.md §5.3):
 // for each tensor the budget keeps, where its kept bytes lie inside the
-// reader's mapping, as a strided region over each stored stream: contiguous
+// reader's mapping, as strided regions over each stored stream: contiguous
 // when the cut is a prefix of the outermost dimension (or nothing is cut),
 // otherwise `count` runs of `run_bytes` at a fixed stride per outer
-// dimension. Only uncompressed streams of codecs with fixed-size cells
+// dimension, with an extra (count, stride) level for a dimension whose kept
+// runs are regular but not one prefix (a grouped axis, format 1.2: a prefix
+// of every GQA group; a fused dimension of repeated segments), and several
+// regions of the same stream, in order, where the runs are irregular (mixed
+// segments). Only uncompressed streams of codecs with fixed-size cells
 // (element codecs, q8_0, mxfp4, nvfp4, nvfp4-ggml, int4-g128, iq2_xxs, GGUF
 // blocks) can be viewed; for the rest (entropy-coded bf16-huffman,
 // bf16-unary, bf16-spec, bf16-mx; compressed streams) DecodeBudget decodes
@@ -24,17 +28,22 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "boltpack/codec.h"
+#include "boltpack/elastic.h"
 #include "boltpack/types.h"
 
 namespace boltpack {
 
 class Reader;
 
-// The kept bytes of one stream: for every index tuple i over `counts`
+// Kept bytes of one stream: for every index tuple i over `counts`
 // (outermost first, row-major), the `run_bytes` bytes at
 // base.data() + sum(i[k] * strides[k]). Empty `counts`: one run at base.
+// A stream may be described by several regions (irregular runs): their
+// runs, concatenated in order, are the stream's kept bytes.
 struct StridedRegion {
-  absl::Span<const uint8_t> base;  // the stream's stored bytes, in the mapping
+  // The stream's stored bytes in the mapping, from the region's first byte
+  // (the stream's start unless the first kept element is not the first).
+  absl::Span<const uint8_t> base;
   std::vector<uint64_t> counts;
   std::vector<uint64_t> strides;   // bytes
   uint64_t run_bytes = 0;
@@ -50,15 +59,24 @@ struct StridedRegion {
 struct BudgetTensor {
   size_t tensor = 0;                    // index in reader.tensors()
   std::string name;                     // with layers renumbered
-  std::vector<uint64_t> shape;          // kept (a prefix of every dimension)
+  std::vector<uint64_t> shape;          // kept size of every dimension
+  // Per dimension, the kept elements of the parent's dimension as runs
+  // [start, start + length), ascending, adding up to shape[d]: one run
+  // [0, shape[d]) for a prefix; one per group for a grouped axis, per
+  // segment piece for a segmented dimension (format 1.2). Empty: a prefix
+  // of every dimension.
+  std::vector<std::vector<ElasticRun>> runs;
 };
 
 struct BudgetTensorView {
   size_t tensor = 0;                    // index in reader.tensors()
   std::string name;                     // with layers renumbered
   std::vector<uint64_t> shape;          // kept
-  // One per stored stream the view reads, in record order (every stream for
-  // "full"); StridedRegion::stream is its index in the record.
+  // The regions of the stored streams the view reads, in record order
+  // (every stream for "full"): one per stream, or several consecutive ones
+  // for the same stream when its kept runs are irregular (concatenated in
+  // order they are the stream's kept bytes); StridedRegion::stream is the
+  // stream's index in the record.
   std::vector<StridedRegion> streams;
 };
 
@@ -88,8 +106,9 @@ absl::StatusOr<uint64_t> BudgetDecodedBytes(const Reader& reader, const BudgetTe
 // view) sees it into `dst` (exactly BudgetDecodedBytes): the kept outer rows
 // are decoded with Reader::DecodeRows (only their chunks are read; the rows
 // after the kept prefix never are), then the kept prefix of every inner
-// dimension is gathered. Equals cutting Reader::Decode(tensor, view, out) to
-// the kept shape, for every codec and every view. Any codec; an output form
+// dimension is gathered (the kept runs of every dimension, format 1.2).
+// Equals cutting Reader::Decode(tensor, view, out) to the kept elements, for
+// every codec and every view. Any codec; an output form
 // without a whole number of bytes per element (block-native output) is
 // refused when an inner dimension is cut.
 absl::Status DecodeBudget(const Reader& reader, const BudgetTensor& tensor, std::string_view view, OutputType out,

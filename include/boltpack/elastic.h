@@ -1,8 +1,9 @@
-// The elastic (nested-slice) manifest of format 1.1 (spec/elastic.md): the
-// parent model's sliceable axes, which tensor dimensions follow them, and
-// named budgets. Tensors are stored pre-permuted ("prefix" order), so a
+// The elastic (nested-slice) manifest of format 1.1/1.2 (spec/elastic.md):
+// the parent model's sliceable axes, which tensor dimensions follow them,
+// and named budgets. Tensors are stored pre-permuted ("prefix" order), so a
 // budget keeps the first `count * unit_elems` elements of every bound
-// dimension and the layers its mask keeps.
+// dimension (per group for a grouped axis, per segment for a segmented
+// dimension: format 1.2, manifest version 2) and the layers its mask keeps.
 #ifndef BOLTPACK_ELASTIC_H_
 #define BOLTPACK_ELASTIC_H_
 
@@ -26,11 +27,44 @@ struct ElasticAxis {
   std::vector<uint64_t> parent;
   std::string at_most;       // axis bounding this one, or empty
   std::string metadata_key;  // "{arch}.<key>" holding the size, or empty
+  // Version 2: the units form `groups` equal groups (GQA query heads per KV
+  // head) and a budget keeps count/groups units at the start of each.
+  // 0 or 1: ungrouped.
+  uint64_t groups = 0;
 };
+
+// Version 2: one segment of a segmented dimension: an axis' units (`axis`
+// set, parent(axis, L) * unit_elems elements) or `fixed_elems` elements no
+// budget cuts (exactly one of the two).
+struct ElasticSegment {
+  std::string axis;
+  uint64_t fixed_elems = 0;
+};
+
+// Version 2: dimension `dim` of a binding (marked "+" in dims) made of
+// consecutive segments, e.g. a fused gate_up {ffn, ffn}.
+struct ElasticSegmentedDim {
+  uint32_t dim = 0;
+  std::vector<ElasticSegment> segments;
+};
+
+// The dims entry of a segmented dimension.
+inline constexpr std::string_view kElasticSegmentedDim = "+";
 
 struct ElasticBinding {
   std::string tensor;              // name or template with "{L}"
-  std::vector<std::string> dims;   // axis name or "-", outermost first
+  std::vector<std::string> dims;   // axis name, "-" or "+" (segmented), outermost first
+  std::vector<ElasticSegmentedDim> segmented;  // one per "+" in dims
+  // The segments of dimension d, or nullptr when it is not segmented.
+  const ElasticSegmentedDim* SegmentsOf(size_t d) const;
+};
+
+// One run of kept elements of a dimension: [start, start + length) of the
+// parent's (stored) dimension.
+struct ElasticRun {
+  uint64_t start = 0;
+  uint64_t length = 0;
+  bool operator==(const ElasticRun& o) const { return start == o.start && length == o.length; }
 };
 
 struct ElasticBudgetAxis {
@@ -54,7 +88,7 @@ struct ElasticImportance {
 };
 
 struct ElasticManifest {
-  uint32_t version = 1;
+  uint32_t version = 1;  // 2 when an axis has groups > 1 or a binding a segmented dim
   bool prefix_order = true;  // storage order "prefix" (the only one defined)
   uint32_t layer_count = 0;
   std::string layer_pattern;  // e.g. "blk.{L}."
@@ -69,6 +103,9 @@ struct ElasticManifest {
   // axis) under `budget`: its listed count, else the parent size; 0 for a
   // dropped layer.
   uint64_t KeptUnits(const ElasticBudget& budget, const ElasticAxis& axis, uint32_t layer) const;
+  // The lowest manifest version that expresses this manifest: 2 when an axis
+  // has groups > 1 or a binding a segmented dimension, else 1.
+  uint32_t RequiredVersion() const;
 };
 
 // The parent layer a tensor name belongs to under `layer_pattern` (one

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "boltpack/codec.h"
 #include "boltpack/elastic.h"
+#include "boltpack/piece_source.h"
 #include "boltpack/types.h"
 
 namespace boltpack {
@@ -57,9 +58,15 @@ class Writer {
   // per stream, the role (and optional chunks); offsets, lengths and
   // checksums are filled in. `streams[k]` are the bytes of info.streams[k].
   absl::Status AddStoredTensor(TensorInfo info, const std::vector<absl::Span<const uint8_t>>& streams);
+  // The same with each stream's bytes handed over in pieces, so a stream is
+  // written without being held whole (bolt-pack slice: runs of the input's
+  // mapping). `streams[k]->size()` is the length of info.streams[k].
+  absl::Status AddStoredTensor(TensorInfo info, const std::vector<PieceSource*>& streams);
   // Stores an elastic manifest (format 1.1, spec/elastic.md) and declares the
   // optional feature "elastic". It is validated against the tensors at
-  // Finish(), which fails if it does not fit them.
+  // Finish(), which fails if it does not fit them. A manifest of version 2
+  // (grouped axes, segmented dimensions) makes the file format 1.2; set
+  // ElasticManifest::version to RequiredVersion().
   absl::Status SetElastic(const ElasticManifest& elastic);
   // Writes the manifest and footer, fsyncs and renames into place.
   absl::Status Finish();

@@ -735,16 +735,32 @@ Json ElasticJson(const v1::ElasticManifest& e) {
   };
   Json axes = Json::Arr();
   for (const auto& a : e.axes()) {
-    axes.Push(Json::Obj()
-                  .Add("name", S(a.name()))
-                  .Add("scope", S(a.scope() == v1::ELASTIC_SCOPE_LAYER ? "layer" : "global"))
-                  .Add("granularity", U(a.granularity()))
-                  .Add("unit_elems", U(a.unit_elems()))
-                  .Add("parent", uints(a.parent())));
+    Json axis = Json::Obj()
+                    .Add("name", S(a.name()))
+                    .Add("scope", S(a.scope() == v1::ELASTIC_SCOPE_LAYER ? "layer" : "global"))
+                    .Add("granularity", U(a.granularity()))
+                    .Add("unit_elems", U(a.unit_elems()))
+                    .Add("parent", uints(a.parent()));
+    // Format 1.2 keys only where used, so 1.1 expectations keep their bytes.
+    if (a.groups() > 1) axis.Add("groups", U(a.groups()));
+    axes.Push(axis);
   }
   Json bindings = Json::Arr();
   for (const auto& b : e.bindings()) {
-    bindings.Push(Json::Obj().Add("tensor", S(b.tensor())).Add("dims", StrList({b.dims().begin(), b.dims().end()})));
+    Json binding = Json::Obj().Add("tensor", S(b.tensor())).Add("dims", StrList({b.dims().begin(), b.dims().end()}));
+    if (b.segmented_size() > 0) {
+      Json segmented = Json::Arr();
+      for (const auto& sd : b.segmented()) {
+        Json segs = Json::Arr();
+        for (const auto& seg : sd.segments()) {
+          segs.Push(seg.axis().empty() ? Json::Obj().Add("fixed_elems", U(seg.fixed_elems()))
+                                       : Json::Obj().Add("axis", S(seg.axis())));
+        }
+        segmented.Push(Json::Obj().Add("dim", U(sd.dim())).Add("segments", segs));
+      }
+      binding.Add("segmented", segmented);
+    }
+    bindings.Push(binding);
   }
   Json budgets = Json::Arr();
   for (const auto& b : e.budgets()) {
@@ -1397,6 +1413,52 @@ void ValidElastic() {
   std::vector<TensorSpec> ts;
   Bytes b = ElasticFile("elastic", &ts);
   SaveValid("elastic", b, {}, DecodesOf(ts));
+}
+
+// Format 1.2: elastic manifest version 2. One layer; "heads" in 2 groups
+// (GQA) of 2 units of 2 rows; a fused gate_up of segments {ffn, ffn, 2
+// fixed rows}. "half" keeps one head per group and one ffn unit per segment.
+bp::ElasticManifest GroupedElastic() {
+  bp::ElasticManifest e;
+  e.version = 2;
+  e.layer_count = 1;
+  e.layer_pattern = "blk.{L}.";
+  bp::ElasticAxis heads;
+  heads.name = "heads";
+  heads.scope = bp::ElasticScope::kLayer;
+  heads.unit_elems = 2;
+  heads.parent = {4};
+  heads.groups = 2;
+  e.axes.push_back(heads);
+  bp::ElasticAxis ffn;
+  ffn.name = "ffn";
+  ffn.scope = bp::ElasticScope::kLayer;
+  ffn.parent = {2};
+  e.axes.push_back(ffn);
+  e.bindings.push_back({"blk.{L}.attn_q.weight", {"heads", "-"}, {}});
+  e.bindings.push_back({"blk.{L}.ffn_gate_up.weight", {"+", "-"}, {{0, {{"ffn", 0}, {"ffn", 0}, {"", 2}}}}});
+  e.budgets.push_back({"half", {true}, {{"heads", {2}}, {"ffn", {1}}}, ""});
+  return e;
+}
+
+Bytes GroupedFile(const std::string& name, std::vector<TensorSpec>* ts) {
+  *ts = {F32Tensor("blk.0.attn_q.weight", {8, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}),
+         F32Tensor("blk.0.ffn_gate_up.weight", {6, 2}, {-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12})};
+  Bytes b = WriteWith(name, Options(), [&](bp::Writer& w) {
+    for (const auto& t : *ts) Add(w, t);
+    Check(w.SetElastic(GroupedElastic()), "elastic v2");
+  });
+  v1::Manifest m = ManifestOf(b);
+  if (m.format_minor() != 2 || m.elastic().version() != 2) {
+    Die("elastic v2 vector: the Writer did not stamp 1.2");
+  }
+  return b;
+}
+
+void ValidElasticGroups() {
+  std::vector<TensorSpec> ts;
+  Bytes b = GroupedFile("elastic_groups", &ts);
+  SaveValid("elastic_groups", b, {}, DecodesOf(ts));
 }
 
 // ---------------------------------------------------------------------------
@@ -2063,6 +2125,70 @@ void InvalidViews() {
   }
 }
 
+// Format 1.2: elastic manifest version 2 (groups, segments; spec/elastic.md
+// §2). Each vector edits the valid elastic_groups file so that exactly one
+// rule breaks.
+void InvalidElasticV2() {
+  std::vector<TensorSpec> unused;
+  const Bytes b0 = GroupedFile("elastic_groups_base", &unused);
+  auto seg = [](v1::Manifest& m, int i) {
+    return m.mutable_elastic()->mutable_bindings(1)->mutable_segmented(0)->mutable_segments(i);
+  };
+  InvalidManifest("elastic_v2_features_in_version_1", b0, [](v1::Manifest& m) { m.mutable_elastic()->set_version(1); },
+                  Open(kDataLoss, "need version 2", "elastic.md §2 rule 1"));
+  InvalidManifest("elastic_groups_not_dividing_parent", b0,
+                  [](v1::Manifest& m) { m.mutable_elastic()->mutable_axes(0)->set_groups(3); },
+                  Open(kDataLoss, "axis \"heads\": parent size 4 in layer 0 is not divisible by its 3 groups",
+                       "elastic.md §2 rule 2"));
+  InvalidManifest("elastic_count_not_divisible_by_groups", b0,
+                  [](v1::Manifest& m) { m.mutable_elastic()->mutable_budgets(0)->mutable_sizes(0)->set_counts(0, 3); },
+                  Open(kDataLoss, "budget \"half\": axis \"heads\" in layer 0 keeps 3 units, not divisible by its 2 groups",
+                       "elastic.md §2 rule 5"));
+  InvalidManifest("elastic_segments_sum_mismatch", b0, [&](v1::Manifest& m) { seg(m, 2)->set_fixed_elems(3); },
+                  Open(kDataLoss, "tensor \"blk.0.ffn_gate_up.weight\": dimension 0 is 6 but its segments add up to 7",
+                       "elastic.md §2 rule 4"));
+  InvalidManifest("elastic_segment_axis_and_fixed", b0, [&](v1::Manifest& m) { seg(m, 0)->set_fixed_elems(1); },
+                  Open(kDataLoss, "dim 0 segment 0 must set exactly one of axis and fixed_elems", "elastic.md §2 rule 3"));
+  InvalidManifest("elastic_segment_unknown_axis", b0, [&](v1::Manifest& m) { seg(m, 1)->set_axis("ffn2"); },
+                  Open(kDataLoss, "binding \"blk.{L}.ffn_gate_up.weight\": unknown axis \"ffn2\"", "elastic.md §2 rule 3"));
+  InvalidManifest("elastic_segmented_dim_not_marked", b0,
+                  [](v1::Manifest& m) { m.mutable_elastic()->mutable_bindings(1)->set_dims(0, "-"); },
+                  Open(kDataLoss, "segmented dim 0 is not a dimension marked \"+\"", "elastic.md §2 rule 3"));
+  // A grouped axis on the innermost dimension of a q8_0 tensor: 2 groups of
+  // 64 elements; keeping 32 per group is whole blocks, 16 per group splits.
+  {
+    std::vector<float> v(2 * 128);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int>(i % 13) - 6) / 8.0f;
+    const std::vector<uint64_t> shape = {2, 128};
+    const Bytes src_bytes = Raw(v);
+    bp::ElasticManifest e;
+    e.version = 2;
+    bp::ElasticAxis hidden;
+    hidden.name = "hidden";
+    hidden.scope = bp::ElasticScope::kGlobal;
+    hidden.parent = {128};
+    hidden.groups = 2;
+    e.axes.push_back(hidden);
+    e.bindings.push_back({"o_proj.weight", {"-", "hidden"}, {}});
+    e.budgets.push_back({"half", {}, {{"hidden", {64}}}, ""});
+    Bytes q = WriteWith("elastic_groups_q8_0_base", Options(), [&](bp::Writer& w) {
+      bp::TensorSource src;
+      src.name = "o_proj.weight";
+      src.dtype = DType::kF32;
+      src.shape = absl::MakeConstSpan(shape);
+      src.bytes = absl::MakeConstSpan(src_bytes);
+      auto enc = Take(bp::EncodeTensor("q8_0", src, {}, {}), "encode q8_0");
+      Check(w.AddTensor("o_proj.weight", shape, DType::kF32, "q8_0", std::move(enc)), "add q8_0");
+      Check(w.SetElastic(e), "elastic groups q8_0");
+    });
+    InvalidManifest("elastic_grouped_cut_splits_block", q,
+                    [](v1::Manifest& m) { m.mutable_elastic()->mutable_budgets(0)->mutable_sizes(0)->set_counts(0, 32); },
+                    Open(kDataLoss,
+                         "budget \"half\": tensor \"o_proj.weight\" keeps 16 elements at the start of each of 2 groups",
+                         "elastic.md §2 rule 6"));
+  }
+}
+
 // Format 1.1: the elastic manifest (spec/elastic.md §2). Each vector edits
 // the valid elastic file so that exactly one rule breaks.
 void InvalidElastic() {
@@ -2137,6 +2263,7 @@ void InvalidElastic() {
                          "(axis \"hidden\"), not a multiple of its codec's block of 32 elements",
                          "elastic.md §2 rule 6"));
   }
+  InvalidElasticV2();
 }
 
 void InvalidVectors() {
@@ -2207,6 +2334,7 @@ int main(int argc, char** argv) {
   ValidSharded();
   ValidViews();
   ValidElastic();
+  ValidElasticGroups();
   InvalidVectors();
 
   std::filesystem::remove_all(g_scratch);

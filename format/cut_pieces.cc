@@ -1,0 +1,285 @@
+#include "format/cut_pieces.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "boltpack/reader.h"
+#include "common/checked_math.h"
+#include "common/piece_copy.h"
+#include "common/str_cat.h"
+#include "format/elastic_manifest.h"
+#include "format/layout.h"
+
+namespace boltpack::format {
+namespace {
+
+// Check takes a gathered piece as one part.
+static_assert(kCutPieceBytes <= kPiecePartBytes);
+
+// The cell map of the innermost dimension when every block of `block`
+// output elements reads one whole, aligned source block; nullopt otherwise
+// (CutStoredTensor then reports which block is split).
+std::optional<std::vector<uint64_t>> WholeBlockMap(const std::vector<uint64_t>& elems, uint64_t block) {
+  if (elems.size() % block != 0) return std::nullopt;
+  std::vector<uint64_t> cells(elems.size() / block);
+  for (size_t q = 0; q < cells.size(); ++q) {
+    uint64_t first = elems[q * block];
+    if (first % block != 0) return std::nullopt;
+    for (uint64_t i = 1; i < block; ++i) {
+      if (elems[q * block + i] != first + i) return std::nullopt;
+    }
+    cells[q] = first / block;
+  }
+  return cells;
+}
+
+}  // namespace
+
+StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored,
+                                 std::vector<uint64_t> grid, uint64_t cell_bytes, ElementMaps cell_maps)
+    : reader_(reader), tensor_(tensor), stream_(stream), stored_(stored), maps_(std::move(cell_maps)) {
+  size_t n = grid.size();
+  stride_.assign(n, cell_bytes);
+  for (size_t d = n - 1; d > 0; --d) stride_[d - 1] = stride_[d] * grid[d];
+  out_dims_.resize(n);
+  for (size_t d = 0; d < n; ++d) out_dims_[d] = maps_[d].empty() ? grid[d] : maps_[d].size();
+  // Innermost runs: maximal stretches where the map is consecutive.
+  const auto& inner = maps_[n - 1];
+  if (inner.empty()) {
+    if (grid[n - 1] > 0) inner_runs_.emplace_back(0, grid[n - 1] * cell_bytes);
+  } else {
+    for (size_t j = 0; j < inner.size();) {
+      size_t k = j + 1;
+      while (k < inner.size() && inner[k] == inner[k - 1] + 1) ++k;
+      inner_runs_.emplace_back(inner[j] * cell_bytes, (k - j) * cell_bytes);
+      j = k;
+    }
+  }
+  rows_left_ = inner_runs_.empty() ? 0 : 1;
+  for (size_t d = 0; d + 1 < n; ++d) rows_left_ *= out_dims_[d];
+  idx_.assign(n > 0 ? n - 1 : 0, 0);
+  row_base_ = 0;
+  for (size_t d = 0; d + 1 < n; ++d) row_base_ += (maps_[d].empty() ? 0 : maps_[d][0]) * stride_[d];
+  uint64_t row_bytes = 0;
+  for (const auto& r : inner_runs_) row_bytes += r.second;
+  size_ = rows_left_ * row_bytes;
+  verified_.assign(reader.tensors()[tensor].streams[stream].chunks.size(), false);
+}
+
+StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored)
+    : StreamCutPieces(reader, tensor, stream, stored, {stored.size()}, 1, ElementMaps(1)) {}
+
+std::pair<uint64_t, uint64_t> StreamCutPieces::NextRun() {
+  while (rows_left_ > 0) {
+    if (run_ < inner_runs_.size()) {
+      const auto& r = inner_runs_[run_++];
+      return {row_base_ + r.first, r.second};
+    }
+    run_ = 0;
+    if (--rows_left_ == 0) break;
+    // The next outer index tuple (odometer) and its source offset.
+    for (size_t d = idx_.size(); d-- > 0;) {
+      if (++idx_[d] < out_dims_[d]) break;
+      idx_[d] = 0;
+    }
+    row_base_ = 0;
+    for (size_t d = 0; d < idx_.size(); ++d) row_base_ += (maps_[d].empty() ? idx_[d] : maps_[d][idx_[d]]) * stride_[d];
+  }
+  return {0, 0};
+}
+
+absl::Status StreamCutPieces::Verify(uint64_t begin, uint64_t end) {
+  const StreamInfo& s = reader_.tensors()[tensor_].streams[stream_];
+  if (s.chunks.empty()) {
+    if (!whole_verified_) {
+      absl::Status st = reader_.VerifyStream(tensor_, stream_);
+      if (!st.ok()) return st;
+      whole_verified_ = true;
+    }
+    return absl::OkStatus();
+  }
+  if (last_chunk_ < s.chunks.size() && verified_[last_chunk_]) {
+    const ChunkInfo& last = s.chunks[last_chunk_];
+    if (begin >= last.stored_offset && end <= last.stored_offset + last.stored_length) return absl::OkStatus();
+  }
+  // The first chunk ending after `begin` (chunks tile the stream in order,
+  // which the reader checked when it opened the file).
+  auto it = std::upper_bound(s.chunks.begin(), s.chunks.end(), begin,
+                             [](uint64_t v, const ChunkInfo& c) { return v < c.stored_offset + c.stored_length; });
+  for (size_t c = static_cast<size_t>(it - s.chunks.begin()); c < s.chunks.size() && s.chunks[c].stored_offset < end;
+       ++c) {
+    if (verified_[c]) continue;
+    const ChunkInfo& chunk = s.chunks[c];
+    if (Xxh3(stored_.subspan(chunk.stored_offset, chunk.stored_length)) != chunk.xxh3) {
+      return absl::DataLossError(StrCat(reader_.path(), ": tensor \"", reader_.tensors()[tensor_].name, "\" stream \"",
+                                        s.role, "\": chunk ", c, " checksum mismatch"));
+    }
+    verified_[c] = true;
+    last_chunk_ = c;
+  }
+  return absl::OkStatus();
+}
+
+std::pair<uint64_t, uint64_t> StreamCutPieces::NextCoalesced() {
+  if (pending_.second == 0) pending_ = NextRun();
+  auto [start, len] = pending_;
+  if (len == 0) return {0, 0};
+  if (len > kCutPieceBytes) {
+    len = kCutPieceBytes;
+    pending_ = {start + len, pending_.second - len};
+    return {start, len};
+  }
+  pending_ = {0, 0};
+  // Runs that continue where this one ends join it (a cut outer dimension
+  // keeps long stretches of whole rows).
+  while (len < kCutPieceBytes) {
+    auto r = NextRun();
+    if (r.second == 0) break;
+    if (r.first != start + len) {
+      pending_ = r;
+      break;
+    }
+    uint64_t take = std::min(r.second, kCutPieceBytes - len);
+    len += take;
+    if (take < r.second) {
+      pending_ = {r.first + take, r.second - take};
+      break;
+    }
+  }
+  return {start, len};
+}
+
+absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
+  if (size_ == 0 && !whole_verified_) {
+    // Nothing to copy; an empty stream's checksum is still the file's word.
+    if (stored_.empty()) {
+      absl::Status st = Verify(0, 0);
+      if (!st.ok()) return st;
+    }
+    whole_verified_ = true;
+  }
+  auto run = held_.second != 0 ? held_ : NextCoalesced();
+  held_ = {0, 0};
+  if (run.second >= kGatherRunBytes || run.second == 0) return stored_.subspan(run.first, run.second);
+  // Short runs: copied together into one piece; Check verifies the chunks
+  // they came from.
+  gathered_.clear();
+  gathered_chunks_.clear();
+  while (run.second != 0) {
+    if (run.second >= kGatherRunBytes || gathered_.size() + run.second > kCutPieceBytes) {
+      held_ = run;  // the next piece starts with it
+      break;
+    }
+    NoteChunks(run.first, run.first + run.second);
+    const uint8_t* bytes = stored_.data() + run.first;
+    gathered_.insert(gathered_.end(), bytes, bytes + run.second);
+    run = NextCoalesced();
+  }
+  return absl::MakeConstSpan(gathered_);
+}
+
+void StreamCutPieces::NoteChunks(uint64_t begin, uint64_t end) {
+  const auto& chunks = reader_.tensors()[tensor_].streams[stream_].chunks;
+  if (chunks.empty()) {
+    if (gathered_chunks_.empty()) gathered_chunks_.push_back(0);  // the whole stream
+    return;
+  }
+  if (!gathered_chunks_.empty()) {
+    const ChunkInfo& last = chunks[gathered_chunks_.back()];
+    if (begin >= last.stored_offset && end <= last.stored_offset + last.stored_length) return;
+  }
+  auto it = std::upper_bound(chunks.begin(), chunks.end(), begin,
+                             [](uint64_t v, const ChunkInfo& c) { return v < c.stored_offset + c.stored_length; });
+  for (size_t c = static_cast<size_t>(it - chunks.begin()); c < chunks.size() && chunks[c].stored_offset < end; ++c) {
+    if (gathered_chunks_.empty() || gathered_chunks_.back() != c) gathered_chunks_.push_back(c);
+  }
+}
+
+absl::Status StreamCutPieces::Check(absl::Span<const uint8_t> part) {
+  if (part.data() >= stored_.data() && part.data() < stored_.data() + stored_.size()) {
+    uint64_t begin = static_cast<uint64_t>(part.data() - stored_.data());
+    return Verify(begin, begin + part.size());
+  }
+  // A gathered piece (one part: it is at most kCutPieceBytes): the chunks
+  // its runs came from.
+  const auto& chunks = reader_.tensors()[tensor_].streams[stream_].chunks;
+  for (size_t c : gathered_chunks_) {
+    absl::Status st = chunks.empty() ? Verify(0, stored_.size()) : Verify(chunks[c].stored_offset, chunks[c].stored_offset + 1);
+    if (!st.ok()) return st;
+  }
+  gathered_chunks_.clear();
+  return absl::OkStatus();
+}
+
+std::optional<uint64_t> StreamCutPieces::VerifiedXxh3(absl::Span<const uint8_t> bytes) const {
+  if (bytes.empty() || bytes.data() < stored_.data() || bytes.data() >= stored_.data() + stored_.size()) {
+    return std::nullopt;  // not in the mapping: a gathered piece
+  }
+  const StreamInfo& s = reader_.tensors()[tensor_].streams[stream_];
+  uint64_t begin = static_cast<uint64_t>(bytes.data() - stored_.data());
+  if (s.chunks.empty()) {
+    if (whole_verified_ && begin == 0 && bytes.size() == stored_.size()) return s.xxh3;
+    return std::nullopt;
+  }
+  auto it = std::lower_bound(s.chunks.begin(), s.chunks.end(), begin,
+                             [](const ChunkInfo& c, uint64_t v) { return c.stored_offset < v; });
+  // The last chunk starting at `begin` (earlier ones there are empty).
+  while (it != s.chunks.end() && std::next(it) != s.chunks.end() && std::next(it)->stored_offset == begin) ++it;
+  if (it == s.chunks.end() || it->stored_offset != begin || it->stored_length != bytes.size()) return std::nullopt;
+  if (!verified_[static_cast<size_t>(it - s.chunks.begin())]) return std::nullopt;
+  return it->xxh3;
+}
+
+std::vector<PieceSource*> CutInPlace::pieces() const {
+  std::vector<PieceSource*> out;
+  for (const auto& s : streams) out.push_back(s.get());
+  return out;
+}
+
+std::optional<CutInPlace> CutTensorInPlace(const Reader& reader, size_t tensor, const ElementMaps& maps,
+                                           const std::string& new_name) {
+  if (tensor >= reader.tensors().size()) return std::nullopt;
+  const TensorInfo& info = reader.tensors()[tensor];
+  if (info.shape.empty() || maps.size() != info.shape.size()) return std::nullopt;
+  auto layout = StoredCellLayout(info.codec_id, info.dtype, info.codec_params);
+  if (!layout || layout->cell_bytes.size() != info.streams.size() || layout->block_elems == 0 ||
+      info.shape.back() % layout->block_elems != 0) {
+    return std::nullopt;
+  }
+  std::vector<uint64_t> grid = info.shape;
+  grid.back() /= layout->block_elems;
+  ElementMaps cell_maps = maps;
+  if (layout->block_elems > 1 && !maps.back().empty()) {
+    auto cells = WholeBlockMap(maps.back(), layout->block_elems);
+    if (!cells) return std::nullopt;
+    cell_maps.back() = std::move(*cells);
+  }
+  for (size_t d = 0; d < grid.size(); ++d) {
+    for (uint64_t v : cell_maps[d]) {
+      if (v >= grid[d]) return std::nullopt;
+    }
+  }
+  auto cells = CheckedProduct(grid);
+  CutInPlace out;
+  out.info = info;
+  out.info.name = new_name;
+  for (size_t d = 0; d < info.shape.size(); ++d) out.info.shape[d] = maps[d].empty() ? info.shape[d] : maps[d].size();
+  for (size_t k = 0; k < info.streams.size(); ++k) {
+    const StreamInfo& s = info.streams[k];
+    auto stored = reader.StoredStream(tensor, k);
+    auto bytes = cells ? CheckedMul(*cells, layout->cell_bytes[k]) : std::nullopt;
+    if (s.compression != Compression::kNone || !stored.ok() || !bytes || *bytes != stored->size()) return std::nullopt;
+    out.streams.push_back(
+        std::make_unique<StreamCutPieces>(reader, tensor, k, *stored, grid, layout->cell_bytes[k], cell_maps));
+    StreamInfo& o = out.info.streams[k];
+    o.compression = Compression::kNone;
+    o.raw_length = o.length = out.streams.back()->size();
+    o.chunks.clear();
+    o.offset = 0;
+    o.xxh3 = 0;
+  }
+  AddRowChunks(&out.info);
+  return out;
+}
+
+}  // namespace boltpack::format

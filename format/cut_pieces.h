@@ -1,0 +1,115 @@
+// Cutting a stored tensor without copying it (spec/elastic.md §5.1): the
+// kept bytes of each stream are handed to a writer as runs of the reader's
+// mapping, in output order, so `bolt-pack slice` moves them from the input
+// mapping to the output file in one copy (the write itself) with memory
+// bounded by a piece, not by a tensor. The record is the one
+// CutStoredTensor gives (format/elastic_cut.h), so the output is the same.
+//
+// Source checksums: Check (which a writer calls for every part it writes,
+// possibly on another thread) verifies the XXH3 of each source chunk a part
+// lies in the first time (a stream without chunks is checked whole, once),
+// so every byte copied is verified, each chunk once, and chunks a budget
+// drops are not read at all. A mismatch is DATA_LOSS naming the tensor,
+// stream and chunk, and fails the write before the output is committed.
+#ifndef BOLTPACK_FORMAT_CUT_PIECES_H_
+#define BOLTPACK_FORMAT_CUT_PIECES_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "boltpack/tensor_info.h"
+#include "boltpack/piece_source.h"
+#include "format/elastic_cut.h"
+
+namespace boltpack {
+class Reader;
+}  // namespace boltpack
+
+namespace boltpack::format {
+
+// Pieces of at most this many bytes, so a piece is verified, hashed again
+// by the writer and written while it is still in cache.
+inline constexpr uint64_t kCutPieceBytes = uint64_t{1} << 20;
+// Runs shorter than this (a cut of the innermost dimension keeps one short
+// run per row) are gathered into one piece of up to kCutPieceBytes: handing
+// each to the writer alone would cost more than copying it.
+inline constexpr uint64_t kGatherRunBytes = uint64_t{16} << 10;
+
+// The kept cells of one stored stream, verified chunk by chunk.
+class StreamCutPieces final : public PieceSource {
+ public:
+  // `grid` is the stream's cell grid (outer dimensions, innermost in
+  // blocks), `cell_maps` one map per grid dimension (empty: whole), in
+  // cells; `maps` must be in range (CutInPlace checks them).
+  StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored,
+                  std::vector<uint64_t> grid, uint64_t cell_bytes, ElementMaps cell_maps);
+  // The whole stored stream (any codec, compressed or not).
+  StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored);
+
+  uint64_t size() const override { return size_; }
+  absl::StatusOr<absl::Span<const uint8_t>> Next() override;
+  // Checks the source chunks `part` (a part of the last piece) lies in.
+  absl::Status Check(absl::Span<const uint8_t> part) override;
+  // The checksum of a source chunk Check verified, when `bytes` are exactly
+  // that chunk's bytes in the mapping.
+  std::optional<uint64_t> VerifiedXxh3(absl::Span<const uint8_t> bytes) const override;
+
+ private:
+  // Checks the XXH3 of every source chunk [begin, end) overlaps that was
+  // not checked yet (the whole stream once, when it has no chunks).
+  absl::Status Verify(uint64_t begin, uint64_t end);
+  // The next run of kept cells (source byte offset, bytes), or length 0.
+  std::pair<uint64_t, uint64_t> NextRun();
+  // The same with the runs after it that continue it joined, up to
+  // kCutPieceBytes.
+  std::pair<uint64_t, uint64_t> NextCoalesced();
+
+  const Reader& reader_;
+  size_t tensor_, stream_;
+  absl::Span<const uint8_t> stored_;
+  uint64_t size_ = 0;
+  // Cut geometry, in bytes: per outer dimension the source stride, the
+  // output count and its map; the innermost dimension as runs.
+  std::vector<uint64_t> stride_;
+  std::vector<uint64_t> out_dims_;
+  ElementMaps maps_;
+  std::vector<std::pair<uint64_t, uint64_t>> inner_runs_;  // (source byte offset in a row, bytes)
+  std::vector<uint64_t> idx_;  // current outer index tuple
+  size_t run_ = 0;             // next inner run of the current row
+  uint64_t rows_left_ = 0;
+  uint64_t row_base_ = 0;
+  std::pair<uint64_t, uint64_t> pending_{0, 0};  // a run not yet handed out
+  std::pair<uint64_t, uint64_t> held_{0, 0};     // a coalesced run for the next piece
+  std::vector<uint8_t> gathered_;                  // short runs, copied
+  std::vector<size_t> gathered_chunks_;            // source chunks they lie in
+  // Records the source chunks [begin, end) lies in for the gathered piece.
+  void NoteChunks(uint64_t begin, uint64_t end);
+  // Source chunks already verified (or the whole stream); the last one
+  // checked, which the next run is most likely in.
+  std::vector<bool> verified_;
+  bool whole_verified_ = false;
+  size_t last_chunk_ = 0;
+};
+
+// A tensor cut in place: the record for the writer and its stream pieces.
+struct CutInPlace {
+  TensorInfo info;
+  std::vector<std::unique_ptr<StreamCutPieces>> streams;
+  std::vector<PieceSource*> pieces() const;
+};
+
+// Cuts tensor `tensor` of `reader` by `maps` without copying; nullopt when
+// that is not possible (a compressed stream, a codec without fixed cells,
+// an innermost map that does not move whole blocks, maps out of range),
+// where CutStoredTensor decodes or reports the problem.
+std::optional<CutInPlace> CutTensorInPlace(const Reader& reader, size_t tensor, const ElementMaps& maps,
+                                           const std::string& new_name);
+
+}  // namespace boltpack::format
+
+#endif  // BOLTPACK_FORMAT_CUT_PIECES_H_

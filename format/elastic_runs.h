@@ -1,0 +1,52 @@
+// Which elements of a bound dimension a budget keeps, as runs (format 1.2,
+// spec/elastic.md §1 "What a budget keeps"): a plain axis keeps a prefix
+// (one run), a grouped axis (GQA) the same prefix of every group (one run
+// per group), a segmented dimension the kept runs of each axis segment at
+// that segment's offset and every fixed segment whole. Shared by
+// validation, slicing, budget views and DecodeBudget so they all cut the
+// same elements.
+#ifndef BOLTPACK_FORMAT_ELASTIC_RUNS_H_
+#define BOLTPACK_FORMAT_ELASTIC_RUNS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "boltpack/elastic.h"
+
+namespace boltpack::format {
+
+struct ElasticBound;
+
+// Kept runs of one dimension, in order, adjacent runs merged, no empty run.
+using DimRuns = std::vector<ElasticRun>;
+
+// The effective group count (0 and 1 both mean one group).
+inline uint64_t GroupsOf(const ElasticAxis& a) { return a.groups > 1 ? a.groups : 1; }
+
+// Appends the runs of `count` of `parent` units of `axis` laid out from
+// element `offset`: per group g of parent/groups units, the first
+// count/groups units. Callers pass counts the validator accepted
+// (divisible by the groups).
+void AppendAxisRuns(const ElasticAxis& axis, uint64_t parent, uint64_t count, uint64_t offset, DimRuns* runs);
+
+// Per dimension of a tensor of `shape` bound as `bound`: the kept runs
+// (one run [0, shape[d]) where nothing is cut).
+std::vector<DimRuns> KeptRuns(const ElasticManifest& manifest, const ElasticBudget& budget, const ElasticBound& bound,
+                              absl::Span<const uint64_t> shape);
+
+uint64_t RunsElems(const DimRuns& runs);
+// True when the runs are the single run [0, size).
+bool WholeDim(const DimRuns& runs, uint64_t size);
+
+// Element maps (output index -> source index) from runs: empty where the
+// dimension is kept whole (the form CutStoredTensor takes).
+std::vector<std::vector<uint64_t>> RunMaps(absl::Span<const uint64_t> shape, const std::vector<DimRuns>& runs);
+
+// The stored unit positions a budget keeping `count` of `parent` units of
+// `axis` keeps, in order (a prefix, or a prefix of every group).
+std::vector<uint64_t> KeptUnitPositions(const ElasticAxis& axis, uint64_t parent, uint64_t count);
+
+}  // namespace boltpack::format
+
+#endif  // BOLTPACK_FORMAT_ELASTIC_RUNS_H_

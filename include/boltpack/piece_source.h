@@ -1,0 +1,64 @@
+// Bytes handed out piece by piece, so a writer can stream a tensor without
+// holding it whole: `bolt-pack slice` passes the kept runs of the input's
+// mapping straight to the output file (format/cut_pieces.h), and the .bolt,
+// GGUF and safetensors writers take them (Writer::AddStoredTensor,
+// GgufWriter::WriteNext, SafetensorsWriter::WriteNext).
+#ifndef BOLTPACK_PIECE_SOURCE_H_
+#define BOLTPACK_PIECE_SOURCE_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace boltpack {
+
+class PieceSource {
+ public:
+  virtual ~PieceSource() = default;
+  // What the pieces add up to, known before the first one.
+  virtual uint64_t size() const = 0;
+  // The next piece, valid until the next call; empty once all were given.
+  // An error ends the stream.
+  virtual absl::StatusOr<absl::Span<const uint8_t>> Next() = 0;
+  // Verifies `part`, a part of the piece Next gave last (its source
+  // checksums, for a source that has them): a writer calls it for every
+  // part, in order, before asking for the next piece, and may run it on
+  // another thread while it writes the part, so a mismatch can be found
+  // after the bytes were written (to a file that is then never committed).
+  virtual absl::Status Check(absl::Span<const uint8_t> part) {
+    (void)part;
+    return absl::OkStatus();
+  }
+  // The XXH3 of `bytes`, which start in the part Check passed last and may
+  // run past it into the source's memory, when the source verified exactly
+  // those bytes as one checksummed unit (a whole source chunk); nullopt
+  // when it does not know. A writer whose output chunk turns out to be
+  // those very bytes takes it instead of hashing them a second time.
+  virtual std::optional<uint64_t> VerifiedXxh3(absl::Span<const uint8_t> bytes) const {
+    (void)bytes;
+    return std::nullopt;
+  }
+};
+
+// One span as a single piece.
+class SpanPieces final : public PieceSource {
+ public:
+  explicit SpanPieces(absl::Span<const uint8_t> bytes) : bytes_(bytes) {}
+  uint64_t size() const override { return bytes_.size(); }
+  absl::StatusOr<absl::Span<const uint8_t>> Next() override {
+    absl::Span<const uint8_t> out = done_ ? absl::Span<const uint8_t>() : bytes_;
+    done_ = true;
+    return out;
+  }
+
+ private:
+  absl::Span<const uint8_t> bytes_;
+  bool done_ = false;
+};
+
+}  // namespace boltpack
+
+#endif  // BOLTPACK_PIECE_SOURCE_H_
