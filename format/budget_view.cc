@@ -367,18 +367,11 @@ absl::Status DecodeBudget(const Reader& reader, const BudgetTensor& t, std::stri
   // The kept runs of the inner dimensions of one decoded row, as regions
   // from the row's start.
   std::vector<RegionShape> row_regions;
-  uint64_t kept_row = row_bytes;
   if (inner_cut) {
     const uint64_t esize = total / info.element_count();
     std::vector<uint64_t> grid(info.shape.begin() + 1, info.shape.end());
     std::vector<format::DimRuns> inner(runs.begin() + 1, runs.end());
     row_regions = GridRegions(grid, inner, esize);
-    kept_row = 0;
-    for (const auto& r : row_regions) {
-      uint64_t n = r.run_bytes;
-      for (uint64_t c : r.counts) n *= c;
-      kept_row += n;
-    }
   }
   uint8_t* o = dst.data();
   auto gather = [&](const uint8_t* rows, uint64_t n) -> absl::Status {
