@@ -349,7 +349,9 @@ class Bf16SpecCodec : public Codec {
     return enc;
   }
 
-  absl::Status ValidateRecord(const TensorInfo& info) const override { return ParseRecord(info).status(); }
+  absl::Status ValidateRecord(const TensorInfo& info) const override {
+    return ParseRecord(info, ForDecoding::kNo).status();
+  }
 
   bool CanDecodeTo(const TensorInfo& info, OutputType out) const override {
     (void)out;
@@ -367,7 +369,7 @@ class Bf16SpecCodec : public Codec {
                       const ExecOptions& exec) const override {
     if (input.info == nullptr) return absl::InvalidArgumentError("decode input has no record");
     const TensorInfo& info = *input.info;
-    BP_ASSIGN_OR_RETURN(const Parsed rec, ParseRecord(info));
+    BP_ASSIGN_OR_RETURN(const Parsed rec, ParseRecord(info, ForDecoding::kYes));
     BP_ASSIGN_OR_RETURN(const bool full, FullView(info, input.view));
     if (input.streams.size() != 2) return Fail(info, "decodes two streams");
     if (input.streams[0].size() != info.streams[0].raw_length ||
@@ -395,7 +397,7 @@ class Bf16SpecCodec : public Codec {
                           absl::Span<uint8_t> dst) const override {
     if (input.info == nullptr) return absl::InvalidArgumentError("decode input has no record");
     const TensorInfo& info = *input.info;
-    BP_ASSIGN_OR_RETURN(const Parsed rec, ParseRecord(info));
+    BP_ASSIGN_OR_RETURN(const Parsed rec, ParseRecord(info, ForDecoding::kYes));
     BP_ASSIGN_OR_RETURN(const bool full, FullView(info, input.view));
     if (input.streams.size() != 2) return Fail(info, "decodes two streams");
     const Geometry& g = rec.g;
@@ -431,7 +433,7 @@ class Bf16SpecCodec : public Codec {
   absl::StatusOr<std::pair<uint64_t, uint64_t>> RowRangeBytes(const TensorInfo& info, size_t stream_index,
                                                               uint64_t row_begin, uint64_t row_end) const override {
     if (stream_index > 1) return Fail(info, StrCat("has two streams, not ", stream_index + 1));
-    BP_ASSIGN_OR_RETURN(const Parsed rec, ParseRecord(info));
+    BP_ASSIGN_OR_RETURN(const Parsed rec, ParseRecord(info, ForDecoding::kNo));
     if (row_begin > row_end || row_end > rec.g.rows) {
       return absl::OutOfRangeError(StrCat("tensor '", info.name, "': rows ", row_begin, "..", row_end, " outside 0..", rec.g.rows));
     }
@@ -564,7 +566,12 @@ class Bf16SpecCodec : public Codec {
     out->verif.resize(static_cast<size_t>(L + P));
   }
 
-  absl::StatusOr<Parsed> ParseRecord(const TensorInfo& info) const {
+  // Whether the parsed exponent codes will decode: only then are their
+  // multi-symbol tables worth building. Validation (every tensor, when a
+  // file is opened) and byte-range queries check the codes alone.
+  enum class ForDecoding { kNo, kYes };
+
+  absl::StatusOr<Parsed> ParseRecord(const TensorInfo& info, ForDecoding decoding) const {
     if (info.codec_id != kId) return Fail(info, StrCat("record names codec '", info.codec_id, "'"));
     if (info.dtype != DType::kBF16) return Fail(info, StrCat("dtype ", DTypeName(info.dtype), " is not BF16"));
     if (info.shape.size() > format::kMaxDims) return Fail(info, "too many dimensions");
@@ -601,7 +608,8 @@ class Bf16SpecCodec : public Codec {
       auto lengths = ExponentCode::LengthsFromHex(pv[4 + t]->s);
       if (!lengths.ok()) return Fail(info, StrCat(keys[4 + t], ": ", lengths.status().message()));
       const uint64_t symbols = t == 0 ? g.Kept(g.n) : g.n - g.Kept(g.n);
-      auto code = ExponentCode::Huffman(*lengths, bf16_exp::TablesForValues(symbols));
+      auto code = ExponentCode::Huffman(*lengths, decoding == ForDecoding::kYes ? bf16_exp::TablesForValues(symbols)
+                                                                                 : ExponentCode::Tables::kSingle);
       if (!code.ok()) return Fail(info, StrCat(keys[4 + t], ": ", code.status().message()));
       bool any = false;
       for (int s = 0; s < 256; ++s) any |= (*lengths)[s] > 0;
