@@ -128,7 +128,7 @@ _bp_pc_path(BOLTPACK_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
 # the public ones (absl pkg-config modules do not pull them in transitively
 # the way its CMake targets happen to).
 set(BOLTPACK_PC_REQUIRES "absl_status absl_statusor absl_strings absl_span")
-set(_bp_pc_private "absl_flat_hash_map absl_flat_hash_set absl_str_format protobuf libzstd")
+set(_bp_pc_private "absl_flat_hash_map absl_flat_hash_set absl_str_format protobuf libzstd libxxhash")
 if(BOLTPACK_PACKAGE_STATIC)
   string(APPEND BOLTPACK_PC_REQUIRES " ${_bp_pc_private}")
   set(BOLTPACK_PC_REQUIRES_PRIVATE "")

@@ -1,16 +1,12 @@
 #include "common/piece_copy.h"
 
 #include <algorithm>
+#include <deque>
 
+#include "common/status_macros.h"
 #include "common/str_cat.h"
 
 namespace boltpack {
-namespace {
-
-constexpr uint64_t kMinSideBytes = uint64_t{64} << 10;
-
-}  // namespace
-
 SideWorker::SideWorker() : thread_([this] { Loop(); }) {}
 
 SideWorker::~SideWorker() {
@@ -50,42 +46,157 @@ void SideWorker::Wait() {
   cv_.wait(lock, [this] { return !pending_; });
 }
 
-absl::Status CopyPieces(PieceSource& src, SideWorker* side,
-                        const std::function<absl::Status(absl::Span<const uint8_t>)>& write,
+namespace {
+
+// Every part of every piece of `src`, checked, hashed and written here in
+// turn: no side thread.
+absl::Status CopyInline(PieceSource& src, const std::function<absl::Status(absl::Span<const uint8_t>)>& write,
                         const std::function<void(absl::Span<const uint8_t>)>& hash) {
   const uint64_t size = src.size();
   uint64_t done = 0;
   for (;;) {
-    absl::StatusOr<absl::Span<const uint8_t>> piece = src.Next();
-    if (!piece.ok()) return piece.status();
-    if (piece->empty()) break;
-    if (piece->size() > size - done) {
+    BP_ASSIGN_OR_RETURN(absl::Span<const uint8_t> piece, src.Next());
+    if (piece.empty()) break;
+    if (piece.size() > size - done) {
       return absl::InternalError(StrCat("a piece source gave more than its ", size, " bytes"));
     }
-    for (absl::Span<const uint8_t> rest = *piece; !rest.empty();) {
+    for (absl::Span<const uint8_t> rest = piece; !rest.empty();) {
       auto part = rest.subspan(0, std::min<uint64_t>(rest.size(), kPiecePartBytes));
       rest.remove_prefix(part.size());
-      absl::Status checked;
-      auto job = [&] {
-        checked = src.Check(part);
-        if (checked.ok() && hash) hash(part);
-      };
-      absl::Status written;
-      if (side != nullptr && part.size() >= kMinSideBytes) {
-        side->Start(job);
-        written = write(part);
-        side->Wait();
-      } else {
-        job();
-        if (checked.ok()) written = write(part);
-      }
-      if (!checked.ok()) return checked;
-      if (!written.ok()) return written;
+      BP_RETURN_IF_ERROR(src.Check(part));
+      if (hash) hash(part);
+      BP_RETURN_IF_ERROR(write(part));
       done += part.size();
     }
   }
   if (done != size) return absl::InternalError(StrCat("a piece source gave ", done, " of its ", size, " bytes"));
   return absl::OkStatus();
+}
+
+// The side thread produces parts (Next, Check, hash) into a short queue;
+// the caller writes them. The producer runs at most LivePieces() - 1 pieces
+// ahead of the last piece written whole, so no piece is overwritten (a
+// gathered buffer reused) while it is still to be written.
+class PartQueue {
+ public:
+  struct Part {
+    absl::Span<const uint8_t> bytes;
+    bool ends_piece = false;
+  };
+  PartQueue(PieceSource& src, const std::function<void(absl::Span<const uint8_t>)>& hash)
+      : src_(src), hash_(hash), live_(std::max(1, src.LivePieces())) {}
+
+  // The side thread's job.
+  void Produce() {
+    absl::Status st = ProduceAll();
+    std::lock_guard<std::mutex> lock(mu_);
+    produced_ = std::move(st);
+    producer_done_ = true;
+    if (consumer_waiting_) consumer_cv_.notify_one();
+  }
+
+  // The caller's loop; returns the first error of either side.
+  absl::Status Consume(const std::function<absl::Status(absl::Span<const uint8_t>)>& write) {
+    for (;;) {
+      Part part;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (parts_.empty() && !producer_done_) {
+          consumer_waiting_ = true;
+          consumer_cv_.wait(lock, [this] { return !parts_.empty() || producer_done_; });
+          consumer_waiting_ = false;
+        }
+        if (parts_.empty() || !produced_.ok()) return produced_;
+        part = parts_.front();
+        parts_.pop_front();
+        if (producer_waiting_) producer_cv_.notify_one();
+      }
+      absl::Status written = write(part.bytes);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!written.ok()) {
+        stop_ = true;
+        if (producer_waiting_) producer_cv_.notify_one();
+        return written;
+      }
+      if (part.ends_piece) {
+        ++pieces_written_;
+        if (producer_waiting_) producer_cv_.notify_one();
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxQueuedParts = 4;
+
+  absl::Status ProduceAll() {
+    const uint64_t size = src_.size();
+    uint64_t done = 0;
+    for (uint64_t given = 0;; ++given) {
+      // Next may retire the piece given `live_` calls ago: it must be written.
+      if (!WaitUntil([&] { return given - pieces_written_ < static_cast<uint64_t>(live_); })) return absl::OkStatus();
+      BP_ASSIGN_OR_RETURN(absl::Span<const uint8_t> piece, src_.Next());
+      if (piece.empty()) break;
+      if (piece.size() > size - done) {
+        return absl::InternalError(StrCat("a piece source gave more than its ", size, " bytes"));
+      }
+      for (absl::Span<const uint8_t> rest = piece; !rest.empty();) {
+        auto part = rest.subspan(0, std::min<uint64_t>(rest.size(), kPiecePartBytes));
+        rest.remove_prefix(part.size());
+        BP_RETURN_IF_ERROR(src_.Check(part));
+        if (hash_) hash_(part);
+        if (!WaitUntil([&] { return parts_.size() < kMaxQueuedParts; })) return absl::OkStatus();
+        std::lock_guard<std::mutex> lock(mu_);
+        parts_.push_back({part, rest.empty()});
+        if (consumer_waiting_) consumer_cv_.notify_one();
+        done += part.size();
+      }
+    }
+    if (done != size) return absl::InternalError(StrCat("a piece source gave ", done, " of its ", size, " bytes"));
+    return absl::OkStatus();
+  }
+
+  // Waits (producer side) until `ready` holds; false when the consumer
+  // stopped.
+  template <typename Ready>
+  bool WaitUntil(Ready ready) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!ready() && !stop_) {
+      producer_waiting_ = true;
+      producer_cv_.wait(lock, [&] { return ready() || stop_; });
+      producer_waiting_ = false;
+    }
+    return !stop_;
+  }
+
+  PieceSource& src_;
+  const std::function<void(absl::Span<const uint8_t>)>& hash_;
+  const int live_;
+  std::mutex mu_;
+  std::condition_variable producer_cv_, consumer_cv_;
+  bool producer_waiting_ = false, consumer_waiting_ = false;
+  std::deque<Part> parts_;
+  uint64_t pieces_written_ = 0;
+  bool producer_done_ = false, stop_ = false;
+  absl::Status produced_;
+};
+
+}  // namespace
+
+absl::Status CopyPieces(PieceSource& src, SideWorker* side,
+                        const std::function<absl::Status(absl::Span<const uint8_t>)>& write,
+                        const std::function<void(absl::Span<const uint8_t>)>& hash) {
+  if (side == nullptr) return CopyInline(src, write, hash);
+  PartQueue queue(src, hash);
+  side->Start([&queue] { queue.Produce(); });
+  absl::Status st = queue.Consume(write);
+  side->Wait();
+  return st;
+}
+
+SideWorker* SideWorkerFor(std::unique_ptr<SideWorker>& side, uint64_t bytes) {
+  if (bytes < kSideCopyMinBytes) return nullptr;
+  if (side == nullptr) side = std::make_unique<SideWorker>();
+  return side.get();
 }
 
 }  // namespace boltpack

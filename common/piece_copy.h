@@ -1,13 +1,15 @@
 // Moving a PieceSource to a sink in parts of at most kPiecePartBytes: the
-// part's check (source checksums) and hashing run on a side thread while
-// the caller writes it, so a copy costs about its write alone. Memory is
-// bounded by a part; the parts of a piece are consecutive in it.
+// parts are fetched, checked (source checksums) and hashed on a side thread
+// while the caller writes earlier ones, so a copy costs about its writes
+// alone. Memory is bounded by a few parts; the parts of a piece are
+// consecutive in it.
 #ifndef BOLTPACK_COMMON_PIECE_COPY_H_
 #define BOLTPACK_COMMON_PIECE_COPY_H_
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -40,14 +42,23 @@ class SideWorker {
   std::thread thread_;
 };
 
+// Streams of fewer bytes are copied inline: a thread hand-off would cost
+// more than the overlap saves.
+inline constexpr uint64_t kSideCopyMinBytes = uint64_t{1} << 20;
+
 // Copies every piece of `src` (exactly src.size() bytes) to `write`, part by
-// part; `hash` (may be empty) sees every part in order after its Check
-// passed. With `side` the check and hash of a part run there while `write`
-// runs here (parts of fewer than 64 KiB run inline: a thread hand-off would
-// cost more); without it, a part is checked before it is written.
+// part; every part passes src.Check and is seen by `hash` (may be empty),
+// in order, before it is written. With `side`, that thread fetches, checks
+// and hashes parts up to a few ahead of the one `write` is writing here (as
+// far as src.LivePieces() allows), so a copy costs about its writes alone;
+// without it, all runs here.
 absl::Status CopyPieces(PieceSource& src, SideWorker* side,
                         const std::function<absl::Status(absl::Span<const uint8_t>)>& write,
                         const std::function<void(absl::Span<const uint8_t>)>& hash);
+
+// The side worker a writer should use for a stream of `bytes`: null below
+// kSideCopyMinBytes, else `side`, created on first use.
+SideWorker* SideWorkerFor(std::unique_ptr<SideWorker>& side, uint64_t bytes);
 
 }  // namespace boltpack
 

@@ -1,7 +1,9 @@
 #include "format/cut_pieces.h"
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
+#include <mutex>
 
 #include "boltpack/reader.h"
 #include "common/checked_math.h"
@@ -33,7 +35,39 @@ std::optional<std::vector<uint64_t>> WholeBlockMap(const std::vector<uint64_t>& 
   return cells;
 }
 
+// Idle gather buffers; a few are kept for the next streams, the rest freed.
+struct GatherPool {
+  static constexpr size_t kKept = 8;
+  std::mutex mu;
+  std::vector<std::unique_ptr<uint8_t[]>> idle;
+};
+
+GatherPool& Pool() {
+  static GatherPool* pool = new GatherPool;  // never destroyed: used until exit
+  return *pool;
+}
+
 }  // namespace
+
+uint8_t* GatherBuffer::data() {
+  if (bytes_ == nullptr) {
+    GatherPool& pool = Pool();
+    std::lock_guard<std::mutex> lock(pool.mu);
+    if (!pool.idle.empty()) {
+      bytes_ = std::move(pool.idle.back());
+      pool.idle.pop_back();
+    }
+  }
+  if (bytes_ == nullptr) bytes_.reset(new uint8_t[kCutPieceBytes]);
+  return bytes_.get();
+}
+
+GatherBuffer::~GatherBuffer() {
+  if (bytes_ == nullptr) return;
+  GatherPool& pool = Pool();
+  std::lock_guard<std::mutex> lock(pool.mu);
+  if (pool.idle.size() < GatherPool::kKept) pool.idle.push_back(std::move(bytes_));
+}
 
 StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored,
                                  std::vector<uint64_t> grid, uint64_t cell_bytes, ElementMaps cell_maps)
@@ -161,54 +195,34 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
   auto run = held_.second != 0 ? held_ : NextCoalesced();
   held_ = {0, 0};
   if (run.second >= kGatherRunBytes || run.second == 0) return stored_.subspan(run.first, run.second);
-  // Short runs: copied together into one piece; Check verifies the chunks
-  // they came from.
-  gathered_.clear();
-  gathered_chunks_.clear();
+  // Short runs: copied together into one piece. Each run's source chunks
+  // are verified first, here: the copy then reads them from cache, and
+  // Check has nothing left to do for the piece.
+  // The other buffers may still be being written (LivePieces).
+  gather_slot_ = (gather_slot_ + 1) % kGatherBuffers;
+  uint8_t* gathered = gathered_[gather_slot_].data();
+  uint64_t filled = 0;
   while (run.second != 0) {
-    if (run.second >= kGatherRunBytes || gathered_.size() + run.second > kCutPieceBytes) {
+    if (run.second >= kGatherRunBytes || filled + run.second > kCutPieceBytes) {
       held_ = run;  // the next piece starts with it
       break;
     }
-    NoteChunks(run.first, run.first + run.second);
-    const uint8_t* bytes = stored_.data() + run.first;
-    gathered_.insert(gathered_.end(), bytes, bytes + run.second);
+    absl::Status verified = Verify(run.first, run.first + run.second);
+    if (!verified.ok()) return verified;
+    std::memcpy(gathered + filled, stored_.data() + run.first, run.second);
+    filled += run.second;
     run = NextCoalesced();
   }
-  return absl::MakeConstSpan(gathered_);
-}
-
-void StreamCutPieces::NoteChunks(uint64_t begin, uint64_t end) {
-  const auto& chunks = reader_.tensors()[tensor_].streams[stream_].chunks;
-  if (chunks.empty()) {
-    if (gathered_chunks_.empty()) gathered_chunks_.push_back(0);  // the whole stream
-    return;
-  }
-  if (!gathered_chunks_.empty()) {
-    const ChunkInfo& last = chunks[gathered_chunks_.back()];
-    if (begin >= last.stored_offset && end <= last.stored_offset + last.stored_length) return;
-  }
-  auto it = std::upper_bound(chunks.begin(), chunks.end(), begin,
-                             [](uint64_t v, const ChunkInfo& c) { return v < c.stored_offset + c.stored_length; });
-  for (size_t c = static_cast<size_t>(it - chunks.begin()); c < chunks.size() && chunks[c].stored_offset < end; ++c) {
-    if (gathered_chunks_.empty() || gathered_chunks_.back() != c) gathered_chunks_.push_back(c);
-  }
+  return absl::MakeConstSpan(gathered, filled);
 }
 
 absl::Status StreamCutPieces::Check(absl::Span<const uint8_t> part) {
-  if (part.data() >= stored_.data() && part.data() < stored_.data() + stored_.size()) {
-    uint64_t begin = static_cast<uint64_t>(part.data() - stored_.data());
-    return Verify(begin, begin + part.size());
+  // A gathered piece (not in the mapping) was verified as it was gathered.
+  if (part.empty() || part.data() < stored_.data() || part.data() >= stored_.data() + stored_.size()) {
+    return absl::OkStatus();
   }
-  // A gathered piece (one part: it is at most kCutPieceBytes): the chunks
-  // its runs came from.
-  const auto& chunks = reader_.tensors()[tensor_].streams[stream_].chunks;
-  for (size_t c : gathered_chunks_) {
-    absl::Status st = chunks.empty() ? Verify(0, stored_.size()) : Verify(chunks[c].stored_offset, chunks[c].stored_offset + 1);
-    if (!st.ok()) return st;
-  }
-  gathered_chunks_.clear();
-  return absl::OkStatus();
+  uint64_t begin = static_cast<uint64_t>(part.data() - stored_.data());
+  return Verify(begin, begin + part.size());
 }
 
 std::optional<uint64_t> StreamCutPieces::VerifiedXxh3(absl::Span<const uint8_t> bytes) const {

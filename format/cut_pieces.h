@@ -5,11 +5,12 @@
 // bounded by a piece, not by a tensor. The record is the one
 // CutStoredTensor gives (format/elastic_cut.h), so the output is the same.
 //
-// Source checksums: Check (which a writer calls for every part it writes,
-// possibly on another thread) verifies the XXH3 of each source chunk a part
-// lies in the first time (a stream without chunks is checked whole, once),
-// so every byte copied is verified, each chunk once, and chunks a budget
-// drops are not read at all. A mismatch is DATA_LOSS naming the tensor,
+// Source checksums: every source chunk a kept byte lies in has its XXH3
+// verified once, the first time (a stream without chunks is checked whole,
+// once): by Check (which a writer calls for every part it writes, possibly
+// on another thread) for parts of the mapping, and by Next for the short
+// runs it gathers, before copying them. Every byte copied is verified and
+// chunks a budget drops are not read at all. A mismatch is DATA_LOSS naming the tensor,
 // stream and chunk, and fails the write before the output is committed.
 #ifndef BOLTPACK_FORMAT_CUT_PIECES_H_
 #define BOLTPACK_FORMAT_CUT_PIECES_H_
@@ -40,6 +41,19 @@ inline constexpr uint64_t kCutPieceBytes = uint64_t{1} << 20;
 // each to the writer alone would cost more than copying it.
 inline constexpr uint64_t kGatherRunBytes = uint64_t{16} << 10;
 
+// A kCutPieceBytes buffer from a pool shared by all StreamCutPieces.
+class GatherBuffer {
+ public:
+  GatherBuffer() = default;
+  ~GatherBuffer();
+  GatherBuffer(const GatherBuffer&) = delete;
+  GatherBuffer& operator=(const GatherBuffer&) = delete;
+  uint8_t* data();  // takes one from the pool on first use
+
+ private:
+  std::unique_ptr<uint8_t[]> bytes_;
+};
+
 // The kept cells of one stored stream, verified chunk by chunk.
 class StreamCutPieces final : public PieceSource {
  public:
@@ -53,6 +67,9 @@ class StreamCutPieces final : public PieceSource {
 
   uint64_t size() const override { return size_; }
   absl::StatusOr<absl::Span<const uint8_t>> Next() override;
+  // Gathered pieces take turns in kGatherBuffers buffers; the others are
+  // the mapping itself.
+  int LivePieces() const override { return kGatherBuffers; }
   // Checks the source chunks `part` (a part of the last piece) lies in.
   absl::Status Check(absl::Span<const uint8_t> part) override;
   // The checksum of a source chunk Check verified, when `bytes` are exactly
@@ -85,10 +102,12 @@ class StreamCutPieces final : public PieceSource {
   uint64_t row_base_ = 0;
   std::pair<uint64_t, uint64_t> pending_{0, 0};  // a run not yet handed out
   std::pair<uint64_t, uint64_t> held_{0, 0};     // a coalesced run for the next piece
-  std::vector<uint8_t> gathered_;                  // short runs, copied
-  std::vector<size_t> gathered_chunks_;            // source chunks they lie in
-  // Records the source chunks [begin, end) lies in for the gathered piece.
-  void NoteChunks(uint64_t begin, uint64_t end);
+  static constexpr int kGatherBuffers = 4;
+  // Short runs, copied; taken from a process-wide pool at the first gather
+  // and given back by the destructor, so a slice of many tensors reuses
+  // warm memory instead of faulting in fresh pages for every stream.
+  GatherBuffer gathered_[kGatherBuffers];
+  int gather_slot_ = 0;  // the buffer filled last
   // Source chunks already verified (or the whole stream); the last one
   // checked, which the next run is most likely in.
   std::vector<bool> verified_;

@@ -8,9 +8,6 @@
 #include "common/str_cat.h"
 #include "absl/strings/str_format.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 namespace boltpack::format {
 namespace {
 
@@ -33,8 +30,6 @@ absl::Status Corrupt(const std::string& file, std::string_view what) {
 }
 
 }  // namespace
-
-uint64_t Xxh3(absl::Span<const uint8_t> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
 
 std::array<uint8_t, kHeaderSize> EncodeHeader(const Header& header) {
   std::array<uint8_t, kHeaderSize> b{};

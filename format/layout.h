@@ -30,6 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/xxh3.h"
 
 namespace boltpack::format {
 
@@ -71,7 +72,7 @@ std::array<uint8_t, kFooterSize> EncodeFooter(const Footer& footer);
 absl::StatusOr<Header> ParseHeader(absl::Span<const uint8_t> bytes, const std::string& file);
 absl::StatusOr<Footer> ParseFooter(absl::Span<const uint8_t> bytes, const std::string& file);
 
-uint64_t Xxh3(absl::Span<const uint8_t> bytes);
+using ::boltpack::Xxh3;
 
 }  // namespace boltpack::format
 

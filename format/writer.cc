@@ -15,8 +15,6 @@
 
 #include "absl/strings/str_format.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include "common/str_cat.h"
 #include "boltpack/codec_registry.h"
@@ -27,6 +25,7 @@
 #include "common/parallel_for.h"
 #include "common/piece_copy.h"
 #include "common/status_macros.h"
+#include "common/xxh3.h"
 #include "format/cut_pieces.h"
 #include "format/elastic_manifest.h"
 #include "format/layout.h"
@@ -211,9 +210,7 @@ struct Writer::Impl {
     s->shard = 0;
     s->length = length;
     s->alignment = options.alignment;
-    XXH3_state_t whole, chunk;
-    XXH3_64bits_reset(&whole);
-    XXH3_64bits_reset(&chunk);
+    Xxh3Stream whole, chunk;
     size_t c = 0;  // the chunk `hashed` is in
     uint64_t hashed = 0, written = 0;
     // The checksum of chunk c when the source vouched for the source bytes
@@ -226,15 +223,15 @@ struct Writer::Impl {
     // order; ValidateManifest checks that at Finish).
     auto close_chunks = [&] {
       while (c < s->chunks.size() && s->chunks[c].stored_offset + s->chunks[c].stored_length <= hashed) {
-        s->chunks[c].xxh3 = known ? *known : XXH3_64bits_digest(&chunk);
+        s->chunks[c].xxh3 = known ? *known : chunk.Digest();
         known.reset();
-        XXH3_64bits_reset(&chunk);
+        chunk.Reset();
         ++c;
       }
     };
     if (!copied) close_chunks();
     auto hash = [&](absl::Span<const uint8_t> part) {
-      XXH3_64bits_update(&whole, part.data(), part.size());
+      whole.Update(part);
       while (!copied && !part.empty()) {
         uint64_t n = part.size();
         if (c < s->chunks.size()) {
@@ -249,13 +246,13 @@ struct Writer::Impl {
           if (known && part.data() != next) {
             // Not the source chunk's next bytes after all: hash what was
             // skipped (still mapped: the parts so far were exactly it).
-            XXH3_64bits_update(&chunk, first, static_cast<size_t>(next - first));
+            chunk.Update(first, static_cast<uint64_t>(next - first));
             known.reset();
           }
           if (known) {
             next += n;
           } else {
-            XXH3_64bits_update(&chunk, part.data(), n);
+            chunk.Update(part.data(), n);
           }
         }
         hashed += n;
@@ -268,9 +265,8 @@ struct Writer::Impl {
       written += part.size();
       return w;
     };
-    if (side == nullptr && length >= 2 * kPiecePartBytes) side = std::make_unique<SideWorker>();
-    BP_RETURN_IF_ERROR(CopyPieces(src, length >= 2 * kPiecePartBytes ? side.get() : nullptr, write, hash));
-    s->xxh3 = XXH3_64bits_digest(&whole);
+    BP_RETURN_IF_ERROR(CopyPieces(src, SideWorkerFor(side, length), write, hash));
+    s->xxh3 = whole.Digest();
     if (copied && s->xxh3 != source_xxh3) {
       return absl::DataLossError(absl::StrFormat("%s: stream \"%s\" copied from a source whose checksum does not match "
                                                  "its bytes (manifest %016x, data %016x)",
@@ -314,23 +310,23 @@ struct Writer::Impl {
   absl::Status PlaceSpilled() {
     while (!spilled.empty() && spilled.back().tensor >= manifest.tensors_size()) spilled.pop_back();
     std::vector<uint8_t> block;
-    XXH3_state_t state;
+    Xxh3Stream state;
     for (const Spilled& sp : spilled) {
       BP_RETURN_IF_ERROR(file->PadTo(options.alignment));
       manifest.mutable_tensors(sp.tensor)->mutable_streams(sp.stream)->set_offset(file->position());
       block.resize(std::min<uint64_t>(sp.length, kCopyBlock));
-      XXH3_64bits_reset(&state);
+      state.Reset();
       for (uint64_t done = 0; done < sp.length;) {
         uint64_t want = std::min<uint64_t>(sp.length - done, kCopyBlock);
         ssize_t n = ::pread(spill_fd, block.data(), want, static_cast<off_t>(sp.spill_offset + done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return ErrnoError(file->path(), "cannot read the spill file");
         auto piece = absl::MakeConstSpan(block.data(), static_cast<size_t>(n));
-        XXH3_64bits_update(&state, piece.data(), piece.size());
+        state.Update(piece);
         BP_RETURN_IF_ERROR(file->Write(piece));
         done += static_cast<uint64_t>(n);
       }
-      if (XXH3_64bits_digest(&state) != sp.xxh3) {
+      if (state.Digest() != sp.xxh3) {
         return absl::DataLossError(StrCat(file->path(), ": the spill file changed under the writer"));
       }
     }

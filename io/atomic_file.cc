@@ -84,6 +84,7 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(
 }
 
 AtomicFile::~AtomicFile() {
+  writeback_.reset();  // it uses fd_
   if (fd_ >= 0) ::close(fd_);
   if (!committed_) ::unlink(temp_path_.c_str());
 }
@@ -109,15 +110,11 @@ absl::Status AtomicFile::Flush() {
 }
 
 void AtomicFile::StartWriteback() {
-#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
   uint64_t written = position_ - buffer_.size();
   if (written - writeback_from_ < kWritebackBytes) return;
-  // Asynchronous and best effort: Commit's fsync is what guarantees the
-  // bytes are on disk, so a failure here changes nothing.
-  ::sync_file_range(fd_, static_cast<off_t>(writeback_from_), static_cast<off_t>(written - writeback_from_),
-                    SYNC_FILE_RANGE_WRITE);
+  if (writeback_ == nullptr) writeback_ = std::make_unique<BackgroundWriteback>(fd_);
+  writeback_->Request(written);
   writeback_from_ = written;
-#endif
 }
 
 absl::Status AtomicFile::Overwrite(uint64_t offset, absl::Span<const uint8_t> bytes) {
@@ -176,6 +173,7 @@ absl::Status AtomicFile::PadTo(uint64_t alignment) {
 absl::Status AtomicFile::Commit() {
   absl::Status s = Flush();
   if (!s.ok()) return s;
+  writeback_.reset();  // before the fsync, which waits for all of it
   if (::fsync(fd_) != 0) return ErrnoError(path_, "fsync failed", errno);
   if (::close(fd_) != 0) {
     fd_ = -1;

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "io/background_writeback.h"
 
 namespace boltpack::io {
 
@@ -47,7 +48,8 @@ class AtomicFile {
   std::string temp_path_;
   int fd_;
   uint64_t position_ = 0;
-  uint64_t writeback_from_ = 0;  // bytes before this have had writeback started
+  uint64_t writeback_from_ = 0;  // bytes before this have had writeback requested
+  std::unique_ptr<BackgroundWriteback> writeback_;  // from the first request on
   bool committed_ = false;
   std::vector<uint8_t> buffer_;
 };

@@ -801,8 +801,7 @@ absl::Status GgufWriter::WriteNext(PieceSource& pieces) {
   if (w.failed) return absl::FailedPreconditionError(StrCat(w.file->path(), ": an earlier write failed"));
   // Parts are checked (source checksums) on a side thread while written; a
   // failure leaves the writer failed, so Finish never commits the file.
-  if (w.side == nullptr && pieces.size() >= 2 * kPiecePartBytes) w.side = std::make_unique<SideWorker>();
-  absl::Status copied = CopyPieces(pieces, pieces.size() >= 2 * kPiecePartBytes ? w.side.get() : nullptr,
+  absl::Status copied = CopyPieces(pieces, SideWorkerFor(w.side, pieces.size()),
                                    [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
   if (!copied.ok()) {
     w.failed = true;

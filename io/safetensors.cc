@@ -517,8 +517,7 @@ absl::Status SafetensorsWriter::WriteNext(PieceSource& pieces) {
   }
   // Parts are checked (source checksums) on a side thread while written; a
   // failure leaves the writer failed, so Finish never commits the file.
-  if (w.side == nullptr && pieces.size() >= 2 * kPiecePartBytes) w.side = std::make_unique<SideWorker>();
-  absl::Status s = CopyPieces(pieces, pieces.size() >= 2 * kPiecePartBytes ? w.side.get() : nullptr,
+  absl::Status s = CopyPieces(pieces, SideWorkerFor(w.side, pieces.size()),
                               [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
   if (!s.ok()) {
     w.failed = true;

@@ -32,6 +32,11 @@ class PieceSource {
     (void)part;
     return absl::OkStatus();
   }
+  // How many of the latest pieces Next gave stay valid: with N, a piece
+  // stays valid through the next N - 1 calls, so a writer may fetch up to
+  // N - 1 pieces ahead of the one it is still writing (on another thread).
+  // 1: a piece is valid until the next call only.
+  virtual int LivePieces() const { return 1; }
   // The XXH3 of `bytes`, which start in the part Check passed last and may
   // run past it into the source's memory, when the source verified exactly
   // those bytes as one checksummed unit (a whole source chunk); nullopt
@@ -48,6 +53,7 @@ class SpanPieces final : public PieceSource {
  public:
   explicit SpanPieces(absl::Span<const uint8_t> bytes) : bytes_(bytes) {}
   uint64_t size() const override { return bytes_.size(); }
+  int LivePieces() const override { return 2; }  // the span, then nothing
   absl::StatusOr<absl::Span<const uint8_t>> Next() override {
     absl::Span<const uint8_t> out = done_ ? absl::Span<const uint8_t>() : bytes_;
     done_ = true;

@@ -1,0 +1,40 @@
+#include "common/xxh3.h"
+
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t's definition
+#include <xxhash.h>
+#ifdef BOLTPACK_XXH3_DISPATCH
+#include <xxh_x86dispatch.h>
+#endif
+
+namespace boltpack {
+namespace {
+
+#ifdef BOLTPACK_XXH3_DISPATCH
+uint64_t Hash(const void* p, size_t n) { return XXH3_64bits_dispatch(p, n); }
+void Update(XXH3_state_t* s, const void* p, size_t n) { XXH3_64bits_update_dispatch(s, p, n); }
+#else
+uint64_t Hash(const void* p, size_t n) { return XXH3_64bits(p, n); }
+void Update(XXH3_state_t* s, const void* p, size_t n) { XXH3_64bits_update(s, p, n); }
+#endif
+void Reset(XXH3_state_t* s) { XXH3_64bits_reset(s); }
+
+}  // namespace
+
+struct Xxh3Stream::State {
+  XXH3_state_t s;
+};
+
+uint64_t Xxh3(absl::Span<const uint8_t> bytes) { return Hash(bytes.data(), bytes.size()); }
+
+Xxh3Stream::Xxh3Stream() : state_(std::make_unique<State>()) { Reset(); }
+Xxh3Stream::~Xxh3Stream() = default;
+
+void Xxh3Stream::Reset() { ::boltpack::Reset(&state_->s); }
+
+void Xxh3Stream::Update(absl::Span<const uint8_t> bytes) {
+  if (!bytes.empty()) ::boltpack::Update(&state_->s, bytes.data(), bytes.size());
+}
+
+uint64_t Xxh3Stream::Digest() const { return XXH3_64bits_digest(&state_->s); }
+
+}  // namespace boltpack
