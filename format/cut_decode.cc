@@ -57,7 +57,7 @@ absl::StatusOr<absl::Span<const uint8_t>> DecodedCutPieces::Next() {
   for (size_t k = 0; k < cut_->streams.size(); ++k) {
     // Gather this batch's stored bytes of stream k from its pieces.
     uint64_t want = row_stored_[k] * n;
-    stored_[k].resize(want);
+    uint8_t* stored = stored_[k].Get(want);
     uint64_t got = 0;
     while (got < want) {
       if (leftover_[k].empty()) {
@@ -69,19 +69,20 @@ absl::StatusOr<absl::Span<const uint8_t>> DecodedCutPieces::Next() {
         BP_RETURN_IF_ERROR(cut_->streams[k]->Check(leftover_[k]));
       }
       uint64_t take = std::min<uint64_t>(want - got, leftover_[k].size());
-      std::memcpy(stored_[k].data() + got, leftover_[k].data(), take);
+      std::memcpy(stored + got, leftover_[k].data(), take);
       leftover_[k].remove_prefix(take);
       got += take;
     }
     StreamInfo& s = batch.streams[k];
     s.raw_length = s.length = want;
     s.chunks.clear();
-    in.streams.emplace_back(stored_[k]);
+    in.streams.emplace_back(stored, want);
   }
-  decoded_.resize(row_decoded_ * n);
-  BP_RETURN_IF_ERROR(codec_->Decode(in, out_, absl::MakeSpan(decoded_), exec_));
+  decoded_slot_ ^= 1;
+  auto decoded = absl::MakeSpan(decoded_[decoded_slot_].Get(row_decoded_ * n), row_decoded_ * n);
+  BP_RETURN_IF_ERROR(codec_->Decode(in, out_, decoded, exec_));
   rows_done_ += n;
-  return absl::MakeConstSpan(decoded_);
+  return absl::Span<const uint8_t>(decoded);
 }
 
 }  // namespace boltpack::format

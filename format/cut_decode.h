@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "boltpack/codec.h"
 #include "boltpack/piece_source.h"
+#include "common/buffer_pool.h"
 #include "format/cut_pieces.h"
 
 namespace boltpack::format {
@@ -25,6 +26,9 @@ class DecodedCutPieces final : public PieceSource {
 
   uint64_t size() const override { return size_; }
   absl::StatusOr<absl::Span<const uint8_t>> Next() override;
+  // A batch decodes into one of two buffers, so the next batch decodes
+  // while the writer still writes the last one.
+  int LivePieces() const override { return 2; }
 
  private:
   DecodedCutPieces() = default;
@@ -37,8 +41,9 @@ class DecodedCutPieces final : public PieceSource {
   uint64_t rows_ = 0, rows_done_ = 0, rows_per_batch_ = 1;
   std::vector<uint64_t> row_stored_;  // per stream, stored bytes of one outer row
   uint64_t row_decoded_ = 0;          // decoded bytes of one outer row
-  std::vector<std::vector<uint8_t>> stored_;  // one batch per stream
-  std::vector<uint8_t> decoded_;
+  std::vector<PooledBuffer> stored_;  // one batch per stream
+  PooledBuffer decoded_[2];
+  int decoded_slot_ = 0;  // the buffer decoded last
   // Leftover of the current piece of each stream.
   std::vector<absl::Span<const uint8_t>> leftover_;
 };

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
-#include <mutex>
 
 #include "boltpack/reader.h"
 #include "common/checked_math.h"
@@ -35,39 +34,7 @@ std::optional<std::vector<uint64_t>> WholeBlockMap(const std::vector<uint64_t>& 
   return cells;
 }
 
-// Idle gather buffers; a few are kept for the next streams, the rest freed.
-struct GatherPool {
-  static constexpr size_t kKept = 8;
-  std::mutex mu;
-  std::vector<std::unique_ptr<uint8_t[]>> idle;
-};
-
-GatherPool& Pool() {
-  static GatherPool* pool = new GatherPool;  // never destroyed: used until exit
-  return *pool;
-}
-
 }  // namespace
-
-uint8_t* GatherBuffer::data() {
-  if (bytes_ == nullptr) {
-    GatherPool& pool = Pool();
-    std::lock_guard<std::mutex> lock(pool.mu);
-    if (!pool.idle.empty()) {
-      bytes_ = std::move(pool.idle.back());
-      pool.idle.pop_back();
-    }
-  }
-  if (bytes_ == nullptr) bytes_.reset(new uint8_t[kCutPieceBytes]);
-  return bytes_.get();
-}
-
-GatherBuffer::~GatherBuffer() {
-  if (bytes_ == nullptr) return;
-  GatherPool& pool = Pool();
-  std::lock_guard<std::mutex> lock(pool.mu);
-  if (pool.idle.size() < GatherPool::kKept) pool.idle.push_back(std::move(bytes_));
-}
 
 StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored,
                                  std::vector<uint64_t> grid, uint64_t cell_bytes, ElementMaps cell_maps)
@@ -200,7 +167,7 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
   // Check has nothing left to do for the piece.
   // The other buffers may still be being written (LivePieces).
   gather_slot_ = (gather_slot_ + 1) % kGatherBuffers;
-  uint8_t* gathered = gathered_[gather_slot_].data();
+  uint8_t* gathered = gathered_[gather_slot_].Get(kCutPieceBytes);
   uint64_t filled = 0;
   while (run.second != 0) {
     if (run.second >= kGatherRunBytes || filled + run.second > kCutPieceBytes) {

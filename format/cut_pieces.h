@@ -25,6 +25,7 @@
 #include "absl/types/span.h"
 #include "boltpack/tensor_info.h"
 #include "boltpack/piece_source.h"
+#include "common/buffer_pool.h"
 #include "format/elastic_cut.h"
 
 namespace boltpack {
@@ -40,19 +41,6 @@ inline constexpr uint64_t kCutPieceBytes = uint64_t{1} << 20;
 // run per row) are gathered into one piece of up to kCutPieceBytes: handing
 // each to the writer alone would cost more than copying it.
 inline constexpr uint64_t kGatherRunBytes = uint64_t{16} << 10;
-
-// A kCutPieceBytes buffer from a pool shared by all StreamCutPieces.
-class GatherBuffer {
- public:
-  GatherBuffer() = default;
-  ~GatherBuffer();
-  GatherBuffer(const GatherBuffer&) = delete;
-  GatherBuffer& operator=(const GatherBuffer&) = delete;
-  uint8_t* data();  // takes one from the pool on first use
-
- private:
-  std::unique_ptr<uint8_t[]> bytes_;
-};
 
 // The kept cells of one stored stream, verified chunk by chunk.
 class StreamCutPieces final : public PieceSource {
@@ -103,10 +91,7 @@ class StreamCutPieces final : public PieceSource {
   std::pair<uint64_t, uint64_t> pending_{0, 0};  // a run not yet handed out
   std::pair<uint64_t, uint64_t> held_{0, 0};     // a coalesced run for the next piece
   static constexpr int kGatherBuffers = 4;
-  // Short runs, copied; taken from a process-wide pool at the first gather
-  // and given back by the destructor, so a slice of many tensors reuses
-  // warm memory instead of faulting in fresh pages for every stream.
-  GatherBuffer gathered_[kGatherBuffers];
+  PooledBuffer gathered_[kGatherBuffers];  // short runs, copied
   int gather_slot_ = 0;  // the buffer filled last
   // Source chunks already verified (or the whole stream); the last one
   // checked, which the next run is most likely in.
