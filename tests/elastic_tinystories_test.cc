@@ -91,6 +91,14 @@ TEST(ElasticTinyStories, SlicesAreExactAndLoadable) {
   std::string dir = MakeTempDir();
   auto c = RunCli({"convert", Source(), "-o", dir + "/e.bolt", "--elastic", Recipe()});
   ASSERT_EQ(c.exit_code, 0) << c.output;
+  // --list-budgets names every axis' traits, the GQA groups among them.
+  auto l = RunCli({"slice", dir + "/e.bolt", "--list-budgets"});
+  ASSERT_EQ(l.exit_code, 0) << l.output;
+  EXPECT_NE(l.output.find("heads(per layer, 16 units of 16 elements in 4 groups, granularity 1, metadata "
+                          "{arch}.attention.head_count)"),
+            std::string::npos)
+      << l.output;
+  EXPECT_NE(l.output.find("heads50: layers 2/2, ffn 768/768, heads 8/16"), std::string::npos) << l.output;
   auto src = io::GgufModel::Open(Source());
   ASSERT_TRUE(src.ok()) << src.status();
   auto ffn_orders = Orders("ffn", 1);

@@ -42,9 +42,13 @@ void ListBudgets(const Reader& r) {
   for (const auto& a : m.axes) {
     uint64_t total = 0;
     for (uint64_t p : a.parent) total += p;
-    std::printf(" %s(%s, %llu units, granularity %llu)", a.name.c_str(),
-                a.scope == ElasticScope::kLayer ? "per layer" : "global", static_cast<unsigned long long>(total),
-                static_cast<unsigned long long>(a.granularity));
+    std::string traits = StrCat(a.scope == ElasticScope::kLayer ? "per layer" : "global", ", ", total, " units");
+    if (a.unit_elems > 1) traits += StrCat(" of ", a.unit_elems, " elements");
+    if (a.groups > 1) traits += StrCat(" in ", a.groups, " groups");  // kept: the same prefix of each
+    traits += StrCat(", granularity ", a.granularity);
+    if (!a.at_most.empty()) traits += StrCat(", at most ", a.at_most);
+    if (!a.metadata_key.empty()) traits += StrCat(", metadata {arch}.", a.metadata_key);
+    std::printf(" %s(%s)", a.name.c_str(), traits.c_str());
   }
   std::printf("\n");
   for (const auto& b : m.budgets) {
