@@ -11,9 +11,10 @@
 # since slice fsyncs its output before renaming it into place. Page cache
 # warm for both sides; each command runs 3 times and the best is kept.
 # ratio = cp s / slice s: the slice's speed as a fraction of cp's; r_sync
-# the same against cp + fsync. no_fsync_s is the slice with fsync made a
-# no-op (LD_PRELOAD of bench/nofsync.c, built here with cc) and r_nofs its
-# ratio to cp: the copy path alone, without the durability cp skips.
+# the same against cp + fsync. no_fsync_s is the slice with fsync and
+# sync_file_range made no-ops (LD_PRELOAD of bench/nofsync.c, built here
+# with cc) and r_nofs its ratio to cp: the copy path alone, without the
+# durability cp skips.
 #
 # Extra environment: RUNS (default 3), SLICE_BENCH_ARGS (passed to the
 # generator, e.g. "--ffn 1024"), FORMATS (default "bolt gguf safetensors").
