@@ -37,12 +37,13 @@ cc -shared -fPIC -O2 -o "$shim" "$(dirname "$0")/nofsync.c"
 
 now() { echo "${EPOCHREALTIME/./}"; }  # microseconds, no fork
 
-# best_of CMD...: runs CMD $runs times (removing $out first, untimed) and
-# prints the best wall time in seconds.
+# best_of CMD...: runs CMD $runs times (removing $out and syncing first,
+# untimed) and prints the best wall time in seconds.
 best_of() {
   local best=0 t0 t1 d
   for ((i = 0; i < runs; i++)); do
     rm -f "$out"
+    sync  # no writeback of an earlier run's output during this one
     t0=$(now)
     "$@" >/dev/null 2>&1
     t1=$(now)
