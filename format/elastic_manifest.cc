@@ -39,8 +39,17 @@ uint32_t ElasticManifest::RequiredVersion() const {
   }
   for (const auto& b : bindings) {
     if (!b.segmented.empty()) return 2;
+    for (const auto& d : b.dims) {
+      if (SplitElasticProduct(d)) return 2;
+    }
   }
   return 1;
+}
+
+std::optional<ElasticProductNames> SplitElasticProduct(std::string_view entry) {
+  size_t star = entry.find(kElasticProductSeparator);
+  if (star == std::string_view::npos) return std::nullopt;
+  return ElasticProductNames{entry.substr(0, star), entry.substr(star + 1)};
 }
 
 const ElasticSegmentedDim* ElasticBinding::SegmentsOf(size_t d) const {

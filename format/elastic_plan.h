@@ -21,8 +21,8 @@ struct PlannedTensor {
   std::string name;           // after renumbering
   std::vector<uint64_t> kept; // elements kept per dimension (the kept shape)
   // Per dimension, which elements: one run [0, kept) for a prefix, one run
-  // per group or segment piece for grouped axes and segmented dimensions
-  // (format/elastic_runs.h). RunMaps turns them into CutStoredTensor maps.
+  // per group, segment piece or product block for grouped axes, segmented
+  // and product dimensions (format/elastic_runs.h). RunMaps turns them into CutStoredTensor maps.
   std::vector<std::vector<ElasticRun>> runs;
   bool whole = false;         // nothing cut
 };

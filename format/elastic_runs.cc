@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/checked_math.h"
 #include "format/elastic_validate.h"
 
 namespace boltpack::format {
@@ -30,6 +31,59 @@ void AppendAxisRuns(const ElasticAxis& axis, uint64_t parent, uint64_t count, ui
   for (uint64_t g = 0; g < groups; ++g) Append(runs, offset + g * per_group * u, keep * u);
 }
 
+EntryAxes ResolveEntry(const ElasticManifest& m, std::string_view entry) {
+  auto product = SplitElasticProduct(entry);
+  if (!product) return {m.FindAxis(entry), nullptr};
+  const ElasticAxis* outer = m.FindAxis(product->outer);
+  const ElasticAxis* inner = m.FindAxis(product->inner);  // null for a third factor: "b*c" is no axis name
+  if (outer == nullptr || inner == nullptr || outer == inner || outer->scope != inner->scope) return {};
+  return {outer, inner};
+}
+
+uint64_t ParentUnits(const ElasticAxis& axis, uint32_t layer) {
+  size_t k = axis.scope == ElasticScope::kLayer ? layer : 0;
+  return k < axis.parent.size() ? axis.parent[k] : 0;
+}
+
+std::optional<uint64_t> EntryElems(const EntryAxes& e, uint32_t layer) {
+  if (e.outer == nullptr) return std::nullopt;
+  auto elems = CheckedMul(ParentUnits(*e.outer, layer), e.outer->unit_elems);
+  if (!e.product() || !elems) return elems;
+  auto inner = CheckedMul(ParentUnits(*e.inner, layer), e.inner->unit_elems);
+  return inner ? CheckedMul(*elems, *inner) : std::nullopt;
+}
+
+void AppendEntryRuns(const ElasticManifest& m, const ElasticBudget& budget, const EntryAxes& e, uint32_t layer,
+                     uint64_t offset, DimRuns* runs) {
+  if (e.outer == nullptr) return;
+  const ElasticAxis& a = *e.outer;
+  uint64_t parent_a = ParentUnits(a, layer);
+  uint64_t count_a = m.KeptUnits(budget, a, layer);
+  if (!e.product()) {
+    AppendAxisRuns(a, parent_a, count_a, offset, runs);
+    return;
+  }
+  const ElasticAxis& b = *e.inner;
+  uint64_t parent_b = ParentUnits(b, layer);
+  uint64_t block = parent_b * b.unit_elems;  // one element of one unit of A: all of B
+  // B's kept runs inside one block, the same in every block.
+  DimRuns inner;
+  AppendAxisRuns(b, parent_b, m.KeptUnits(budget, b, layer), 0, &inner);
+  // A's kept units, as runs of unit positions (a prefix, or one per group).
+  ElasticAxis units_of_a = a;
+  units_of_a.unit_elems = 1;
+  DimRuns kept_a;
+  AppendAxisRuns(units_of_a, parent_a, count_a, 0, &kept_a);
+  for (const ElasticRun& ra : kept_a) {
+    for (uint64_t unit = ra.start; unit < ra.start + ra.length; ++unit) {
+      for (uint64_t ua = 0; ua < a.unit_elems; ++ua) {
+        uint64_t base = offset + (unit * a.unit_elems + ua) * block;
+        for (const ElasticRun& rb : inner) Append(runs, base + rb.start, rb.length);
+      }
+    }
+  }
+}
+
 std::vector<DimRuns> KeptRuns(const ElasticManifest& m, const ElasticBudget& budget, const ElasticBound& bound,
                               absl::Span<const uint64_t> shape) {
   std::vector<DimRuns> runs(shape.size());
@@ -41,21 +95,29 @@ std::vector<DimRuns> KeptRuns(const ElasticManifest& m, const ElasticBudget& bud
       DimRuns r;
       uint64_t offset = 0;
       for (const ElasticSegment& s : seg->segments) {
-        const ElasticAxis* a = s.axis.empty() ? nullptr : m.FindAxis(s.axis);
-        if (a == nullptr) {
+        EntryAxes e = s.axis.empty() ? EntryAxes{} : ResolveEntry(m, s.axis);
+        std::optional<uint64_t> elems = EntryElems(e, bound.layer);
+        if (!elems) {
           Append(&r, offset, s.fixed_elems);
           offset += s.fixed_elems;
           continue;
         }
-        size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
-        uint64_t parent = k < a->parent.size() ? a->parent[k] : 0;
-        AppendAxisRuns(*a, parent, m.KeptUnits(budget, *a, bound.layer), offset, &r);
-        offset += parent * a->unit_elems;
+        AppendEntryRuns(m, budget, e, bound.layer, offset, &r);
+        offset += *elems;
       }
       if (offset == shape[d]) runs[d] = std::move(r);  // else invalid: never cut wrong
       continue;
     }
-    const ElasticAxis* a = m.FindAxis(name);
+    EntryAxes e = ResolveEntry(m, name);
+    if (e.product()) {
+      // A product that does not span the dimension is invalid: keep the
+      // dimension whole rather than cut it wrong.
+      if (EntryElems(e, bound.layer) != shape[d]) continue;
+      runs[d].clear();
+      AppendEntryRuns(m, budget, e, bound.layer, 0, &runs[d]);
+      continue;
+    }
+    const ElasticAxis* a = e.outer;
     if (a == nullptr) continue;
     size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
     uint64_t parent = k < a->parent.size() ? a->parent[k] : 0;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
@@ -95,6 +96,16 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
                              const std::string& file) {
   if (m.version != 1 && m.version != 2) return Bad(file, StrCat("version ", m.version, " is not 1 or 2"));
   if (m.version < m.RequiredVersion()) {
+    // A product entry is named with its binding: it is the easiest of the
+    // version-2 features to write by accident ("heads*hd" in a 1.1 file).
+    for (const ElasticBinding& b : m.bindings) {
+      for (const std::string& d : b.dims) {
+        if (SplitElasticProduct(d)) {
+          return Bad(file, StrCat("version ", m.version, " but binding ", Quoted(b.tensor),
+                                  " has the product dims entry ", Quoted(d), ", which needs version 2 (format 1.2)"));
+        }
+      }
+    }
     return Bad(file, StrCat("version ", m.version, " but an axis has groups > 1 or a binding a segmented "
                             "dimension, which need version 2 (format 1.2)"));
   }
@@ -200,13 +211,35 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
     }
     if (b.dims.empty() || b.dims.size() > 8) return Bad(file, StrCat(where, ": 1..8 dims required"));
     bool any = false;
-    auto check_axis = [&](const std::string& d) -> absl::Status {
+    auto check_axis = [&](std::string_view d) -> absl::Status {
       const ElasticAxis* a = m.FindAxis(d);
       if (a == nullptr) return Bad(file, StrCat(where, ": unknown axis ", Quoted(d)));
       if (a->scope == ElasticScope::kLayer && holes == 0) {
         return Bad(file, StrCat(where, ": per-layer axis \"", d, "\" on a tensor name without \"{L}\""));
       }
       any = true;
+      return absl::OkStatus();
+    };
+    // An axis, or (format 1.2) a product "A*B" of two distinct declared
+    // axes of one scope. Three or more factors are not defined.
+    auto check_entry = [&](const std::string& d) -> absl::Status {
+      auto product = SplitElasticProduct(d);
+      if (!product) return check_axis(d);
+      if (product->inner.find(kElasticProductSeparator) != std::string_view::npos) {
+        return Bad(file, StrCat(where, ": product ", Quoted(d), " has more than two axes"));
+      }
+      BP_RETURN_IF_ERROR(check_axis(product->outer));
+      BP_RETURN_IF_ERROR(check_axis(product->inner));
+      const ElasticAxis* outer = m.FindAxis(product->outer);
+      const ElasticAxis* inner = m.FindAxis(product->inner);
+      if (outer == inner) {
+        return Bad(file, StrCat(where, ": product ", Quoted(d), " names axis \"", outer->name, "\" twice"));
+      }
+      if (outer->scope != inner->scope) {
+        auto scope = [](const ElasticAxis* a) { return a->scope == ElasticScope::kLayer ? "per layer" : "global"; };
+        return Bad(file, StrCat(where, ": product ", Quoted(d), " multiplies axes of different scopes (\"",
+                                outer->name, "\" is ", scope(outer), ", \"", inner->name, "\" ", scope(inner), ")"));
+      }
       return absl::OkStatus();
     };
     if (b.segmented.size() > b.dims.size()) return Bad(file, StrCat(where, ": more segmented dims than dims"));
@@ -227,7 +260,7 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
           return Bad(file, StrCat(where, ": dim ", sd.dim, " segment ", k,
                                   " must set exactly one of axis and fixed_elems"));
         }
-        if (!seg.axis.empty()) BP_RETURN_IF_ERROR(check_axis(seg.axis));
+        if (!seg.axis.empty()) BP_RETURN_IF_ERROR(check_entry(seg.axis));
       }
     }
     for (size_t d = 0; d < b.dims.size(); ++d) {
@@ -236,7 +269,7 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
         if (b.SegmentsOf(d) == nullptr) return Bad(file, StrCat(where, ": dim ", d, " is \"+\" but has no segments"));
         continue;
       }
-      BP_RETURN_IF_ERROR(check_axis(b.dims[d]));
+      BP_RETURN_IF_ERROR(check_entry(b.dims[d]));
     }
     if (!any) return Bad(file, StrCat(where, ": binds no axis"));
   }
@@ -250,14 +283,33 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
     std::string_view tensor;
   };
   std::vector<std::vector<std::vector<BlockUse>>> blocks(m.axes.size());
-  // Tensors whose innermost dimension is segmented and stored in blocks:
-  // checked per budget on their actual runs.
-  struct SegmentedUse {
+  // Tensors whose innermost dimension is segmented or a product and stored
+  // in blocks: checked per budget on their actual runs.
+  struct RunsUse {
     const ElasticTensorRef* tensor;
     ElasticBound bound;
     uint64_t block;
+    std::string_view product;  // the product entry, or empty for a segmented dimension
   };
-  std::vector<SegmentedUse> segmented_blocks;
+  std::vector<RunsUse> runs_blocks;
+  // The elements a product "A*B" spans in this layer, or an error naming
+  // the axis the layer lacks (as a plain axis' parent 0 is, rule 4) or the
+  // overflow.
+  auto product_elems = [&](std::string_view where, size_t d, std::string_view entry,
+                           uint32_t layer) -> absl::StatusOr<uint64_t> {
+    EntryAxes e = ResolveEntry(m, entry);
+    for (const ElasticAxis* a : {e.outer, e.inner}) {
+      if (ParentUnits(*a, layer) == 0) {
+        return Bad(file, StrCat(where, ": dimension ", d, " is the product ", Quoted(entry),
+                                " but this layer lacks axis \"", a->name, "\""));
+      }
+    }
+    auto elems = EntryElems(e, layer);
+    if (!elems) {
+      return Bad(file, StrCat(where, ": dimension ", d, ": product ", Quoted(entry), " spans more than 2^64 elements"));
+    }
+    return *elems;
+  };
   for (size_t i = 0; i < m.axes.size(); ++i) blocks[i].resize(m.axes[i].parent.size());
   for (const ElasticTensorRef& t : tensors) {
     ElasticBound bound = index.Resolve(t.name);
@@ -279,7 +331,9 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
         bool overflow = false;
         for (const ElasticSegment& seg : sd->segments) {
           std::optional<uint64_t> size = seg.fixed_elems;
-          if (!seg.axis.empty()) {
+          if (SplitElasticProduct(seg.axis)) {
+            BP_ASSIGN_OR_RETURN(size, product_elems(where, d, seg.axis, bound.layer));
+          } else if (!seg.axis.empty()) {
             const ElasticAxis* a = m.FindAxis(seg.axis);
             uint64_t parent = a->parent[a->scope == ElasticScope::kLayer ? bound.layer : 0];
             if (parent == 0) {
@@ -298,7 +352,22 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
         }
         if (d + 1 == dims.size()) {
           auto layout = StoredCellLayout(t.codec_id, t.dtype, t.params != nullptr ? *t.params : CodecParams{});
-          if (layout && layout->block_elems > 1) segmented_blocks.push_back({&t, bound, layout->block_elems});
+          if (layout && layout->block_elems > 1) runs_blocks.push_back({&t, bound, layout->block_elems, {}});
+        }
+        continue;
+      }
+      if (auto product = SplitElasticProduct(dims[d])) {
+        BP_ASSIGN_OR_RETURN(uint64_t elems, product_elems(where, d, dims[d], bound.layer));
+        if (elems != t.shape[d]) {
+          EntryAxes e = ResolveEntry(m, dims[d]);
+          return Bad(file, StrCat(where, ": dimension ", d, " is ", t.shape[d], " but product ", Quoted(dims[d]),
+                                  " has ", ParentUnits(*e.outer, bound.layer), " units of ", e.outer->unit_elems, " x ",
+                                  ParentUnits(*e.inner, bound.layer), " units of ", e.inner->unit_elems, " = ", elems,
+                                  " elements there"));
+        }
+        if (d + 1 == dims.size()) {
+          auto layout = StoredCellLayout(t.codec_id, t.dtype, t.params != nullptr ? *t.params : CodecParams{});
+          if (layout && layout->block_elems > 1) runs_blocks.push_back({&t, bound, layout->block_elems, dims[d]});
         }
         continue;
       }
@@ -449,9 +518,9 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
       }
     }
   }
-  // Segmented innermost dimensions of block codecs: every kept run of every
-  // budget on block boundaries.
-  for (const SegmentedUse& use : segmented_blocks) {
+  // Segmented and product innermost dimensions of block codecs: every kept
+  // run of every budget on block boundaries.
+  for (const RunsUse& use : runs_blocks) {
     for (const ElasticBudget& b : m.budgets) {
       if (use.bound.in_layer && !b.layer_keep[use.bound.layer]) continue;
       std::vector<DimRuns> runs = KeptRuns(m, b, use.bound, use.tensor->shape);
@@ -459,6 +528,12 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
       if (WholeDim(inner, use.tensor->shape.back())) continue;
       for (const ElasticRun& r : inner) {
         if (r.start % use.block != 0 || r.length % use.block != 0) {
+          if (!use.product.empty()) {
+            return Bad(file, StrCat("budget ", Quoted(b.name), ": tensor \"", use.tensor->name, "\" keeps elements [",
+                                    r.start, ", ", r.start + r.length, ") of its innermost dimension (product ",
+                                    Quoted(use.product), "), which splits its codec's blocks of ", use.block,
+                                    " elements; every kept run must start and end on a block boundary"));
+          }
           return Bad(file, StrCat("budget ", Quoted(b.name), ": tensor \"", use.tensor->name, "\" keeps elements [",
                                   r.start, ", ", r.start + r.length,
                                   ") of its segmented innermost dimension, which splits its codec's blocks of ",

@@ -5,7 +5,9 @@
 // can cut it — in place, as pieces of the input mapping handed to the
 // writer (format/cut_pieces.h), and by the gathering cutter
 // (CutStoredTensor) — and the two must give the same record shape and the
-// same bytes, which must also be the source cells the plan's runs name.
+// same bytes, which must also be the source cells the plan's runs name
+// (runs of groups, segments and product dimensions alike: the plan comes
+// from format/elastic_runs.h).
 #ifndef BOLTPACK_FUZZ_ELASTIC_FUZZ_SLICER_H_
 #define BOLTPACK_FUZZ_ELASTIC_FUZZ_SLICER_H_
 

@@ -1,5 +1,6 @@
 // libFuzzer target for the elastic manifest validator and the slicer
-// (formats 1.1, 1.2): a hostile boltpack.v1.ElasticManifest (protobuf wire
+// (formats 1.1, 1.2: groups, segments, product dimensions "A*B"; seeds
+// v2_product*.pb): a hostile boltpack.v1.ElasticManifest (protobuf wire
 // bytes) against a fixed two-layer MoE. Whatever the validator accepts must
 // give consistent slices for every budget, each slice's manifest must itself
 // be valid (fuzz/elastic_fuzz_model.h), and cutting the model's real bytes

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "format/elastic_runs.h"
@@ -74,41 +75,78 @@ std::vector<std::vector<uint64_t>> ElasticAuthoring::MapsFor(std::string_view na
     auto it = orders.find({ai, layer});
     return it == orders.end() ? nullptr : &it->second;
   };
+  // The unit order of an entry's axis, when it has one and fits `units`.
+  auto usable = [](const std::vector<uint32_t>* order, uint64_t units) {
+    if (order == nullptr || order->size() != units) return false;
+    for (size_t q = 0; q < order->size(); ++q) {
+      if ((*order)[q] != q) return true;
+    }
+    return false;  // the identity moves nothing
+  };
   for (size_t d = 0; d < shape.size(); ++d) {
-    // (order, unit_elems, element offset, element count) per piece of the
-    // dimension: the whole dimension, or each segment of a segmented one.
+    // Per piece of the dimension (the whole dimension, or each axis segment
+    // of a segmented one) at element `offset`: the outer axis' order over
+    // units of `outer_unit` elements and, for a product A*B, B's order over
+    // units of `inner_unit` elements inside every block of `block` elements
+    // (one element of one unit of A: all of B), the same in every block.
     struct Piece {
-      const std::vector<uint32_t>* order;
-      uint64_t unit, offset, size;
+      const std::vector<uint32_t>* outer = nullptr;
+      const std::vector<uint32_t>* inner = nullptr;
+      uint64_t outer_unit = 1, block = 1, inner_unit = 1, offset = 0, size = 0;
     };
     std::vector<Piece> pieces;
+    auto add_piece = [&](const format::EntryAxes& e, uint64_t offset, uint64_t size) {
+      Piece p;
+      p.offset = offset;
+      p.size = size;
+      uint64_t parent_a = format::ParentUnits(*e.outer, bound.layer);
+      if (!e.product()) {
+        p.outer_unit = e.outer->unit_elems;
+        if (usable(order_of(e.outer), parent_a)) p.outer = order_of(e.outer);
+      } else {
+        uint64_t parent_b = format::ParentUnits(*e.inner, bound.layer);
+        p.block = parent_b * e.inner->unit_elems;
+        p.outer_unit = e.outer->unit_elems * p.block;
+        p.inner_unit = e.inner->unit_elems;
+        if (usable(order_of(e.outer), parent_a)) p.outer = order_of(e.outer);
+        if (usable(order_of(e.inner), parent_b)) p.inner = order_of(e.inner);
+      }
+      if (p.outer != nullptr || p.inner != nullptr) pieces.push_back(p);
+    };
     if (const ElasticSegmentedDim* sd = bound.binding->SegmentsOf(d)) {
       uint64_t offset = 0;
+      bool valid = true;
       for (const ElasticSegment& seg : sd->segments) {
-        const ElasticAxis* a = seg.axis.empty() ? nullptr : manifest.FindAxis(seg.axis);
-        uint64_t size = seg.fixed_elems;
-        if (a != nullptr) {
-          size = a->parent[a->scope == ElasticScope::kLayer ? bound.layer : 0] * a->unit_elems;
-          pieces.push_back({order_of(a), a->unit_elems, offset, size});
+        format::EntryAxes e = seg.axis.empty() ? format::EntryAxes{} : format::ResolveEntry(manifest, seg.axis);
+        std::optional<uint64_t> size = seg.axis.empty() ? std::optional<uint64_t>(seg.fixed_elems)
+                                                        : format::EntryElems(e, bound.layer);
+        if (!size) {
+          valid = false;
+          break;
         }
-        offset += size;
+        if (e.outer != nullptr) add_piece(e, offset, *size);
+        offset += *size;
       }
-      if (offset != shape[d]) continue;  // validated before; never cut wrong
-    } else if (const ElasticAxis* a = manifest.FindAxis(bound.binding->dims[d])) {
-      pieces.push_back({order_of(a), a->unit_elems, 0, shape[d]});
+      if (!valid || offset != shape[d]) continue;  // validated before; never cut wrong
+    } else if (format::EntryAxes e = format::ResolveEntry(manifest, bound.binding->dims[d]); e.outer != nullptr) {
+      if (format::EntryElems(e, bound.layer) != shape[d]) continue;
+      add_piece(e, 0, shape[d]);
     }
-    bool moves = false;
-    for (const Piece& p : pieces) {
-      if (p.order == nullptr || p.order->size() * p.unit != p.size) continue;
-      for (size_t q = 0; q < p.order->size(); ++q) moves |= (*p.order)[q] != q;
-    }
-    if (!moves) continue;
+    if (pieces.empty()) continue;
     maps[d].resize(shape[d]);
     for (uint64_t j = 0; j < shape[d]; ++j) maps[d][j] = j;
-    // Every segment of the axis moves its units the same way.
+    // Every piece of the axis moves its units the same way: stored unit p
+    // holds source unit order[p].
     for (const Piece& p : pieces) {
-      if (p.order == nullptr || p.order->size() * p.unit != p.size) continue;
-      for (uint64_t j = 0; j < p.size; ++j) maps[d][p.offset + j] = p.offset + (*p.order)[j / p.unit] * p.unit + j % p.unit;
+      for (uint64_t j = 0; j < p.size; ++j) {
+        uint64_t unit = j / p.outer_unit, within = j % p.outer_unit;
+        uint64_t src = (p.outer != nullptr ? (*p.outer)[unit] : unit) * p.outer_unit;
+        uint64_t block_start = within - within % p.block;
+        uint64_t in_block = within % p.block;
+        uint64_t b = in_block / p.inner_unit;
+        src += block_start + (p.inner != nullptr ? (*p.inner)[b] : b) * p.inner_unit + in_block % p.inner_unit;
+        maps[d][p.offset + j] = p.offset + src;
+      }
     }
   }
   return maps;
@@ -196,6 +234,31 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
   if (bindings->array().size() > format::kMaxElasticBindings) {
     return absl::ResourceExhaustedError(StrCat(file, ": more than ", format::kMaxElasticBindings, " bindings"));
   }
+  // A dims entry or segment: an axis name or (format 1.2) a product "A*B"
+  // of two distinct axes of one scope.
+  constexpr size_t kMaxEntryBytes = 64 + 1 + 64;
+  auto check_entry = [&](const std::string& entry, std::string_view where) -> absl::Status {
+    auto product = SplitElasticProduct(entry);
+    if (!product) {
+      if (m.FindAxis(entry) == nullptr) return ctx.Err(where, StrCat("unknown axis \"", entry, "\""));
+      return absl::OkStatus();
+    }
+    if (product->inner.find(kElasticProductSeparator) != std::string_view::npos) {
+      return ctx.Err(where, StrCat("product \"", entry, "\" has more than two axes"));
+    }
+    for (std::string_view name : {product->outer, product->inner}) {
+      if (m.FindAxis(name) == nullptr) {
+        return ctx.Err(where, StrCat("unknown axis \"", name, "\" in product \"", entry, "\""));
+      }
+    }
+    const ElasticAxis* outer = m.FindAxis(product->outer);
+    const ElasticAxis* inner = m.FindAxis(product->inner);
+    if (outer == inner) return ctx.Err(where, StrCat("product \"", entry, "\" names axis \"", outer->name, "\" twice"));
+    if (outer->scope != inner->scope) {
+      return ctx.Err(where, StrCat("product \"", entry, "\" multiplies axes of different scopes"));
+    }
+    return absl::OkStatus();
+  };
   for (size_t i = 0; i < bindings->array().size(); ++i) {
     const JsonValue& b = bindings->array()[i];
     std::string where = StrCat("bindings[", i, "]");
@@ -224,8 +287,8 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
           const JsonValue& seg = segs->array()[k];
           std::string sw = StrCat(dw, ".segments[", k, "]");
           if (seg.is_string()) {
-            BP_ASSIGN_OR_RETURN(std::string axis, ctx.Str(seg, sw, 64));
-            if (m.FindAxis(axis) == nullptr) return ctx.Err(sw, StrCat("unknown axis \"", axis, "\""));
+            BP_ASSIGN_OR_RETURN(std::string axis, ctx.Str(seg, sw, kMaxEntryBytes));
+            BP_RETURN_IF_ERROR(check_entry(axis, sw));
             sd.segments.push_back({std::move(axis), 0});
           } else {
             BP_ASSIGN_OR_RETURN(uint64_t n, ctx.Uint(seg, sw, 1, uint64_t{1} << 62));
@@ -236,8 +299,8 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
         eb.segmented.push_back(std::move(sd));
         continue;
       }
-      BP_ASSIGN_OR_RETURN(std::string name, ctx.Str(d, dw, 64));
-      if (name != "-" && m.FindAxis(name) == nullptr) return ctx.Err(where, StrCat("unknown axis \"", name, "\""));
+      BP_ASSIGN_OR_RETURN(std::string name, ctx.Str(d, dw, kMaxEntryBytes));
+      if (name != "-") BP_RETURN_IF_ERROR(check_entry(name, where));
       eb.dims.push_back(std::move(name));
     }
     m.bindings.push_back(std::move(eb));
@@ -259,7 +322,7 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
     }
     for (size_t d = 0; d < t.shape.size(); ++d) {
       ElasticAxis* a = const_cast<ElasticAxis*>(m.FindAxis(bound.binding->dims[d]));
-      if (a == nullptr) continue;
+      if (a == nullptr) continue;  // "-", "+" or a product (solved below)
       if (a->scope == ElasticScope::kLayer && !bound.in_layer) {
         return ctx.Err(where, StrCat("binds per-layer axis \"", a->name, "\" but its name has no layer index"));
       }
@@ -281,6 +344,81 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
       }
     }
   }
+  // Product dimensions "A*B": parent(A) x uA x parent(B) x uB elements. A
+  // factor no plain binding sized takes its "parent" (the count, or this
+  // layer's entry of the array), else is solved from the dimension when the
+  // other factor is known. An unusable "parent" is reported below.
+  auto explicit_count = [&](const ElasticAxis* a, size_t k) -> uint64_t {
+    const JsonValue* p = explicit_parent[static_cast<size_t>(a - m.axes.data())];
+    if (p != nullptr && p->is_array()) {
+      p = p->array().size() == a->parent.size() && k < p->array().size() ? &p->array()[k] : nullptr;
+    }
+    auto v = p != nullptr && p->is_number() ? p->uint64_value() : std::nullopt;
+    return v && *v >= 1 && *v <= format::kMaxElasticAxisUnits ? *v : 0;
+  };
+  // `dim`: the dimension the product spans, or nullopt for a segment (whose
+  // dimension the segment pass checks).
+  auto size_product = [&](const std::string& where, size_t d, const std::string& entry,
+                          const format::ElasticBound& bound, std::optional<uint64_t> dim) -> absl::Status {
+    format::EntryAxes e = format::ResolveEntry(m, entry);
+    std::vector<ElasticAxis*> unknown;
+    for (const ElasticAxis* c : {e.outer, e.inner}) {
+      ElasticAxis* a = const_cast<ElasticAxis*>(c);
+      if (a->scope == ElasticScope::kLayer && !bound.in_layer) {
+        return ctx.Err(where, StrCat("binds per-layer axis \"", a->name, "\" but its name has no layer index"));
+      }
+      size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
+      if (a->parent[k] == 0 && explicit_count(a, k) != 0) {
+        a->parent[k] = explicit_count(a, k);
+        parent_from[static_cast<size_t>(a - m.axes.data())][k] = StrCat("\"parent\" of axis \"", a->name, "\"");
+      }
+      if (a->parent[k] == 0) unknown.push_back(a);
+    }
+    if (!dim) {  // a segment: both factors must be known by now
+      if (!unknown.empty()) {
+        return ctx.Err(where, StrCat("dimension ", d, ": the size of axis \"", unknown[0]->name, "\" in product \"",
+                                     entry, "\" is not known; bind it to a dimension of its own or give its ",
+                                     "\"parent\""));
+      }
+      return absl::OkStatus();
+    }
+    if (unknown.size() == 2) {
+      return ctx.Err(where, StrCat("dimension ", d, ": the sizes of both axes of product \"", entry,
+                                   "\" are unknown; bind one to a dimension of its own or give its \"parent\""));
+    }
+    if (unknown.size() == 1) {
+      ElasticAxis* a = unknown[0];
+      const ElasticAxis* other = a == e.outer ? e.inner : e.outer;
+      auto per = CheckedMul(format::ParentUnits(*other, bound.layer), other->unit_elems);
+      if (per) per = CheckedMul(*per, a->unit_elems);
+      if (!per || *dim == 0 || *dim % *per != 0) {
+        return ctx.Err(where, StrCat("dimension ", d, " (", *dim, ") is not a positive multiple of ", per.value_or(0),
+                                     " (the rest of product \"", entry, "\"), so axis \"", a->name,
+                                     "\" has no whole number of units"));
+      }
+      if (*dim / *per > format::kMaxElasticAxisUnits) return ctx.Err(where, "more than 2^32 units");
+      size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
+      a->parent[k] = *dim / *per;
+      parent_from[static_cast<size_t>(a - m.axes.data())][k] = std::string(bound.binding->tensor);
+    }
+    std::optional<uint64_t> elems = format::EntryElems(e, bound.layer);
+    if (elems != *dim) {
+      return ctx.Err(where, StrCat("dimension ", d, " is ", *dim, " but product \"", entry, "\" spans ",
+                                   elems ? StrCat(*elems) : std::string("more than 2^64"), " elements (",
+                                   format::ParentUnits(*e.outer, bound.layer), " x ", e.outer->unit_elems, " x ",
+                                   format::ParentUnits(*e.inner, bound.layer), " x ", e.inner->unit_elems, ")"));
+    }
+    return absl::OkStatus();
+  };
+  for (const auto& t : tensors) {
+    format::ElasticBound bound = index.Resolve(t.name);
+    if (bound.binding == nullptr) continue;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      const std::string& entry = bound.binding->dims[d];
+      if (!SplitElasticProduct(entry)) continue;
+      BP_RETURN_IF_ERROR(size_product(StrCat("tensor \"", t.name, "\""), d, entry, bound, t.shape[d]));
+    }
+  }
   // Segmented dimensions: their segments add up to the dimension; one axis
   // whose size no plain binding gave is solved from the rest.
   for (const auto& t : tensors) {
@@ -293,6 +431,16 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
       for (const ElasticSegment& seg : sd.segments) {
         if (seg.axis.empty()) {
           known += seg.fixed_elems;
+          continue;
+        }
+        if (SplitElasticProduct(seg.axis)) {
+          BP_RETURN_IF_ERROR(size_product(where, sd.dim, seg.axis, bound, std::nullopt));
+          std::optional<uint64_t> elems = format::EntryElems(format::ResolveEntry(m, seg.axis), bound.layer);
+          if (!elems) {
+            return ctx.Err(where,
+                           StrCat("dimension ", sd.dim, ": product \"", seg.axis, "\" spans more than 2^64 elements"));
+          }
+          known += *elems;
           continue;
         }
         ElasticAxis* a = const_cast<ElasticAxis*>(m.FindAxis(seg.axis));

@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "boltpack/budget_view.h"
 #include "boltpack/elastic.h"
 #include "boltpack/reader.h"
 #include "boltpack/tensor_info.h"
@@ -387,6 +388,34 @@ void ExpectElastic(const std::string& vector, const Reader& r, const JsonValue& 
   }
 }
 
+// Format 1.2 (spec/elastic.md §1): where a vector lists "budget_runs", every
+// budget keeps exactly those runs of every listed tensor (and no other
+// tensor).
+void ExpectBudgetRuns(const std::string& vector, const Reader& r, const JsonValue& e) {
+  const JsonValue* want = e.Find("budget_runs");
+  if (want == nullptr) return;
+  for (const auto& budget : want->array()) {
+    const std::string name = GetS(budget, "budget");
+    const std::string where = vector + ": budget " + name;
+    auto got = BudgetTensors(r, name);
+    ASSERT_TRUE(got.ok()) << where << ": " << got.status();
+    const auto& tensors = Get(budget, "tensors").array();
+    ASSERT_EQ(got->size(), tensors.size()) << where;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      EXPECT_EQ((*got)[t].name, GetS(tensors[t], "tensor")) << where;
+      std::vector<std::vector<ElasticRun>> runs;
+      for (const auto& dim : Get(tensors[t], "runs").array()) {
+        runs.emplace_back();
+        for (const auto& run : dim.array()) {
+          runs.back().push_back({run.array()[0].uint64_value().value_or(~0ull),
+                                 run.array()[1].uint64_value().value_or(~0ull)});
+        }
+      }
+      EXPECT_EQ((*got)[t].runs, runs) << where << ": " << (*got)[t].name;
+    }
+  }
+}
+
 // Stored bytes can be copied whatever the codec or features: copy every
 // tensor with Writer::CopyTensor and compare the copy's records.
 void ExpectCopy(const std::string& vector, const Reader& r) {
@@ -504,6 +533,7 @@ TEST_P(ValidVectorTest, ListsAndDecodesAsExpected) {
   }
   ExpectViews(name, r, e);
   ExpectElastic(name, r, e);
+  ExpectBudgetRuns(name, r, e);
 
   ExpectCopy(name, r);
 }

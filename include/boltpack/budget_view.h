@@ -63,8 +63,9 @@ struct BudgetTensor {
   // Per dimension, the kept elements of the parent's dimension as runs
   // [start, start + length), ascending, adding up to shape[d]: one run
   // [0, shape[d]) for a prefix; one per group for a grouped axis, per
-  // segment piece for a segmented dimension (format 1.2). Empty: a prefix
-  // of every dimension.
+  // segment piece for a segmented dimension, per kept (unit, element) of
+  // the outer axis of a product "A*B" (format 1.2). Empty: a prefix of
+  // every dimension.
   std::vector<std::vector<ElasticRun>> runs;
 };
 

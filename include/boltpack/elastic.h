@@ -3,7 +3,8 @@
 // and named budgets. Tensors are stored pre-permuted ("prefix" order), so a
 // budget keeps the first `count * unit_elems` elements of every bound
 // dimension (per group for a grouped axis, per segment for a segmented
-// dimension: format 1.2, manifest version 2) and the layers its mask keeps.
+// dimension, per (outer unit, inner unit) of a product dimension: format
+// 1.2, manifest version 2) and the layers its mask keeps.
 #ifndef BOLTPACK_ELASTIC_H_
 #define BOLTPACK_ELASTIC_H_
 
@@ -34,8 +35,8 @@ struct ElasticAxis {
 };
 
 // Version 2: one segment of a segmented dimension: an axis' units (`axis`
-// set, parent(axis, L) * unit_elems elements) or `fixed_elems` elements no
-// budget cuts (exactly one of the two).
+// set, parent(axis, L) * unit_elems elements; or a product "A*B") or
+// `fixed_elems` elements no budget cuts (exactly one of the two).
 struct ElasticSegment {
   std::string axis;
   uint64_t fixed_elems = 0;
@@ -51,9 +52,23 @@ struct ElasticSegmentedDim {
 // The dims entry of a segmented dimension.
 inline constexpr std::string_view kElasticSegmentedDim = "+";
 
+// Version 2: a dims entry or segment axis "A*B" is a product dimension of
+// two distinct axes of one scope, outer first: parent(A) x unit_elems(A) x
+// parent(B) x unit_elems(B) elements laid out [A][uA][B][uB] (Mamba-2:
+// "heads*head_ch", heads x channels within each head).
+inline constexpr char kElasticProductSeparator = '*';
+struct ElasticProductNames {
+  std::string_view outer;
+  std::string_view inner;  // everything after the first '*' (a further '*' is invalid)
+};
+// The two names of a product entry; nullopt when `entry` holds no '*'.
+std::optional<ElasticProductNames> SplitElasticProduct(std::string_view entry);
+
 struct ElasticBinding {
   std::string tensor;              // name or template with "{L}"
-  std::vector<std::string> dims;   // axis name, "-" or "+" (segmented), outermost first
+  // Axis name, "A*B" (a product, version 2), "-" or "+" (segmented),
+  // outermost first.
+  std::vector<std::string> dims;
   std::vector<ElasticSegmentedDim> segmented;  // one per "+" in dims
   // The segments of dimension d, or nullptr when it is not segmented.
   const ElasticSegmentedDim* SegmentsOf(size_t d) const;
@@ -88,7 +103,9 @@ struct ElasticImportance {
 };
 
 struct ElasticManifest {
-  uint32_t version = 1;  // 2 when an axis has groups > 1 or a binding a segmented dim
+  // 2 when an axis has groups > 1 or a binding a segmented dim or a product
+  // entry.
+  uint32_t version = 1;
   bool prefix_order = true;  // storage order "prefix" (the only one defined)
   uint32_t layer_count = 0;
   std::string layer_pattern;  // e.g. "blk.{L}."
@@ -104,7 +121,8 @@ struct ElasticManifest {
   // dropped layer.
   uint64_t KeptUnits(const ElasticBudget& budget, const ElasticAxis& axis, uint32_t layer) const;
   // The lowest manifest version that expresses this manifest: 2 when an axis
-  // has groups > 1 or a binding a segmented dimension, else 1.
+  // has groups > 1 or a binding a segmented dimension or a product entry
+  // ("A*B" in dims or as a segment's axis), else 1.
   uint32_t RequiredVersion() const;
 };
 

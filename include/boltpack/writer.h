@@ -65,7 +65,8 @@ class Writer {
   // Stores an elastic manifest (format 1.1, spec/elastic.md) and declares the
   // optional feature "elastic". It is validated against the tensors at
   // Finish(), which fails if it does not fit them. A manifest of version 2
-  // (grouped axes, segmented dimensions) makes the file format 1.2; set
+  // (grouped axes, segmented dimensions, product dimensions "A*B") makes
+  // the file format 1.2; set
   // ElasticManifest::version to RequiredVersion().
   absl::Status SetElastic(const ElasticManifest& elastic);
   // Writes the manifest and footer, fsyncs and renames into place.

@@ -835,10 +835,12 @@ void SelfCheckValid(const std::string& name, const std::filesystem::path& path) 
 }
 
 void SaveValid(const std::string& name, const Bytes& b, const std::vector<std::string>& missing,
-               const std::vector<Decodes>& decodes) {
+               const std::vector<Decodes>& decodes, const std::vector<std::pair<std::string, Json>>& extra = {}) {
   auto path = g_out / "valid" / (name + ".bolt");
   WriteFile(path, b);
-  WriteText(g_out / "valid" / (name + ".expected.json"), Render(ExpectedJson(b, missing, decodes)));
+  Json expected = ExpectedJson(b, missing, decodes);
+  for (const auto& [key, value] : extra) expected.Add(key, value);
+  WriteText(g_out / "valid" / (name + ".expected.json"), Render(expected));
   SelfCheckValid(name, path);
   std::printf("valid/%s.bolt (%zu bytes)\n", name.c_str(), b.size());
 }
@@ -1459,6 +1461,83 @@ void ValidElasticGroups() {
   std::vector<TensorSpec> ts;
   Bytes b = GroupedFile("elastic_groups", &ts);
   SaveValid("elastic_groups", b, {}, DecodesOf(ts));
+}
+
+// Format 1.2: product dimensions (elastic.md §1), a tiny Mamba-2 mixer. One
+// layer; "heads" (2) x "ch" (2 channels per head): ssm_out [2, heads*ch]
+// (listed first, so a vector that breaks its product fails there),
+// ssm_in [z: heads*ch, x: heads*ch, dt: heads] and the per-head ssm_a.
+// "channels" keeps channel 0 of both heads: ssm_out columns {0, 2}, ssm_in
+// rows {0, 2, 4, 6, 8, 9}; "half" (nested) keeps head 0 and its channel 0:
+// ssm_out column {0}, ssm_in rows {0, 4, 8}.
+bp::ElasticManifest ProductElastic() {
+  bp::ElasticManifest e;
+  e.version = 2;
+  e.layer_count = 1;
+  e.layer_pattern = "blk.{L}.";
+  bp::ElasticAxis heads;
+  heads.name = "heads";
+  heads.scope = bp::ElasticScope::kLayer;
+  heads.parent = {2};
+  e.axes.push_back(heads);
+  bp::ElasticAxis ch;
+  ch.name = "ch";
+  ch.scope = bp::ElasticScope::kLayer;
+  ch.parent = {2};
+  e.axes.push_back(ch);
+  e.bindings.push_back({"blk.{L}.ssm_out.weight", {"-", "heads*ch"}, {}});
+  e.bindings.push_back(
+      {"blk.{L}.ssm_in.weight", {"+", "-"}, {{0, {{"heads*ch", 0}, {"heads*ch", 0}, {"heads", 0}}}}});
+  e.bindings.push_back({"blk.{L}.ssm_a", {"heads"}, {}});
+  e.budgets.push_back({"channels", {true}, {{"heads", {2}}, {"ch", {1}}}, ""});
+  e.budgets.push_back({"half", {true}, {{"heads", {1}}, {"ch", {1}}}, "channels"});
+  return e;
+}
+
+Bytes ProductFile(const std::string& name, std::vector<TensorSpec>* ts) {
+  *ts = {F32Tensor("blk.0.ssm_out.weight", {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}),
+         F32Tensor("blk.0.ssm_in.weight", {10, 1}, {-1, -2, -3, -4, -5, -6, -7, -8, -9, -10}),
+         F32Tensor("blk.0.ssm_a", {2}, {0.25f, 0.5f})};
+  Bytes b = WriteWith(name, Options(), [&](bp::Writer& w) {
+    for (const auto& t : *ts) Add(w, t);
+    Check(w.SetElastic(ProductElastic()), "elastic product");
+  });
+  v1::Manifest m = ManifestOf(b);
+  if (m.format_minor() != 2 || m.elastic().version() != 2) Die("elastic product vector: the Writer did not stamp 1.2");
+  return b;
+}
+
+// The kept runs of every tensor of every budget (elastic.md §1), written
+// out from the definition above: "budget_runs" is a key of this vector's
+// expectation only, so older expectations keep their bytes.
+Json ProductBudgetRuns() {
+  auto dim = [](std::initializer_list<std::pair<uint64_t, uint64_t>> runs) {
+    Json a = Json::Arr();
+    for (auto [start, length] : runs) a.Push(Json::Arr().Push(U(start)).Push(U(length)));
+    return a;
+  };
+  auto tensor = [](const std::string& name, std::vector<Json> dims) {
+    Json runs = Json::Arr();
+    for (auto& d : dims) runs.Push(std::move(d));
+    return Json::Obj().Add("tensor", S(name)).Add("runs", runs);
+  };
+  Json channels = Json::Arr()
+                      .Push(tensor("blk.0.ssm_out.weight", {dim({{0, 2}}), dim({{0, 1}, {2, 1}})}))
+                      .Push(tensor("blk.0.ssm_in.weight", {dim({{0, 1}, {2, 1}, {4, 1}, {6, 1}, {8, 2}}), dim({{0, 1}})}))
+                      .Push(tensor("blk.0.ssm_a", {dim({{0, 2}})}));
+  Json half = Json::Arr()
+                  .Push(tensor("blk.0.ssm_out.weight", {dim({{0, 2}}), dim({{0, 1}})}))
+                  .Push(tensor("blk.0.ssm_in.weight", {dim({{0, 1}, {4, 1}, {8, 1}}), dim({{0, 1}})}))
+                  .Push(tensor("blk.0.ssm_a", {dim({{0, 1}})}));
+  return Json::Arr()
+      .Push(Json::Obj().Add("budget", S("channels")).Add("tensors", channels))
+      .Push(Json::Obj().Add("budget", S("half")).Add("tensors", half));
+}
+
+void ValidElasticProduct() {
+  std::vector<TensorSpec> ts;
+  Bytes b = ProductFile("elastic_product", &ts);
+  SaveValid("elastic_product", b, {}, DecodesOf(ts), {{"budget_runs", ProductBudgetRuns()}});
 }
 
 // ---------------------------------------------------------------------------
@@ -2189,6 +2268,103 @@ void InvalidElasticV2() {
   }
 }
 
+// Format 1.2: product dimensions (elastic.md §1, §2). Each vector edits the
+// valid elastic_product file so that exactly one rule breaks.
+void InvalidElasticProduct() {
+  std::vector<TensorSpec> unused;
+  const Bytes b0 = ProductFile("elastic_product_base", &unused);
+  auto out_dims = [](v1::Manifest& m, const std::string& entry) {
+    m.mutable_elastic()->mutable_bindings(0)->set_dims(1, entry);
+  };
+  InvalidManifest("elastic_product_in_version_1", b0, [](v1::Manifest& m) { m.mutable_elastic()->set_version(1); },
+                  Open(kDataLoss,
+                       "version 1 but binding \"blk.{L}.ssm_out.weight\" has the product dims entry \"heads*ch\", "
+                       "which needs version 2",
+                       "elastic.md §2 rule 1"));
+  InvalidManifest("elastic_product_unknown_axis", b0, [&](v1::Manifest& m) { out_dims(m, "heads*ch2"); },
+                  Open(kDataLoss, "binding \"blk.{L}.ssm_out.weight\": unknown axis \"ch2\"", "elastic.md §2 rule 3"));
+  InvalidManifest("elastic_product_same_axis", b0, [&](v1::Manifest& m) { out_dims(m, "ch*ch"); },
+                  Open(kDataLoss, "binding \"blk.{L}.ssm_out.weight\": product \"ch*ch\" names axis \"ch\" twice",
+                       "elastic.md §2 rule 3"));
+  InvalidManifest("elastic_product_three_axes", b0, [&](v1::Manifest& m) { out_dims(m, "heads*ch*heads"); },
+                  Open(kDataLoss,
+                       "binding \"blk.{L}.ssm_out.weight\": product \"heads*ch*heads\" has more than two axes",
+                       "elastic.md §2 rule 3"));
+  InvalidManifest("elastic_product_scopes_differ", b0,
+                  [&](v1::Manifest& m) {
+                    // A global axis of the same size: only the scopes are wrong.
+                    auto* g = m.mutable_elastic()->add_axes();
+                    g->set_name("embd");
+                    g->set_scope(v1::ELASTIC_SCOPE_GLOBAL);
+                    g->set_granularity(1);
+                    g->set_unit_elems(1);
+                    g->add_parent(2);
+                    out_dims(m, "heads*embd");
+                  },
+                  Open(kDataLoss,
+                       "binding \"blk.{L}.ssm_out.weight\": product \"heads*embd\" multiplies axes of different scopes",
+                       "elastic.md §2 rule 3"));
+  InvalidManifest("elastic_product_size_mismatch", b0,
+                  [](v1::Manifest& m) { m.mutable_elastic()->mutable_axes(1)->set_unit_elems(2); },
+                  Open(kDataLoss,
+                       "tensor \"blk.0.ssm_out.weight\": dimension 1 is 4 but product \"heads*ch\" has 2 units of 1 "
+                       "x 2 units of 2 = 8 elements there",
+                       "elastic.md §2 rule 4"));
+  InvalidManifest("elastic_product_overflow", b0,
+                  [](v1::Manifest& m) {
+                    m.mutable_elastic()->mutable_axes(0)->set_unit_elems(uint64_t{1} << 32);
+                    m.mutable_elastic()->mutable_axes(1)->set_unit_elems(uint64_t{1} << 32);
+                  },
+                  Open(kDataLoss,
+                       "tensor \"blk.0.ssm_out.weight\": dimension 1: product \"heads*ch\" spans more than 2^64 "
+                       "elements",
+                       "elastic.md §2 rule 4"));
+  InvalidManifest("elastic_product_layer_lacks_axis", b0,
+                  [](v1::Manifest& m) {
+                    m.mutable_elastic()->mutable_axes(1)->set_parent(0, 0);
+                    for (auto& b : *m.mutable_elastic()->mutable_budgets()) b.mutable_sizes(1)->set_counts(0, 0);
+                  },
+                  Open(kDataLoss,
+                       "tensor \"blk.0.ssm_out.weight\": dimension 1 is the product \"heads*ch\" but this layer "
+                       "lacks axis \"ch\"",
+                       "elastic.md §2 rule 4"));
+  // A product on the innermost dimension of a q8_0 tensor: 2 heads of 64
+  // channels; 32 channels of a head are whole blocks, 16 split one.
+  {
+    std::vector<float> v(2 * 128);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int>(i % 11) - 5) / 8.0f;
+    const std::vector<uint64_t> shape = {2, 128};
+    const Bytes src_bytes = Raw(v);
+    bp::ElasticManifest e;
+    e.version = 2;
+    for (auto [name, parent] : {std::pair<const char*, uint64_t>{"heads", 2}, {"ch", 64}}) {
+      bp::ElasticAxis a;
+      a.name = name;
+      a.scope = bp::ElasticScope::kGlobal;
+      a.parent = {parent};
+      e.axes.push_back(a);
+    }
+    e.bindings.push_back({"ssm_out.weight", {"-", "heads*ch"}, {}});
+    e.budgets.push_back({"half", {}, {{"heads", {1}}, {"ch", {32}}}, ""});
+    Bytes q = WriteWith("elastic_product_q8_0_base", Options(), [&](bp::Writer& w) {
+      bp::TensorSource src;
+      src.name = "ssm_out.weight";
+      src.dtype = DType::kF32;
+      src.shape = absl::MakeConstSpan(shape);
+      src.bytes = absl::MakeConstSpan(src_bytes);
+      auto enc = Take(bp::EncodeTensor("q8_0", src, {}, {}), "encode q8_0");
+      Check(w.AddTensor("ssm_out.weight", shape, DType::kF32, "q8_0", std::move(enc)), "add q8_0");
+      Check(w.SetElastic(e), "elastic product q8_0");
+    });
+    InvalidManifest("elastic_product_cut_splits_block", q,
+                    [](v1::Manifest& m) { m.mutable_elastic()->mutable_budgets(0)->mutable_sizes(1)->set_counts(0, 16); },
+                    Open(kDataLoss,
+                         "budget \"half\": tensor \"ssm_out.weight\" keeps elements [0, 16) of its innermost "
+                         "dimension (product \"heads*ch\"), which splits its codec's blocks of 32 elements",
+                         "elastic.md §2 rule 6"));
+  }
+}
+
 // Format 1.1: the elastic manifest (spec/elastic.md §2). Each vector edits
 // the valid elastic file so that exactly one rule breaks.
 void InvalidElastic() {
@@ -2264,6 +2440,7 @@ void InvalidElastic() {
                          "elastic.md §2 rule 6"));
   }
   InvalidElasticV2();
+  InvalidElasticProduct();
 }
 
 void InvalidVectors() {
@@ -2335,6 +2512,7 @@ int main(int argc, char** argv) {
   ValidViews();
   ValidElastic();
   ValidElasticGroups();
+  ValidElasticProduct();
   InvalidVectors();
 
   std::filesystem::remove_all(g_scratch);
