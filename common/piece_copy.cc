@@ -48,13 +48,18 @@ void SideWorker::Wait() {
 
 namespace {
 
-// Every part of every piece of `src`, checked, hashed and written here in
-// turn: no side thread.
-absl::Status CopyInline(PieceSource& src, const std::function<absl::Status(absl::Span<const uint8_t>)>& write,
-                        const std::function<void(absl::Span<const uint8_t>)>& hash) {
+// Fetches every piece of `src` and cuts it into parts of at most
+// kPiecePartBytes; each part passes Check and `hash` before `deliver(part,
+// ends_piece)` takes it. `may_fetch(given)` runs before every Next (given:
+// pieces fetched so far). Either returning false ends the loop with OK: the
+// caller stopped.
+absl::Status ForEachCheckedPart(PieceSource& src, const std::function<void(absl::Span<const uint8_t>)>& hash,
+                                const std::function<bool(uint64_t)>& may_fetch,
+                                const std::function<absl::StatusOr<bool>(absl::Span<const uint8_t>, bool)>& deliver) {
   const uint64_t size = src.size();
   uint64_t done = 0;
-  for (;;) {
+  for (uint64_t given = 0;; ++given) {
+    if (!may_fetch(given)) return absl::OkStatus();
     BP_ASSIGN_OR_RETURN(absl::Span<const uint8_t> piece, src.Next());
     if (piece.empty()) break;
     if (piece.size() > size - done) {
@@ -65,7 +70,8 @@ absl::Status CopyInline(PieceSource& src, const std::function<absl::Status(absl:
       rest.remove_prefix(part.size());
       BP_RETURN_IF_ERROR(src.Check(part));
       if (hash) hash(part);
-      BP_RETURN_IF_ERROR(write(part));
+      BP_ASSIGN_OR_RETURN(bool more, deliver(part, rest.empty()));
+      if (!more) return absl::OkStatus();
       done += part.size();
     }
   }
@@ -129,30 +135,17 @@ class PartQueue {
   static constexpr size_t kMaxQueuedParts = 4;
 
   absl::Status ProduceAll() {
-    const uint64_t size = src_.size();
-    uint64_t done = 0;
-    for (uint64_t given = 0;; ++given) {
-      // Next may retire the piece given `live_` calls ago: it must be written.
-      if (!WaitUntil([&] { return given - pieces_written_ < static_cast<uint64_t>(live_); })) return absl::OkStatus();
-      BP_ASSIGN_OR_RETURN(absl::Span<const uint8_t> piece, src_.Next());
-      if (piece.empty()) break;
-      if (piece.size() > size - done) {
-        return absl::InternalError(StrCat("a piece source gave more than its ", size, " bytes"));
-      }
-      for (absl::Span<const uint8_t> rest = piece; !rest.empty();) {
-        auto part = rest.subspan(0, std::min<uint64_t>(rest.size(), kPiecePartBytes));
-        rest.remove_prefix(part.size());
-        BP_RETURN_IF_ERROR(src_.Check(part));
-        if (hash_) hash_(part);
-        if (!WaitUntil([&] { return parts_.size() < kMaxQueuedParts; })) return absl::OkStatus();
-        std::lock_guard<std::mutex> lock(mu_);
-        parts_.push_back({part, rest.empty()});
-        if (consumer_waiting_) consumer_cv_.notify_one();
-        done += part.size();
-      }
-    }
-    if (done != size) return absl::InternalError(StrCat("a piece source gave ", done, " of its ", size, " bytes"));
-    return absl::OkStatus();
+    return ForEachCheckedPart(
+        src_, hash_,
+        // Next may retire the piece given `live_` calls ago: it must be written.
+        [&](uint64_t given) { return WaitUntil([&] { return given - pieces_written_ < static_cast<uint64_t>(live_); }); },
+        [&](absl::Span<const uint8_t> part, bool ends_piece) -> absl::StatusOr<bool> {
+          if (!WaitUntil([&] { return parts_.size() < kMaxQueuedParts; })) return false;
+          std::lock_guard<std::mutex> lock(mu_);
+          parts_.push_back({part, ends_piece});
+          if (consumer_waiting_) consumer_cv_.notify_one();
+          return true;
+        });
   }
 
   // Waits (producer side) until `ready` holds; false when the consumer
@@ -185,7 +178,14 @@ class PartQueue {
 absl::Status CopyPieces(PieceSource& src, SideWorker* side,
                         const std::function<absl::Status(absl::Span<const uint8_t>)>& write,
                         const std::function<void(absl::Span<const uint8_t>)>& hash) {
-  if (side == nullptr) return CopyInline(src, write, hash);
+  if (side == nullptr) {
+    return ForEachCheckedPart(
+        src, hash, [](uint64_t) { return true; },
+        [&](absl::Span<const uint8_t> part, bool) -> absl::StatusOr<bool> {
+          BP_RETURN_IF_ERROR(write(part));
+          return true;
+        });
+  }
   PartQueue queue(src, hash);
   side->Start([&queue] { queue.Produce(); });
   absl::Status st = queue.Consume(write);

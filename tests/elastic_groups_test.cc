@@ -22,6 +22,7 @@
 #include "io/elastic_json.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
+#include "tests/elastic_reference.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
@@ -29,44 +30,16 @@ namespace {
 
 using testing::MakeTempDir;
 using testing::RunCli;
-
-// Per dimension, the source indices kept, in output order (empty: all).
-using Index = std::vector<std::vector<uint64_t>>;
-
-uint64_t Count(const std::vector<uint64_t>& shape) {
-  uint64_t n = 1;
-  for (uint64_t d : shape) n *= d;
-  return n;
-}
-
-// Deterministic, distinct-ish values per tensor.
-std::vector<float> Values(const std::string& name, uint64_t n) {
-  uint32_t h = 2166136261u;
-  for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    h = h * 1664525u + 1013904223u;
-    x = static_cast<float>(static_cast<int>((h >> 8) % 2001) - 1000) / 256.0f;
-  }
-  return v;
-}
-
-std::vector<float> Gather(const std::vector<float>& src, const std::vector<uint64_t>& shape, const Index& idx) {
-  std::vector<uint64_t> out_shape(shape.size());
-  for (size_t d = 0; d < shape.size(); ++d) out_shape[d] = idx[d].empty() ? shape[d] : idx[d].size();
-  std::vector<float> out(Count(out_shape));
-  std::vector<uint64_t> at(shape.size(), 0);
-  for (uint64_t e = 0; e < out.size(); ++e) {
-    uint64_t off = 0;
-    for (size_t d = 0; d < shape.size(); ++d) off = off * shape[d] + (idx[d].empty() ? at[d] : idx[d][at[d]]);
-    out[e] = src[off];
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (++at[d] < out_shape[d]) break;
-      at[d] = 0;
-    }
-  }
-  return out;
-}
+using testing::CheckSlicedTensor;
+using testing::Count;
+using testing::DecodeF32;
+using testing::FloatsOf;
+using testing::Gather;
+using testing::Index;
+using testing::JsonFloats;
+using testing::SliceAllFormats;
+using testing::SlicedBudget;
+using testing::Values;
 
 // The source units a budget keeps: per group, the `count / groups` best by
 // descending score (ties: lower index first). Equal scores give the stored
@@ -89,21 +62,6 @@ void AppendElems(const std::vector<uint64_t>& units, uint64_t unit_elems, uint64
   }
 }
 
-std::vector<float> FloatsOf(absl::Span<const uint8_t> bytes) {
-  std::vector<float> v(bytes.size() / 4);
-  std::memcpy(v.data(), bytes.data(), v.size() * 4);
-  return v;
-}
-
-std::vector<float> DecodeF32(const Reader& r, const std::string& name) {
-  auto t = r.FindTensor(name);
-  EXPECT_TRUE(t.has_value()) << name;
-  if (!t) return {};
-  std::vector<float> out(r.tensors()[*t].element_count());
-  EXPECT_TRUE(r.Decode(*t, OutputType::kF32, {reinterpret_cast<uint8_t*>(out.data()), out.size() * 4}).ok()) << name;
-  return out;
-}
-
 struct SourceTensor {
   std::string name;
   std::vector<uint64_t> shape;
@@ -119,12 +77,6 @@ void WriteGgufSource(const std::string& path, const Metadata& kv, const std::vec
     ASSERT_TRUE((*w)->WriteNext({reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4}).ok());
   }
   ASSERT_TRUE((*w)->Finish().ok());
-}
-
-std::string JsonFloats(const std::vector<float>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 // Each expected kept tensor: its output name and the source indices kept.
@@ -144,31 +96,18 @@ struct Expect {
 void CheckBudget(const std::string& dir, const std::string& parent_path, const std::string& budget,
                  const std::vector<Expect>& expects) {
   SCOPED_TRACE(budget);
-  std::string out = dir + "/" + budget;
-  for (const char* ext : {".bolt", ".gguf", ".safetensors"}) {
-    auto s = RunCli({"slice", parent_path, "--budget", budget, "-o", out + ext});
-    ASSERT_EQ(s.exit_code, 0) << s.output;
-  }
-  auto parent = Reader::Open(parent_path);
-  ASSERT_TRUE(parent.ok()) << parent.status();
-  auto sliced = Reader::Open(out + ".bolt");
-  ASSERT_TRUE(sliced.ok()) << sliced.status();
-  auto gguf = io::GgufModel::Open(out + ".gguf");
-  ASSERT_TRUE(gguf.ok()) << gguf.status();
-  auto st = io::SafetensorsModel::Open(out + ".safetensors");
-  ASSERT_TRUE(st.ok()) << st.status();
-  auto tensors = BudgetTensors(**parent, budget);
-  ASSERT_TRUE(tensors.ok()) << tensors.status();
-  std::map<std::string, BudgetTensor> by_name;
-  for (const auto& t : *tensors) by_name[t.name] = t;
-  ASSERT_EQ((*sliced)->tensors().size(), expects.size());
+  SlicedBudget sb;
+  ASSERT_NO_FATAL_FAILURE(SliceAllFormats(dir, parent_path, budget, &sb));
+  const Reader& parent = *sb.parent;
+  const Reader& sliced = *sb.sliced;
+  ASSERT_EQ(sliced.tensors().size(), expects.size());
   for (const Expect& e : expects) {
     SCOPED_TRACE(e.name);
     std::vector<float> want;
     if (!e.quantized) {
       want = Gather(Values(e.source, Count(e.shape)), e.shape, e.index);
     } else if (!e.stored_index.empty()) {
-      want = Gather(DecodeF32(**parent, e.source), e.shape, e.stored_index);
+      want = Gather(DecodeF32(parent, e.source), e.shape, e.stored_index);
     } else {
       // Rows (whole q8_0 blocks) move with the permutation, so the q8_0 of
       // the permuted tensor is the permutation of the q8_0 of the source.
@@ -176,44 +115,8 @@ void CheckBudget(const std::string& dir, const std::string& parent_path, const s
       ASSERT_TRUE(plain.ok()) << plain.status();
       want = Gather(DecodeF32(**plain, e.source), e.shape, e.index);
     }
-    // .bolt slice
-    EXPECT_EQ(DecodeF32(**sliced, e.name), want);
-    // DecodeBudget
-    ASSERT_TRUE(by_name.count(e.name));
-    const BudgetTensor& bt = by_name[e.name];
-    auto n = BudgetDecodedBytes(**parent, bt, OutputType::kF32);
-    ASSERT_TRUE(n.ok()) << n.status();
-    std::vector<uint8_t> decoded(*n);
-    ASSERT_TRUE(DecodeBudget(**parent, bt, "", OutputType::kF32, absl::MakeSpan(decoded)).ok());
-    EXPECT_EQ(FloatsOf(decoded), want);
-    // Zero-copy regions: concatenated per stream, the sliced file's stream.
-    auto view = BudgetView(**parent, bt);
-    ASSERT_TRUE(view.ok()) << view.status();
-    auto si = (*sliced)->FindTensor(e.name);
-    ASSERT_TRUE(si.has_value());
-    std::vector<uint8_t> gathered;
-    for (const auto& region : view->streams) {
-      ASSERT_EQ(region.stream, 0u);
-      std::vector<uint8_t> part(region.total_bytes());
-      ASSERT_TRUE(region.CopyTo(absl::MakeSpan(part)).ok());
-      gathered.insert(gathered.end(), part.begin(), part.end());
-    }
-    auto stored = (*sliced)->StoredStream(*si, 0);
-    ASSERT_TRUE(stored.ok());
-    EXPECT_EQ(gathered, std::vector<uint8_t>(stored->begin(), stored->end()));
-    // .gguf: the stored cells (f32 elements or q8_0 blocks), as sliced.
-    auto gi = (*gguf)->FindTensor(e.name);
-    ASSERT_TRUE(gi.has_value());
-    auto gb = (*gguf)->TensorBytes(*gi);
-    EXPECT_EQ(std::vector<uint8_t>(gb.begin(), gb.end()), gathered);
-    // .safetensors: decoded f32.
-    bool found = false;
-    for (size_t i = 0; i < (*st)->tensors().size(); ++i) {
-      if ((*st)->tensors()[i].name != e.name) continue;
-      found = true;
-      EXPECT_EQ(FloatsOf((*st)->TensorBytes(i)), want);
-    }
-    EXPECT_TRUE(found);
+    // The .bolt slice, DecodeBudget, zero-copy views, .gguf, .safetensors.
+    ASSERT_NO_FATAL_FAILURE(CheckSlicedTensor(sb, e.name, want));
   }
 }
 

@@ -33,6 +33,7 @@
 #include "io/elastic_json.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
+#include "tests/elastic_reference.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
@@ -40,9 +41,16 @@ namespace {
 
 using testing::MakeTempDir;
 using testing::RunCli;
-
-// Per dimension, the source indices kept, in output order (empty: all).
-using Index = std::vector<std::vector<uint64_t>>;
+using testing::CheckSlicedTensor;
+using testing::Count;
+using testing::DecodeF32;
+using testing::FloatsOf;
+using testing::Gather;
+using testing::Index;
+using testing::JsonFloats;
+using testing::SliceAllFormats;
+using testing::SlicedBudget;
+using testing::Values;
 
 // ---- the model: 2 layers, d_model 32, 4 heads of 64 channels in 2 groups ----
 
@@ -54,40 +62,6 @@ constexpr uint64_t kInner = kHeads * kHeadDim;
 constexpr uint64_t kState = 16;     // d_state
 constexpr uint64_t kBC = 2 * kGroups * kState;  // B and C of in_proj and conv1d
 constexpr uint64_t kConv = 4;
-
-uint64_t Count(const std::vector<uint64_t>& shape) {
-  uint64_t n = 1;
-  for (uint64_t d : shape) n *= d;
-  return n;
-}
-
-std::vector<float> Values(const std::string& name, uint64_t n) {
-  uint32_t h = 2166136261u;
-  for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    h = h * 1664525u + 1013904223u;
-    x = static_cast<float>(static_cast<int>((h >> 8) % 2001) - 1000) / 256.0f;
-  }
-  return v;
-}
-
-std::vector<float> Gather(const std::vector<float>& src, const std::vector<uint64_t>& shape, const Index& idx) {
-  std::vector<uint64_t> out_shape(shape.size());
-  for (size_t d = 0; d < shape.size(); ++d) out_shape[d] = idx[d].empty() ? shape[d] : idx[d].size();
-  std::vector<float> out(Count(out_shape));
-  std::vector<uint64_t> at(shape.size(), 0);
-  for (uint64_t e = 0; e < out.size(); ++e) {
-    uint64_t off = 0;
-    for (size_t d = 0; d < shape.size(); ++d) off = off * shape[d] + (idx[d].empty() ? at[d] : idx[d][at[d]]);
-    out[e] = src[off];
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (++at[d] < out_shape[d]) break;
-      at[d] = 0;
-    }
-  }
-  return out;
-}
 
 // Scores with ties (ties keep the lower index first).
 std::vector<float> HeadScores(int layer) {
@@ -153,12 +127,6 @@ std::vector<SourceTensor> MambaTensors() {
     t.push_back({p + "ssm_out.weight", {kModel, kInner}});
   }
   return t;
-}
-
-std::string JsonFloats(const std::vector<float>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 const char* kMambaBudgets = R"([
@@ -252,21 +220,6 @@ std::vector<Expect> MambaExpects(const Keep& keep, bool q8) {
   return out;
 }
 
-std::vector<float> FloatsOf(absl::Span<const uint8_t> bytes) {
-  std::vector<float> v(bytes.size() / 4);
-  std::memcpy(v.data(), bytes.data(), v.size() * 4);
-  return v;
-}
-
-std::vector<float> DecodeF32(const Reader& r, const std::string& name) {
-  auto t = r.FindTensor(name);
-  EXPECT_TRUE(t.has_value()) << name;
-  if (!t) return {};
-  std::vector<float> out(r.tensors()[*t].element_count());
-  EXPECT_TRUE(r.Decode(*t, OutputType::kF32, {reinterpret_cast<uint8_t*>(out.data()), out.size() * 4}).ok()) << name;
-  return out;
-}
-
 void WriteMambaGguf(const std::string& path) {
   Metadata kv;
   kv.emplace_back("general.architecture", MetaValue::String("mamba2"));
@@ -297,35 +250,22 @@ std::string WriteParent(const std::string& dir, bool q8) {
 void CheckBudget(const std::string& dir, const std::string& parent_path, const std::string& budget,
                  const std::vector<Expect>& expects) {
   SCOPED_TRACE(budget);
-  std::string out = dir + "/" + budget;
-  for (const char* ext : {".bolt", ".gguf", ".safetensors"}) {
-    auto s = RunCli({"slice", parent_path, "--budget", budget, "-o", out + ext});
-    ASSERT_EQ(s.exit_code, 0) << s.output;
-  }
-  auto parent = Reader::Open(parent_path);
-  ASSERT_TRUE(parent.ok()) << parent.status();
-  auto sliced = Reader::Open(out + ".bolt");
-  ASSERT_TRUE(sliced.ok()) << sliced.status();
-  auto gguf = io::GgufModel::Open(out + ".gguf");
-  ASSERT_TRUE(gguf.ok()) << gguf.status();
-  auto st = io::SafetensorsModel::Open(out + ".safetensors");
-  ASSERT_TRUE(st.ok()) << st.status();
-  auto tensors = BudgetTensors(**parent, budget);
-  ASSERT_TRUE(tensors.ok()) << tensors.status();
-  std::map<std::string, BudgetTensor> by_name;
-  for (const auto& t : *tensors) by_name[t.name] = t;
+  SlicedBudget sb;
+  ASSERT_NO_FATAL_FAILURE(SliceAllFormats(dir, parent_path, budget, &sb));
+  const Reader& parent = *sb.parent;
+  const Reader& sliced = *sb.sliced;
   // The library cut: the plan's runs as element maps, cut by CutStoredTensor.
-  const ElasticBudget* b = (*parent)->elastic()->FindBudget(budget);
+  const ElasticBudget* b = parent.elastic()->FindBudget(budget);
   ASSERT_NE(b, nullptr);
-  auto plan = format::PlanSlice(*(*parent)->elastic(), (*parent)->tensors(), {}, *b);
+  auto plan = format::PlanSlice(*parent.elastic(), parent.tensors(), {}, *b);
   ASSERT_TRUE(plan.ok()) << plan.status();
   std::map<std::string, const format::PlannedTensor*> planned;
   for (const auto& p : plan->tensors) planned[p.name] = &p;
-  ASSERT_EQ((*sliced)->tensors().size(), expects.size());
+  ASSERT_EQ(sliced.tensors().size(), expects.size());
   ASSERT_EQ(plan->tensors.size(), expects.size());
   for (const Expect& e : expects) {
     SCOPED_TRACE(e.name);
-    std::vector<float> want = e.quantized ? Gather(DecodeF32(**parent, e.source), e.shape, e.stored_index)
+    std::vector<float> want = e.quantized ? Gather(DecodeF32(parent, e.source), e.shape, e.stored_index)
                                           : Gather(Values(e.source, Count(e.shape)), e.shape, e.index);
     if (e.quantized) {
       // The stored positions hold the source elements the definition names,
@@ -334,53 +274,22 @@ void CheckBudget(const std::string& dir, const std::string& parent_path, const s
       ASSERT_EQ(source.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(want[i], source[i], 0.02f) << i;
     }
-    // .bolt slice
-    EXPECT_EQ(DecodeF32(**sliced, e.name), want);
     // Library cut
     ASSERT_TRUE(planned.count(e.name));
     const format::PlannedTensor& p = *planned[e.name];
-    auto cut = format::CutStoredTensor(**parent, p.source, format::RunMaps((*parent)->tensors()[p.source].shape, p.runs),
+    auto cut = format::CutStoredTensor(parent, p.source, format::RunMaps(parent.tensors()[p.source].shape, p.runs),
                                        p.name);
     ASSERT_TRUE(cut.ok()) << cut.status();
-    auto si = (*sliced)->FindTensor(e.name);
+    auto si = sliced.FindTensor(e.name);
     ASSERT_TRUE(si.has_value());
-    auto stored = (*sliced)->StoredStream(*si, 0);
+    auto stored = sliced.StoredStream(*si, 0);
     ASSERT_TRUE(stored.ok());
     const std::vector<uint8_t> sliced_bytes(stored->begin(), stored->end());
     ASSERT_EQ(cut->streams.size(), 1u);
     EXPECT_EQ(cut->streams[0], sliced_bytes);
-    EXPECT_EQ(cut->info.shape, (*sliced)->tensors()[*si].shape);
-    // DecodeBudget
-    ASSERT_TRUE(by_name.count(e.name));
-    const BudgetTensor& bt = by_name[e.name];
-    auto n = BudgetDecodedBytes(**parent, bt, OutputType::kF32);
-    ASSERT_TRUE(n.ok()) << n.status();
-    std::vector<uint8_t> decoded(*n);
-    ASSERT_TRUE(DecodeBudget(**parent, bt, "", OutputType::kF32, absl::MakeSpan(decoded)).ok());
-    EXPECT_EQ(FloatsOf(decoded), want);
-    // Zero-copy regions: concatenated, the sliced file's stream.
-    auto view = BudgetView(**parent, bt);
-    ASSERT_TRUE(view.ok()) << view.status();
-    std::vector<uint8_t> gathered;
-    for (const auto& region : view->streams) {
-      ASSERT_EQ(region.stream, 0u);
-      std::vector<uint8_t> part(region.total_bytes());
-      ASSERT_TRUE(region.CopyTo(absl::MakeSpan(part)).ok());
-      gathered.insert(gathered.end(), part.begin(), part.end());
-    }
-    EXPECT_EQ(gathered, sliced_bytes);
-    // .gguf: the stored cells as sliced; .safetensors: decoded f32.
-    auto gi = (*gguf)->FindTensor(e.name);
-    ASSERT_TRUE(gi.has_value());
-    auto gb = (*gguf)->TensorBytes(*gi);
-    EXPECT_EQ(std::vector<uint8_t>(gb.begin(), gb.end()), sliced_bytes);
-    bool found = false;
-    for (size_t i = 0; i < (*st)->tensors().size(); ++i) {
-      if ((*st)->tensors()[i].name != e.name) continue;
-      found = true;
-      EXPECT_EQ(FloatsOf((*st)->TensorBytes(i)), want);
-    }
-    EXPECT_TRUE(found);
+    EXPECT_EQ(cut->info.shape, sliced.tensors()[*si].shape);
+    // The .bolt slice, DecodeBudget, zero-copy views, .gguf, .safetensors.
+    ASSERT_NO_FATAL_FAILURE(CheckSlicedTensor(sb, e.name, want));
   }
 }
 
