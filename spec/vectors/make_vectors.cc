@@ -905,6 +905,22 @@ Bytes WriteWith(const std::string& name, const bp::WriterOptions& options,
   return b;
 }
 
+// One f32 tensor `tensor` of `shape` stored as q8_0 with elastic manifest
+// `e`: the base the "cut splits a block" vectors break.
+Bytes WriteQ8Elastic(const std::string& name, const std::string& tensor, const std::vector<uint64_t>& shape,
+                     const Bytes& src_bytes, const bp::ElasticManifest& e) {
+  return WriteWith(name, Options(), [&](bp::Writer& w) {
+    bp::TensorSource src;
+    src.name = tensor;
+    src.dtype = DType::kF32;
+    src.shape = absl::MakeConstSpan(shape);
+    src.bytes = absl::MakeConstSpan(src_bytes);
+    auto enc = Take(bp::EncodeTensor("q8_0", src, {}, {}), "encode q8_0");
+    Check(w.AddTensor(tensor, shape, DType::kF32, "q8_0", std::move(enc)), "add q8_0");
+    Check(w.SetElastic(e), StrCat("elastic ", name));
+  });
+}
+
 using Tweak = std::function<void(bp::EncodedTensor&)>;
 
 void Add(bp::Writer& w, const TensorSpec& t, const Tweak& tweak = {}) {
@@ -2250,16 +2266,7 @@ void InvalidElasticV2() {
     e.axes.push_back(hidden);
     e.bindings.push_back({"o_proj.weight", {"-", "hidden"}, {}});
     e.budgets.push_back({"half", {}, {{"hidden", {64}}}, ""});
-    Bytes q = WriteWith("elastic_groups_q8_0_base", Options(), [&](bp::Writer& w) {
-      bp::TensorSource src;
-      src.name = "o_proj.weight";
-      src.dtype = DType::kF32;
-      src.shape = absl::MakeConstSpan(shape);
-      src.bytes = absl::MakeConstSpan(src_bytes);
-      auto enc = Take(bp::EncodeTensor("q8_0", src, {}, {}), "encode q8_0");
-      Check(w.AddTensor("o_proj.weight", shape, DType::kF32, "q8_0", std::move(enc)), "add q8_0");
-      Check(w.SetElastic(e), "elastic groups q8_0");
-    });
+    Bytes q = WriteQ8Elastic("elastic_groups_q8_0_base", "o_proj.weight", shape, src_bytes, e);
     InvalidManifest("elastic_grouped_cut_splits_block", q,
                     [](v1::Manifest& m) { m.mutable_elastic()->mutable_budgets(0)->mutable_sizes(0)->set_counts(0, 32); },
                     Open(kDataLoss,
@@ -2346,16 +2353,7 @@ void InvalidElasticProduct() {
     }
     e.bindings.push_back({"ssm_out.weight", {"-", "heads*ch"}, {}});
     e.budgets.push_back({"half", {}, {{"heads", {1}}, {"ch", {32}}}, ""});
-    Bytes q = WriteWith("elastic_product_q8_0_base", Options(), [&](bp::Writer& w) {
-      bp::TensorSource src;
-      src.name = "ssm_out.weight";
-      src.dtype = DType::kF32;
-      src.shape = absl::MakeConstSpan(shape);
-      src.bytes = absl::MakeConstSpan(src_bytes);
-      auto enc = Take(bp::EncodeTensor("q8_0", src, {}, {}), "encode q8_0");
-      Check(w.AddTensor("ssm_out.weight", shape, DType::kF32, "q8_0", std::move(enc)), "add q8_0");
-      Check(w.SetElastic(e), "elastic product q8_0");
-    });
+    Bytes q = WriteQ8Elastic("elastic_product_q8_0_base", "ssm_out.weight", shape, src_bytes, e);
     InvalidManifest("elastic_product_cut_splits_block", q,
                     [](v1::Manifest& m) { m.mutable_elastic()->mutable_budgets(0)->mutable_sizes(1)->set_counts(0, 16); },
                     Open(kDataLoss,
@@ -2422,16 +2420,7 @@ void InvalidElastic() {
     e.axes.push_back(hidden);
     e.bindings.push_back({"ffn_down.weight", {"-", "hidden"}});
     e.budgets.push_back({"half", {}, {{"hidden", {32}}}, ""});
-    Bytes q = WriteWith("elastic_q8_0_base", Options(), [&](bp::Writer& w) {
-      bp::TensorSource src;
-      src.name = "ffn_down.weight";
-      src.dtype = DType::kF32;
-      src.shape = absl::MakeConstSpan(shape);
-      src.bytes = absl::MakeConstSpan(src_bytes);
-      auto enc = Take(bp::EncodeTensor("q8_0", src, {}, {}), "encode q8_0");
-      Check(w.AddTensor("ffn_down.weight", shape, DType::kF32, "q8_0", std::move(enc)), "add q8_0");
-      Check(w.SetElastic(e), "elastic q8_0");
-    });
+    Bytes q = WriteQ8Elastic("elastic_q8_0_base", "ffn_down.weight", shape, src_bytes, e);
     InvalidManifest("elastic_cut_splits_block", q,
                     [&](v1::Manifest& m) { budget(m, 0)->mutable_sizes(0)->set_counts(0, 16); },
                     Open(kDataLoss,
