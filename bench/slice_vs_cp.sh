@@ -18,6 +18,11 @@
 #
 # Extra environment: RUNS (default 3), SLICE_BENCH_ARGS (passed to the
 # generator, e.g. "--ffn 1024"), FORMATS (default "bolt gguf safetensors").
+#
+# Keep the working set (the model plus three outputs of the largest budget)
+# inside the page cache the shell may use, or both sides time disk reads:
+# under a 2.7 GB memory cgroup the f32 model wants SLICE_BENCH_ARGS="--ffn
+# 256" (0.54 GB).
 set -euo pipefail
 
 build=${1:?usage: slice_vs_cp.sh BUILD_DIR [WORK_DIR] [CODEC...]}
