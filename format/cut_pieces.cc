@@ -14,9 +14,6 @@
 namespace boltpack::format {
 namespace {
 
-// Check takes a gathered piece as one part.
-static_assert(kCutPieceBytes <= kPiecePartBytes);
-
 // The cell map of the innermost dimension when every block of `block`
 // output elements reads one whole, aligned source block; nullopt otherwise
 // (CutStoredTensor then reports which block is split).

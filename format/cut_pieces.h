@@ -10,8 +10,9 @@
 // once): by Check (which a writer calls for every part it writes, possibly
 // on another thread) for parts of the mapping, and by Next for the short
 // runs it gathers, before copying them. Every byte copied is verified and
-// chunks a budget drops are not read at all. A mismatch is DATA_LOSS naming the tensor,
-// stream and chunk, and fails the write before the output is committed.
+// chunks a budget drops are not read at all. A mismatch is DATA_LOSS naming
+// the tensor, stream and chunk, and fails the write before the output is
+// committed.
 #ifndef BOLTPACK_FORMAT_CUT_PIECES_H_
 #define BOLTPACK_FORMAT_CUT_PIECES_H_
 
@@ -58,7 +59,8 @@ class StreamCutPieces final : public PieceSource {
   // Gathered pieces take turns in kGatherBuffers buffers; the others are
   // the mapping itself.
   int LivePieces() const override { return kGatherBuffers; }
-  // Checks the source chunks `part` (a part of the last piece) lies in.
+  // Checks the source chunks `part` (a part of the last piece) lies in; a
+  // gathered piece was checked as it was gathered.
   absl::Status Check(absl::Span<const uint8_t> part) override;
   // The checksum of a source chunk Check verified, when `bytes` are exactly
   // that chunk's bytes in the mapping.

@@ -15,7 +15,6 @@
 
 #include "absl/strings/str_format.h"
 
-
 #include "common/str_cat.h"
 #include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"

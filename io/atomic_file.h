@@ -41,8 +41,8 @@ class AtomicFile {
   AtomicFile(std::string path, std::string temp_path, int fd)
       : path_(std::move(path)), temp_path_(std::move(temp_path)), fd_(fd) {}
   absl::Status Flush();
-  // Starts writeback of what was written since the last call, once that is
-  // kWritebackBytes or more.
+  // Has the writeback thread start writeback of what was written since the
+  // last request, once that is kWritebackBytes or more.
   void StartWriteback();
   std::string path_;
   std::string temp_path_;
