@@ -276,8 +276,8 @@ absl::Status ParseGguf(ParsedFile* f) {
       if (v.type != ValueType::kUint32) {
         return c.Fail(StrCat("key \"general.alignment\" has type ", ValueTypeName(v.type), ", must be UINT32"));
       }
-      if (!IsPowerOfTwo(v.u)) {
-        return c.Fail(StrCat("key \"general.alignment\" is ", v.u, ", must be a power of two"));
+      if (!IsPowerOfTwo(v.u) || v.u > kGgufMaxAlignment) {
+        return c.Fail(StrCat("key \"general.alignment\" is ", v.u, ", must be a power of two <= ", kGgufMaxAlignment));
       }
       f->alignment = static_cast<uint32_t>(v.u);
       have_alignment = true;
@@ -684,8 +684,9 @@ absl::Status PutValue(Out& o, const MetaValue& v, std::string_view file, std::st
 absl::StatusOr<uint32_t> GgufAlignmentOf(std::string_view file, const Metadata& kv) {
   const MetaValue* a = FindKey(kv, "general.alignment");
   if (a == nullptr) return kGgufDefaultAlignment;
-  if (a->type != ValueType::kUint32 || !IsPowerOfTwo(a->u)) {
-    return absl::InvalidArgumentError(StrCat(file, ": key \"general.alignment\" must be a UINT32 power of two"));
+  if (a->type != ValueType::kUint32 || !IsPowerOfTwo(a->u) || a->u > kGgufMaxAlignment) {
+    return absl::InvalidArgumentError(
+        StrCat(file, ": key \"general.alignment\" must be a UINT32 power of two <= ", kGgufMaxAlignment));
   }
   return static_cast<uint32_t>(a->u);
 }

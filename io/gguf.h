@@ -36,6 +36,11 @@
 namespace boltpack::io {
 
 inline constexpr uint32_t kGgufDefaultAlignment = 32;
+// ggml sets no upper bound on general.alignment; bolt-pack does, because a
+// writer pads the key/values to it: a 100-byte file declaring 2^31 would
+// otherwise ask for gigabytes of padding on a rewrite. 16 MiB is above every
+// page size a loader maps with (4 KiB, 64 KiB, 2 MiB huge pages).
+inline constexpr uint32_t kGgufMaxAlignment = 1u << 24;
 inline constexpr uint64_t kGgufMaxStringBytes = 1ull << 30;    // GGUF_MAX_STRING_LENGTH
 inline constexpr uint64_t kGgufMaxArrayElements = 1ull << 30;  // GGUF_MAX_ARRAY_ELEMENTS
 inline constexpr size_t kGgufMaxNameBytes = 63;                // GGML_MAX_NAME - 1

@@ -159,6 +159,14 @@ TEST(GgufReader, AlignmentKey) {
                  {"general.alignment", "UINT32"});
   ExpectRejected(OneTensor([](Raw& r) { r.KvU32("general.alignment", 24); }, 1), {"power of two"});
   ExpectRejected(OneTensor([](Raw& r) { r.KvU32("general.alignment", 0); }, 1), {"power of two"});
+  // ggml has no upper bound; bolt-pack's is 2^24, since a rewrite pads to it
+  // (a fuzzer's 100-byte file with 2^30 asked for a gigabyte).
+  ExpectRejected(Raw().Header(3, 0, 1).KvU32("general.alignment", 1u << 25), {"general.alignment", "<= 16777216"});
+  Raw largest;
+  largest.Header(3, 0, 1).KvU32("general.alignment", kGgufMaxAlignment);
+  auto vocab_only = GgufModel::OpenBuffer(largest.b, "a24.gguf");
+  ASSERT_TRUE(vocab_only.ok()) << vocab_only.status();
+  EXPECT_EQ((*vocab_only)->alignment(), kGgufMaxAlignment);
   // Alignment 1 is what ggml accepts too.
   Raw one;
   one.Header(3, 1, 1).KvU32("general.alignment", 1).Tensor("w", {8}, 0, 0).Zeros(32);
@@ -291,6 +299,7 @@ TEST(GgufWriter, RefusesWhatGgmlRejects) {
   fail({{"a", {48}, 8}}, "block size");
   fail({}, "general.alignment", {{"general.alignment", MetaValue::Uint(ValueType::kUint64, 64)}});
   fail({}, "general.alignment", {{"general.alignment", MetaValue::Uint(ValueType::kUint32, 48)}});
+  fail({}, "<= 16777216", {{"general.alignment", MetaValue::Uint(ValueType::kUint32, 1u << 25)}});
   fail({}, "duplicate", {{"k", MetaValue::Bool(true)}, {"k", MetaValue::Bool(true)}});
 }
 
