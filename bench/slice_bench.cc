@@ -4,7 +4,7 @@
 // output format against `cp`/`cat` of the same number of bytes.
 //
 //   slice_bench OUT.bolt [--codec q8_0|f32] [--layers 8] [--experts 32]
-//                        [--ffn 512] [--hidden 1024]
+//                        [--ffn 512] [--hidden 1024] [--no-line-prefixes]
 //
 // Per layer: ffn_up_exps [E, F, D] (an experts cut keeps one contiguous
 // prefix; a width cut keeps one run per expert) and ffn_down_exps [E, D, F]
@@ -14,6 +14,8 @@
 //   width50    half the MoE width of every layer
 //   drop1      every layer but the last, whole (tensors copied as stored)
 //   small      drop1 with half the experts and half the width
+// The file has line-prefix checksums (as `convert --elastic` writes it)
+// unless --no-line-prefixes, which shows what a width cut costs without.
 // Not a Google Benchmark: the measured program is the bolt-pack binary.
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +34,7 @@ struct Config {
   std::string out;
   std::string codec = "q8_0";
   uint64_t layers = 8, experts = 32, ffn = 512, hidden = 1024;
+  bool line_prefixes = true;  // as `convert --elastic` writes
 };
 
 // Values in [-1, 1) from a per-tensor xorshift stream: cheap, and varied
@@ -57,6 +60,7 @@ int Generate(const Config& c) {
   WriterOptions options;
   options.writer_name = "slice_bench";
   options.threads = HardwareThreads();
+  options.line_prefixes = c.line_prefixes;
   auto writer = Writer::Create(c.out, options);
   if (!writer.ok()) return Fail(writer.status());
   Writer& w = **writer;
@@ -72,33 +76,6 @@ int Generate(const Config& c) {
   for (auto& [k, v] : meta) {
     if (auto s = w.AddMetadata(k, v); !s.ok()) return Fail(s);
   }
-  ExecOptions exec;
-  exec.threads = options.threads;
-  uint64_t seed = 1;
-  auto add = [&](const std::string& name, std::vector<uint64_t> shape, const std::string& codec) -> absl::Status {
-    uint64_t n = 1;
-    for (uint64_t d : shape) n *= d;
-    std::vector<float> v = Values(n, seed++);
-    TensorSource src{name, DType::kF32, shape,
-                     absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4)};
-    auto enc = EncodeTensor(codec, src, {}, exec);
-    if (!enc.ok()) return enc.status();
-    return w.AddTensor(name, shape, DType::kF32, codec, std::move(*enc));
-  };
-  for (uint64_t l = 0; l < c.layers; ++l) {
-    std::string p = "blk." + std::to_string(l) + ".";
-    for (auto s : {add(p + "attn_norm.weight", {c.hidden}, "f32"),
-                   add(p + "ffn_gate_inp.weight", {c.experts, c.hidden}, "f32"),
-                   add(p + "ffn_up_exps.weight", {c.experts, c.ffn, c.hidden}, c.codec),
-                   add(p + "ffn_down_exps.weight", {c.experts, c.hidden, c.ffn}, c.codec)}) {
-      if (!s.ok()) return Fail(s);
-    }
-    std::fprintf(stderr, "\rslice_bench: layer %llu/%llu", static_cast<unsigned long long>(l + 1),
-                 static_cast<unsigned long long>(c.layers));
-  }
-  std::fprintf(stderr, "\n");
-  if (auto s = add("output_norm.weight", {c.hidden}, "f32"); !s.ok()) return Fail(s);
-
   ElasticManifest m;
   m.layer_count = static_cast<uint32_t>(c.layers);
   m.layer_pattern = "blk.{L}.";
@@ -137,7 +114,35 @@ int Generate(const Config& c) {
       }
     }
   }
+  // Before the tensors: the writer plans line-prefix checksums from it.
   if (auto s = w.SetElastic(m); !s.ok()) return Fail(s);
+  ExecOptions exec;
+  exec.threads = options.threads;
+  uint64_t seed = 1;
+  auto add = [&](const std::string& name, std::vector<uint64_t> shape, const std::string& codec) -> absl::Status {
+    uint64_t n = 1;
+    for (uint64_t d : shape) n *= d;
+    std::vector<float> v = Values(n, seed++);
+    TensorSource src{name, DType::kF32, shape,
+                     absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4)};
+    auto enc = EncodeTensor(codec, src, {}, exec);
+    if (!enc.ok()) return enc.status();
+    return w.AddTensor(name, shape, DType::kF32, codec, std::move(*enc));
+  };
+  for (uint64_t l = 0; l < c.layers; ++l) {
+    std::string p = "blk." + std::to_string(l) + ".";
+    for (auto s : {add(p + "attn_norm.weight", {c.hidden}, "f32"),
+                   add(p + "ffn_gate_inp.weight", {c.experts, c.hidden}, "f32"),
+                   add(p + "ffn_up_exps.weight", {c.experts, c.ffn, c.hidden}, c.codec),
+                   add(p + "ffn_down_exps.weight", {c.experts, c.hidden, c.ffn}, c.codec)}) {
+      if (!s.ok()) return Fail(s);
+    }
+    std::fprintf(stderr, "\rslice_bench: layer %llu/%llu", static_cast<unsigned long long>(l + 1),
+                 static_cast<unsigned long long>(c.layers));
+  }
+  std::fprintf(stderr, "\n");
+  if (auto s = add("output_norm.weight", {c.hidden}, "f32"); !s.ok()) return Fail(s);
+
   if (auto s = w.Finish(); !s.ok()) return Fail(s);
   std::printf("%s\n", c.out.c_str());
   return 0;
@@ -162,10 +167,11 @@ int main(int argc, char** argv) {
     else if (a == "--experts") c.experts = std::stoull(value());
     else if (a == "--ffn") c.ffn = std::stoull(value());
     else if (a == "--hidden") c.hidden = std::stoull(value());
+    else if (a == "--no-line-prefixes") c.line_prefixes = false;
     else if (!a.empty() && a[0] != '-' && c.out.empty()) c.out = a;
     else {
       std::fprintf(stderr, "usage: slice_bench OUT.bolt [--codec q8_0|f32] [--layers N] [--experts N] [--ffn N] "
-                           "[--hidden N]\n");
+                           "[--hidden N] [--no-line-prefixes]\n");
       return 2;
     }
   }

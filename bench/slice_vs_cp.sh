@@ -4,20 +4,21 @@
 #   bench/slice_vs_cp.sh BUILD_DIR [WORK_DIR] [CODEC...]
 #
 # Generates synthetic elastic MoE models with BUILD_DIR/bench/slice_bench
-# (default q8_0 and f32; see bench/slice_bench.cc for shapes and budgets),
+# (default q8_0 and f32, with line-prefix checksums as `convert --elastic`
+# writes them; see bench/slice_bench.cc for shapes and budgets),
 # then for every budget and output format times BUILD_DIR/bolt-pack slice
 # against `cp` and `cat` of a file holding exactly the bytes the slice wrote
 # (its output), and `cp` followed by an fsync of the copy (`sync FILE`),
 # since slice fsyncs its output before renaming it into place. Page cache
 # warm for both sides; each command runs 3 times and the best is kept.
 # ratio = cp s / slice s: the slice's speed as a fraction of cp's; r_sync
-# the same against cp + fsync. no_fsync_s is the slice with fsync and
-# sync_file_range made no-ops (LD_PRELOAD of bench/nofsync.c, built here
-# with cc) and r_nofs its ratio to cp: the copy path alone, without the
-# durability cp skips.
+# the same against cp + fsync. no_fsync_s is `slice --no-fsync` (no
+# writeback requests, no fsync: what cp does) and r_nofs its ratio to cp.
 #
 # Extra environment: RUNS (default 3), SLICE_BENCH_ARGS (passed to the
-# generator, e.g. "--ffn 1024"), FORMATS (default "bolt gguf safetensors").
+# generator, e.g. "--ffn 1024", or "--no-line-prefixes" for a source whose
+# width cuts must verify whole source chunks), FORMATS (default "bolt gguf
+# safetensors").
 #
 # Keep the working set (the model plus three outputs of the largest budget)
 # inside the page cache the shell may use, or both sides time disk reads:
@@ -37,8 +38,6 @@ gen="$build/bench/slice_bench"
 [[ -x $boltpack ]] || { echo "no $boltpack" >&2; exit 1; }
 [[ -x $gen ]] || { echo "no $gen (build the bench targets)" >&2; exit 1; }
 mkdir -p "$work"
-shim="$work/nofsync.so"
-cc -shared -fPIC -O2 -o "$shim" "$(dirname "$0")/nofsync.c"
 
 now() { echo "${EPOCHREALTIME/./}"; }  # microseconds, no fork
 
@@ -63,7 +62,7 @@ warm() { cat "$@" >/dev/null; }
 printf '%-6s %-10s %-12s %12s %9s %9s %9s %9s %10s %7s %7s %7s\n' \
   codec budget format kept_bytes slice_s cp_s cat_s cp+sync_s no_fsync_s ratio r_sync r_nofs
 for codec in "${codecs[@]}"; do
-  model="$work/moe-$codec.bolt"
+  model="$work/moe-$codec$(echo "${SLICE_BENCH_ARGS:-}" | tr -d ' -').bolt"  # one per generator setting
   if [[ ! -f $model ]]; then
     "$gen" "$model" --codec "$codec" ${SLICE_BENCH_ARGS:-} >/dev/null
   fi
@@ -76,7 +75,7 @@ for codec in "${codecs[@]}"; do
         { echo "slice $budget -o .$fmt failed" >&2; "$boltpack" slice "$model" --budget "$budget" -o "$out"; exit 1; }
       kept=$(stat -c %s "$out")
       slice_s=$(best_of "$boltpack" slice "$model" --budget "$budget" -o "$out")
-      nofs_s=$(best_of env LD_PRELOAD="$shim" "$boltpack" slice "$model" --budget "$budget" -o "$out")
+      nofs_s=$(best_of "$boltpack" slice "$model" --budget "$budget" -o "$out" --no-fsync)
       sync  # its dirty pages must not be written back during the next timings
       # The copy source: the slice's own output (exactly $kept bytes), warm.
       mv "$work/out.$fmt" "$work/kept.bin"

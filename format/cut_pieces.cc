@@ -35,7 +35,8 @@ std::optional<std::vector<uint64_t>> WholeBlockMap(const std::vector<uint64_t>& 
 
 StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored,
                                  std::vector<uint64_t> grid, uint64_t cell_bytes, ElementMaps cell_maps)
-    : reader_(reader), tensor_(tensor), stream_(stream), stored_(stored), maps_(std::move(cell_maps)) {
+    : reader_(reader), tensor_(tensor), stream_(stream), stored_(stored), maps_(std::move(cell_maps)),
+      grid_(grid), cell_bytes_(cell_bytes) {
   size_t n = grid.size();
   stride_.assign(n, cell_bytes);
   for (size_t d = n - 1; d > 0; --d) stride_[d - 1] = stride_[d] * grid[d];
@@ -171,8 +172,10 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
       held_ = run;  // the next piece starts with it
       break;
     }
-    absl::Status verified = Verify(run.first, run.first + run.second);
-    if (!verified.ok()) return verified;
+    if (prefix_units_.empty()) {  // else Check hashes the gathered piece
+      absl::Status verified = Verify(run.first, run.first + run.second);
+      if (!verified.ok()) return verified;
+    }
     std::memcpy(gathered + filled, stored_.data() + run.first, run.second);
     filled += run.second;
     run = NextCoalesced();
@@ -181,6 +184,7 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
 }
 
 absl::Status StreamCutPieces::Check(absl::Span<const uint8_t> part) {
+  if (!prefix_units_.empty()) return CheckPrefixes(part);
   // A gathered piece (not in the mapping) was verified as it was gathered.
   if (part.empty() || part.data() < stored_.data() || part.data() >= stored_.data() + stored_.size()) {
     return absl::OkStatus();
@@ -206,6 +210,97 @@ std::optional<uint64_t> StreamCutPieces::VerifiedXxh3(absl::Span<const uint8_t> 
   if (it == s.chunks.end() || it->stored_offset != begin || it->stored_length != bytes.size()) return std::nullopt;
   if (!verified_[static_cast<size_t>(it - s.chunks.begin())]) return std::nullopt;
   return it->xxh3;
+}
+
+absl::Status StreamCutPieces::CheckPrefixes(absl::Span<const uint8_t> part) {
+  while (!part.empty()) {
+    if (unit_ >= prefix_units_.size()) {
+      return absl::InternalError(StrCat(reader_.path(), ": tensor \"", reader_.tensors()[tensor_].name,
+                                        "\": more bytes checked than the cut keeps"));
+    }
+    const PrefixUnit& u = prefix_units_[unit_];
+    uint64_t n = std::min<uint64_t>(part.size(), u.out_end - prefix_checked_);
+    unit_hash_.Update(part.data(), n);
+    prefix_checked_ += n;
+    part.remove_prefix(n);
+    if (prefix_checked_ < u.out_end) break;
+    if (unit_hash_.Digest() != u.xxh3) {
+      const StreamInfo& s = reader_.tensors()[tensor_].streams[stream_];
+      return absl::DataLossError(StrCat(reader_.path(), ": tensor \"", reader_.tensors()[tensor_].name,
+                                        "\" stream \"", s.role, "\": chunk ", u.chunk,
+                                        " line-prefix checksum mismatch (prefix ", prefix_, ": the first ",
+                                        s.prefix_bytes[prefix_], " bytes of each ", s.line_bytes, "-byte line)"));
+    }
+    unit_hash_.Reset();
+    ++unit_;
+  }
+  return absl::OkStatus();
+}
+
+std::optional<uint64_t> StreamCutPieces::VouchedXxh3(uint64_t offset, uint64_t length) const {
+  auto it = std::lower_bound(prefix_units_.begin(), prefix_units_.end(), offset,
+                             [](const PrefixUnit& u, uint64_t v) { return u.out_begin < v; });
+  if (it == prefix_units_.end() || it->out_begin != offset || it->out_end - it->out_begin != length) {
+    return std::nullopt;
+  }
+  return it->xxh3;
+}
+
+std::optional<std::vector<ChunkInfo>> StreamCutPieces::UseLinePrefixes() {
+  const StreamInfo& s = reader_.tensors()[tensor_].streams[stream_];
+  const size_t n = grid_.size();
+  if (n < 2 || size_ == 0 || s.prefix_bytes.empty() || s.chunks.empty() || !prefix_units_.empty()) {
+    return std::nullopt;
+  }
+  // One dimension j >= 1 cut to a prefix, every other but the outermost
+  // whole: each line (dimensions j and inwards) keeps its first `kept`
+  // bytes, which must be a recorded prefix.
+  size_t j = 0;
+  for (size_t d = 1; d < n; ++d) {
+    if (maps_[d].empty()) continue;
+    if (j != 0) return std::nullopt;
+    j = d;
+  }
+  if (j == 0) return std::nullopt;  // whole source chunks: VerifiedXxh3 covers them
+  for (size_t i = 0; i < maps_[j].size(); ++i) {
+    if (maps_[j][i] != i) return std::nullopt;
+  }
+  // Sizes within the stored stream: no overflow.
+  const uint64_t step = stride_[j];  // bytes of one element (cell) of dimension j
+  if (s.line_bytes != step * grid_[j]) return std::nullopt;
+  const uint64_t kept = maps_[j].size() * step;
+  auto p = std::find(s.prefix_bytes.begin(), s.prefix_bytes.end(), kept);
+  if (p == s.prefix_bytes.end()) return std::nullopt;
+  uint64_t lines_per_row = 1;
+  for (size_t d = 1; d < j; ++d) lines_per_row *= grid_[d];
+  const uint64_t row_out_bytes = lines_per_row * kept;
+  // Rows: every source chunk kept whole, its rows in order, or not at all.
+  const auto& rows = maps_[0];
+  const uint64_t out_rows = rows.empty() ? grid_[0] : rows.size();
+  std::vector<PrefixUnit> units;
+  std::vector<ChunkInfo> chunks;
+  for (uint64_t r = 0; r < out_rows;) {
+    const uint64_t src_row = rows.empty() ? r : rows[r];
+    auto it = std::upper_bound(s.chunks.begin(), s.chunks.end(), src_row,
+                               [](uint64_t v, const ChunkInfo& c) { return v < c.first_row + c.row_count; });
+    if (it == s.chunks.end() || it->first_row != src_row || it->row_count > out_rows - r) return std::nullopt;
+    for (uint64_t i = 1; i < it->row_count; ++i) {
+      if ((rows.empty() ? r + i : rows[r + i]) != src_row + i) return std::nullopt;
+    }
+    ChunkInfo c;
+    c.first_row = r;
+    c.row_count = it->row_count;
+    c.raw_offset = c.stored_offset = r * row_out_bytes;
+    c.raw_length = c.stored_length = it->row_count * row_out_bytes;
+    const size_t index = static_cast<size_t>(it - s.chunks.begin());
+    units.push_back({c.stored_offset, c.stored_offset + c.stored_length,
+                     it->prefix_xxh3[static_cast<size_t>(p - s.prefix_bytes.begin())], index});
+    chunks.push_back(c);
+    r += it->row_count;
+  }
+  prefix_ = static_cast<size_t>(p - s.prefix_bytes.begin());
+  prefix_units_ = std::move(units);
+  return chunks;
 }
 
 std::vector<PieceSource*> CutInPlace::pieces() const {
@@ -255,8 +350,13 @@ std::optional<CutInPlace> CutTensorInPlace(const Reader& reader, size_t tensor, 
     o.chunks.clear();
     o.offset = 0;
     o.xxh3 = 0;
+    o.line_bytes = 0;
+    o.prefix_bytes.clear();
   }
   AddRowChunks(&out.info);
+  for (size_t k = 0; k < out.streams.size(); ++k) {
+    if (auto chunks = out.streams[k]->UseLinePrefixes()) out.info.streams[k].chunks = std::move(*chunks);
+  }
   return out;
 }
 

@@ -13,6 +13,14 @@
 // chunks a budget drops are not read at all. A mismatch is DATA_LOSS naming
 // the tensor, stream and chunk, and fails the write before the output is
 // committed.
+//
+// Line prefixes (format 1.2, spec/container.md §6.10.1): when the stream
+// records a checksum of exactly what the cut keeps of each source chunk
+// (one inner dimension cut so that every line keeps a recorded prefix,
+// whole chunks kept),
+// Check hashes the bytes it is handed instead and compares per chunk, so
+// only the kept bytes are read, and the output chunk takes that checksum
+// (VouchedXxh3) instead of being hashed again.
 #ifndef BOLTPACK_FORMAT_CUT_PIECES_H_
 #define BOLTPACK_FORMAT_CUT_PIECES_H_
 
@@ -27,6 +35,7 @@
 #include "boltpack/tensor_info.h"
 #include "boltpack/piece_source.h"
 #include "common/buffer_pool.h"
+#include "common/xxh3.h"
 #include "format/elastic_cut.h"
 
 namespace boltpack {
@@ -65,8 +74,18 @@ class StreamCutPieces final : public PieceSource {
   // The checksum of a source chunk Check verified, when `bytes` are exactly
   // that chunk's bytes in the mapping.
   std::optional<uint64_t> VerifiedXxh3(absl::Span<const uint8_t> bytes) const override;
+  std::optional<uint64_t> VouchedXxh3(uint64_t offset, uint64_t length) const override;
+
+  // Switches to line-prefix verification when the stream's checksums cover
+  // this cut (see above) and returns the output's chunks, one per kept
+  // source chunk; nullopt (and nothing changes) otherwise. Call before the
+  // first Next.
+  std::optional<std::vector<ChunkInfo>> UseLinePrefixes();
 
  private:
+  // Line-prefix mode: hashes `part`, the next output bytes, and compares
+  // each kept source chunk's checksum where its bytes end.
+  absl::Status CheckPrefixes(absl::Span<const uint8_t> part);
   // Checks the XXH3 of every source chunk [begin, end) overlaps that was
   // not checked yet (the whole stream once, when it has no chunks).
   absl::Status Verify(uint64_t begin, uint64_t end);
@@ -100,6 +119,20 @@ class StreamCutPieces final : public PieceSource {
   std::vector<bool> verified_;
   bool whole_verified_ = false;
   size_t last_chunk_ = 0;
+  // Line-prefix mode: per kept source chunk, in output order, where its
+  // bytes end in the output and their recorded checksum.
+  struct PrefixUnit {
+    uint64_t out_begin = 0, out_end = 0;
+    uint64_t xxh3 = 0;
+    size_t chunk = 0;
+  };
+  std::vector<uint64_t> grid_;
+  uint64_t cell_bytes_ = 0;
+  std::vector<PrefixUnit> prefix_units_;  // empty: whole source chunks are verified
+  size_t prefix_ = 0;                     // the Stream.prefix_bytes entry used
+  size_t unit_ = 0;                       // the unit Check is in
+  uint64_t prefix_checked_ = 0;           // output bytes hashed so far
+  Xxh3Stream unit_hash_;
 };
 
 // A tensor cut in place: the record for the writer and its stream pieces.

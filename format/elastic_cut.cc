@@ -166,6 +166,8 @@ absl::StatusOr<CutTensor> CutRawTensor(const TensorInfo& info, const std::vector
       s.chunks.clear();
       s.offset = 0;
       s.xxh3 = 0;
+      s.line_bytes = 0;
+      s.prefix_bytes.clear();
       out.streams.push_back(std::move(*bytes));
     }
     AddRowChunks(&out.info);

@@ -16,6 +16,7 @@ inline constexpr uint64_t kMaxDims = 8;
 inline constexpr uint64_t kMaxElements = 1ull << 56;          // per tensor
 inline constexpr uint64_t kMaxStreamsPerTensor = 64;
 inline constexpr uint64_t kMaxChunksPerStream = 1ull << 24;
+inline constexpr uint64_t kMaxLinePrefixes = 64;               // Stream.prefix_bytes (1.2)
 inline constexpr uint64_t kMaxCodecParams = 64;
 inline constexpr uint64_t kMaxFeatures = 64;
 inline constexpr uint64_t kMaxFeatureBytes = 64;

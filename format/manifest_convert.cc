@@ -88,10 +88,13 @@ TensorInfo FromProto(const v1::Tensor& tensor) {
     si.compression = static_cast<Compression>(s.compression());
     si.raw_length = s.raw_length();
     for (const auto& c : s.chunks()) {
-      si.chunks.push_back(ChunkInfo{c.stored_offset(), c.stored_length(), c.raw_offset(),
-                                    c.raw_length(), c.first_row(), c.row_count(), c.xxh3()});
+      si.chunks.push_back(ChunkInfo{c.stored_offset(), c.stored_length(), c.raw_offset(), c.raw_length(),
+                                    c.first_row(), c.row_count(), c.xxh3(),
+                                    {c.prefix_xxh3().begin(), c.prefix_xxh3().end()}});
     }
     si.views.assign(s.views().begin(), s.views().end());
+    si.line_bytes = s.line_bytes();
+    si.prefix_bytes.assign(s.prefix_bytes().begin(), s.prefix_bytes().end());
     info.streams.push_back(std::move(si));
   }
   info.required_features.assign(tensor.required_features().begin(),
@@ -128,8 +131,11 @@ void ToProto(const TensorInfo& info, v1::Tensor* out) {
       pc->set_first_row(c.first_row);
       pc->set_row_count(c.row_count);
       pc->set_xxh3(c.xxh3);
+      for (uint64_t h : c.prefix_xxh3) pc->add_prefix_xxh3(h);
     }
     for (const auto& v : s.views) ps->add_views(v);
+    ps->set_line_bytes(s.line_bytes);
+    for (uint64_t p : s.prefix_bytes) ps->add_prefix_bytes(p);
   }
   for (const auto& f : info.required_features) out->add_required_features(f);
 }

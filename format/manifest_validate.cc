@@ -263,6 +263,49 @@ absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, 
   return absl::OkStatus();
 }
 
+// Format 1.2 line-prefix checksums: lines that tile every chunk of an
+// uncompressed stream, prefixes strictly ascending inside a line, and one
+// checksum per prefix in every chunk.
+template <typename Where>
+absl::Status ValidateLinePrefixes(const v1::Stream& s, const Where& where) {
+  if (s.prefix_bytes_size() == 0) {
+    if (s.line_bytes() != 0) return absl::DataLossError(StrCat(where(), ": line_bytes without prefix_bytes"));
+    for (int k = 0; k < s.chunks_size(); ++k) {
+      if (s.chunks(k).prefix_xxh3_size() != 0) {
+        return absl::DataLossError(StrCat(where(), ": chunk ", k, " has prefix checksums but the stream no prefix_bytes"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (static_cast<uint64_t>(s.prefix_bytes_size()) > kMaxLinePrefixes) {
+    return absl::ResourceExhaustedError(StrCat(where(), ": more than ", kMaxLinePrefixes, " prefix_bytes"));
+  }
+  if (s.compression() != v1::COMPRESSION_NONE || s.chunks_size() == 0 || s.line_bytes() == 0) {
+    return absl::DataLossError(
+        StrCat(where(), ": prefix_bytes need an uncompressed stream with chunks and a line_bytes > 0"));
+  }
+  uint64_t previous = 0;
+  for (uint64_t p : s.prefix_bytes()) {
+    if (p <= previous || p >= s.line_bytes()) {
+      return absl::DataLossError(StrCat(where(), ": prefix_bytes must ascend strictly inside (0, line_bytes ",
+                                        s.line_bytes(), "); found ", p, " after ", previous));
+    }
+    previous = p;
+  }
+  for (int k = 0; k < s.chunks_size(); ++k) {
+    const auto& c = s.chunks(k);
+    if (c.stored_length() % s.line_bytes() != 0) {
+      return absl::DataLossError(StrCat(where(), ": chunk ", k, " (", c.stored_length(),
+                                        " bytes) is not whole lines of ", s.line_bytes()));
+    }
+    if (c.prefix_xxh3_size() != s.prefix_bytes_size()) {
+      return absl::DataLossError(StrCat(where(), ": chunk ", k, " has ", c.prefix_xxh3_size(),
+                                        " prefix checksums, the stream ", s.prefix_bytes_size(), " prefixes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t tensor_rows,
                             const std::vector<uint64_t>& shard_data_end, bool zstd_declared,
                             const std::string& file, std::vector<std::vector<Extent>>* extents) {
@@ -339,7 +382,7 @@ absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t t
                                             " stored, ", raw, "/", s.raw_length(), " raw, ", row, "/",
                                             tensor_rows, " rows)"));
   }
-  return absl::OkStatus();
+  return ValidateLinePrefixes(s, where);
 }
 
 }  // namespace

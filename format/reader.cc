@@ -18,6 +18,7 @@
 #include "common/status_macros.h"
 #include "format/elastic_manifest.h"
 #include "format/layout.h"
+#include "format/line_prefix.h"
 #include "format/limits.h"
 #include "format/manifest_convert.h"
 #include "format/manifest_validate.h"
@@ -281,8 +282,20 @@ absl::Status Reader::VerifyStream(size_t tensor, size_t stream) const {
   }
   for (size_t k = 0; k < s.chunks.size(); ++k) {
     const auto& c = s.chunks[k];
-    if (format::Xxh3(bytes.subspan(c.stored_offset, c.stored_length)) != c.xxh3) {
+    auto chunk = bytes.subspan(c.stored_offset, c.stored_length);
+    if (format::Xxh3(chunk) != c.xxh3) {
       return absl::DataLossError(StrCat(where, ": chunk ", k, " checksum mismatch"));
+    }
+    if (s.prefix_bytes.empty()) continue;
+    format::LinePrefixHasher prefixes(s.line_bytes, s.prefix_bytes);
+    prefixes.Update(chunk);
+    std::vector<uint64_t> digests = prefixes.Finish();
+    for (size_t p = 0; p < digests.size(); ++p) {
+      if (digests[p] != c.prefix_xxh3[p]) {
+        return absl::DataLossError(StrCat(where, ": chunk ", k, " line-prefix checksum mismatch (prefix ", p,
+                                          ": the first ", s.prefix_bytes[p], " bytes of each ", s.line_bytes,
+                                          "-byte line)"));
+      }
     }
   }
   return absl::OkStatus();

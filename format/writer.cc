@@ -27,7 +27,9 @@
 #include "common/xxh3.h"
 #include "format/cut_pieces.h"
 #include "format/elastic_manifest.h"
+#include "format/elastic_validate.h"
 #include "format/layout.h"
+#include "format/line_prefix.h"
 #include "format/limits.h"
 #include "format/manifest_convert.h"
 #include "format/manifest_validate.h"
@@ -69,6 +71,10 @@ struct Writer::Impl {
   std::unordered_set<std::string> tensor_names;
   std::unordered_set<std::string> metadata_keys;
   bool uses_zstd = false;
+  // The elastic manifest (SetElastic) and its bindings, for line prefixes.
+  std::unique_ptr<ElasticManifest> elastic;
+  std::unique_ptr<format::BindingIndex> bindings;
+  bool uses_line_prefixes = false;
   // Required features of files tensors were copied from (a copied tensor may
   // depend on them), declared again in the output.
   std::vector<std::string> inherited_features;
@@ -97,6 +103,17 @@ struct Writer::Impl {
     if (spill_fd >= 0) ::close(spill_fd);
   }
 
+  // Line-prefix fields are the writer's to set: planned from the elastic
+  // manifest when WriterOptions::line_prefixes asks, else none.
+  void PlanPrefixes(TensorInfo* info) const {
+    for (auto& st : info->streams) {
+      st.line_bytes = 0;
+      st.prefix_bytes.clear();
+      for (auto& c : st.chunks) c.prefix_xxh3.clear();
+    }
+    if (!options.line_prefixes || bindings == nullptr) return;
+    format::PlanLinePrefixes(info, format::PlanLineCuts(*elastic, *bindings, info->name, info->shape));
+  }
   absl::Status CheckOpen() const {
     if (finished) return absl::FailedPreconditionError(StrCat(file->path(), ": writer already finished"));
     if (failed) return absl::FailedPreconditionError(StrCat(file->path(), ": an earlier write failed"));
@@ -216,6 +233,7 @@ struct Writer::Impl {
     // [first, first + its length) (VerifiedXxh3) and its parts so far are
     // exactly [first, next) of them: then chunk c is not hashed again.
     std::optional<uint64_t> known;
+    bool vouched = false;  // `known` from VouchedXxh3: no mapping to follow
     const uint8_t* first = nullptr;
     const uint8_t* next = nullptr;
     // Chunks ending at `hashed` are complete (chunks tile the stream in
@@ -239,10 +257,14 @@ struct Writer::Impl {
           // An output chunk whose bytes are one whole source chunk (kept
           // whole rows) has that chunk's checksum, which Check verified.
           if (n > 0 && hashed == ch.stored_offset) {
-            known = src.VerifiedXxh3({part.data(), static_cast<size_t>(ch.stored_length)});
+            // A source checksum of exactly this output chunk (a line-prefix
+            // checksum, format 1.2) that the source checks as it goes.
+            known = src.VouchedXxh3(ch.stored_offset, ch.stored_length);
+            vouched = known.has_value();
+            if (!vouched) known = src.VerifiedXxh3({part.data(), static_cast<size_t>(ch.stored_length)});
             first = next = part.data();
           }
-          if (known && part.data() != next) {
+          if (known && !vouched && part.data() != next) {
             // Not the source chunk's next bytes after all: hash what was
             // skipped (still mapped: the parts so far were exactly it).
             chunk.Update(first, static_cast<uint64_t>(next - first));
@@ -259,12 +281,52 @@ struct Writer::Impl {
         close_chunks();
       }
     };
+    // Line-prefix checksums (1.2), chunk by chunk: computed, or for a copied
+    // stream checked against the record it brings.
+    std::optional<format::LinePrefixHasher> prefixes;
+    if (!s->prefix_bytes.empty()) {
+      prefixes.emplace(s->line_bytes, s->prefix_bytes);
+      uses_line_prefixes = true;
+    }
+    size_t pc = 0;  // the chunk prefix hashing is in
+    uint64_t prefixed = 0;
+    absl::Status prefix_status;
+    auto close_prefix_chunks = [&] {
+      while (pc < s->chunks.size() && s->chunks[pc].stored_offset + s->chunks[pc].stored_length <= prefixed) {
+        std::vector<uint64_t> digests = prefixes->Finish();
+        if (!copied) {
+          s->chunks[pc].prefix_xxh3 = std::move(digests);
+        } else if (digests != s->chunks[pc].prefix_xxh3 && prefix_status.ok()) {
+          prefix_status = absl::DataLossError(StrCat(file->path(), ": stream \"", s->role, "\": chunk ", pc,
+                                                     " copied from a source whose line-prefix checksums do not match"));
+        }
+        ++pc;
+      }
+    };
+    auto hash_prefixes = [&](absl::Span<const uint8_t> part) {
+      if (!prefixes) return;
+      close_prefix_chunks();
+      while (!part.empty() && pc < s->chunks.size()) {
+        const ChunkInfo& ch = s->chunks[pc];
+        uint64_t n = std::min<uint64_t>(part.size(), ch.stored_offset + ch.stored_length - prefixed);
+        prefixes->Update(part.first(n));
+        prefixed += n;
+        part.remove_prefix(n);
+        close_prefix_chunks();
+      }
+    };
+    auto hash_all = [&](absl::Span<const uint8_t> part) {
+      hash(part);
+      hash_prefixes(part);
+    };
     auto write = [&](absl::Span<const uint8_t> part) -> absl::Status {
       absl::Status w = spill ? SpillWrite(part, spill_size + written) : file->Write(part);
       written += part.size();
       return w;
     };
-    BP_RETURN_IF_ERROR(CopyPieces(src, SideWorkerFor(side, length), write, hash));
+    BP_RETURN_IF_ERROR(CopyPieces(src, SideWorkerFor(side, length), write, hash_all));
+    if (prefixes) close_prefix_chunks();  // empty chunks at the end
+    BP_RETURN_IF_ERROR(prefix_status);
     s->xxh3 = whole.Digest();
     if (copied && s->xxh3 != source_xxh3) {
       return absl::DataLossError(absl::StrFormat("%s: stream \"%s\" copied from a source whose checksum does not match "
@@ -369,9 +431,11 @@ uint64_t NewFileId() {
 // when that saves less than 1/32 of the bytes, so it is stored raw.
 absl::StatusOr<std::optional<std::vector<uint8_t>>> TryCompress(const EncodedStream& in, int level, int threads,
                                                                 std::vector<ChunkInfo>* chunks) {
+  // Per chunk of the record (the encoder's, or row chunks planned for line
+  // prefixes), so each decompresses on its own.
   std::vector<std::pair<uint64_t, uint64_t>> pieces;
-  if (in.chunks.empty()) pieces.emplace_back(0, in.bytes.size());
-  for (const auto& c : in.chunks) pieces.emplace_back(c.raw_offset, c.raw_length);
+  if (chunks->empty()) pieces.emplace_back(0, in.bytes.size());
+  for (const auto& c : *chunks) pieces.emplace_back(c.raw_offset, c.raw_length);
   std::vector<std::vector<uint8_t>> out(pieces.size());
   BP_RETURN_IF_ERROR(ParallelFor(pieces.size(), threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
     for (uint64_t k = a; k < b; ++k) {
@@ -389,7 +453,7 @@ absl::StatusOr<std::optional<std::vector<uint8_t>>> TryCompress(const EncodedStr
   std::vector<uint8_t> joined;
   joined.reserve(total);
   for (size_t k = 0; k < out.size(); ++k) {
-    if (!in.chunks.empty()) {
+    if (!chunks->empty()) {
       auto& c = (*chunks)[k];
       c.stored_offset = joined.size();
       c.stored_length = out[k].size();
@@ -429,7 +493,7 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(const std::string& path, 
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  BP_ASSIGN_OR_RETURN(impl->file, io::AtomicFile::Create(path, options.inputs));
+  BP_ASSIGN_OR_RETURN(impl->file, io::AtomicFile::Create(path, options.inputs, options.durable));
   impl->header.file_id = NewFileId();
   impl->header.alignment = options.alignment;
   auto header = format::EncodeHeader(impl->header);
@@ -468,6 +532,7 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
   if (codec == nullptr) return absl::NotFoundError(StrCat(where, ": unknown codec \"", codec_id, "\""));
   TensorInfo info = RecordFor(std::move(name), dtype, std::move(shape), codec_id, encoded);
   BP_RETURN_IF_ERROR(impl_->CheckViews(info, where));
+  impl_->PlanPrefixes(&info);
   // An encoder bug must not produce a file its own reader rejects.
   absl::Status valid = codec->ValidateRecord(info);
   if (!valid.ok()) return absl::InternalError(StrCat(where, ": encoder produced an invalid record: ", valid.message()));
@@ -479,6 +544,8 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
       BP_ASSIGN_OR_RETURN(packed, TryCompress(es, impl_->options.zstd_level, impl_->options.threads, &s.chunks));
     }
     if (packed) {
+      s.line_bytes = 0;  // lines are of the uncompressed bytes
+      s.prefix_bytes.clear();
       s.compression = Compression::kZstd;
       impl_->uses_zstd = true;
       BP_RETURN_IF_ERROR(impl_->Append(*packed, &s, static_cast<int>(k)));
@@ -521,6 +588,7 @@ absl::Status Writer::AddStoredTensor(TensorInfo info, const std::vector<PieceSou
       c.stored_length = c.raw_length;
     }
   }
+  impl_->PlanPrefixes(&info);
   // A registered codec checks the record; an unknown one is copy-only and
   // the container rules (checked again at Finish) are all that apply.
   if (const Codec* codec = FindCodec(info.codec_id)) {
@@ -569,6 +637,8 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
 absl::Status Writer::SetElastic(const ElasticManifest& elastic) {
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
   format::ElasticToProto(elastic, impl_->manifest.mutable_elastic());
+  impl_->elastic = std::make_unique<ElasticManifest>(elastic);
+  impl_->bindings = std::make_unique<format::BindingIndex>(*impl_->elastic);
   auto& features = *impl_->manifest.mutable_optional_features();
   if (std::find(features.begin(), features.end(), "elastic") == features.end()) {
     impl_->manifest.add_optional_features("elastic");
@@ -591,7 +661,7 @@ absl::Status Writer::Finish() {
   // every 1.x reader reads exactly.
   uint32_t minor = format::kFormatMinorBase;
   if (m.views_size() > 0 || m.has_elastic()) minor = 1;
-  if (m.has_elastic() && m.elastic().version() >= 2) minor = 2;
+  if ((m.has_elastic() && m.elastic().version() >= 2) || impl_->uses_line_prefixes) minor = 2;
   if (minor != format::kFormatMinorBase) {
     m.set_format_minor(minor);
     impl_->header.format_minor = minor;

@@ -62,7 +62,7 @@ absl::Status CheckNotAnInput(const std::string& output, const std::vector<std::s
 }
 
 absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(
-    const std::string& path, const std::vector<std::string>& inputs) {
+    const std::string& path, const std::vector<std::string>& inputs, bool durable) {
   if (path.empty()) return absl::InvalidArgumentError("empty output path");
   absl::Status not_input = CheckNotAnInput(path, inputs);
   if (!not_input.ok()) return not_input;
@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(
   ::fchmod(fd, 0644);
   auto file = std::unique_ptr<AtomicFile>(new AtomicFile(path, std::string(buf.data()), fd));
   file->buffer_.reserve(kBufferBytes);
+  file->durable_ = durable;
   return file;
 }
 
@@ -110,6 +111,7 @@ absl::Status AtomicFile::Flush() {
 }
 
 void AtomicFile::StartWriteback() {
+  if (!durable_) return;  // the page cache writes back when it likes
   uint64_t written = position_ - buffer_.size();
   if (written - writeback_from_ < kWritebackBytes) return;
   if (writeback_ == nullptr) writeback_ = std::make_unique<BackgroundWriteback>(fd_);
@@ -174,7 +176,7 @@ absl::Status AtomicFile::Commit() {
   absl::Status s = Flush();
   if (!s.ok()) return s;
   writeback_.reset();  // before the fsync, which waits for all of it
-  if (::fsync(fd_) != 0) return ErrnoError(path_, "fsync failed", errno);
+  if (durable_ && ::fsync(fd_) != 0) return ErrnoError(path_, "fsync failed", errno);
   if (::close(fd_) != 0) {
     fd_ = -1;
     return ErrnoError(path_, "close failed", errno);
@@ -184,6 +186,7 @@ absl::Status AtomicFile::Commit() {
     return ErrnoError(path_, "cannot rename the temporary file into place", errno);
   }
   committed_ = true;
+  if (!durable_) return absl::OkStatus();
   int dir_fd = ::open(ParentDir(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd >= 0) {
     ::fsync(dir_fd);

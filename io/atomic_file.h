@@ -1,6 +1,9 @@
 // An output file that appears only when complete: bytes go to a temporary
 // file in the destination folder; Commit() fsyncs it, renames it over the
 // destination and fsyncs the folder. Destroyed uncommitted, it is removed.
+// Not durable (`--no-fsync`): no writeback requests and no fsyncs, as cp
+// does; the rename still shows only a complete file while the system runs,
+// but a crash soon after may leave it empty or short under its name.
 #ifndef BOLTPACK_IO_ATOMIC_FILE_H_
 #define BOLTPACK_IO_ATOMIC_FILE_H_
 
@@ -21,7 +24,7 @@ class AtomicFile {
   // Fails if `path` names one of `inputs` (same file, by device and inode,
   // or the same path) or a folder that does not exist.
   static absl::StatusOr<std::unique_ptr<AtomicFile>> Create(
-      const std::string& path, const std::vector<std::string>& inputs);
+      const std::string& path, const std::vector<std::string>& inputs, bool durable = true);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -51,6 +54,7 @@ class AtomicFile {
   uint64_t writeback_from_ = 0;  // bytes before this have had writeback requested
   std::unique_ptr<BackgroundWriteback> writeback_;  // from the first request on
   bool committed_ = false;
+  bool durable_ = true;
   std::vector<uint8_t> buffer_;
 };
 

@@ -779,7 +779,7 @@ absl::StatusOr<std::unique_ptr<GgufWriter>> GgufWriter::Create(const std::string
                                                             options.pad_empty));
   for (const auto& t : tensors) impl->sizes.push_back(*GgmlTensorBytes(*GgmlTypeById(t.type), t.ne));
   impl->tensors = std::move(tensors);
-  BP_ASSIGN_OR_RETURN(impl->file, AtomicFile::Create(path, options.inputs));
+  BP_ASSIGN_OR_RETURN(impl->file, AtomicFile::Create(path, options.inputs, options.durable));
   BP_RETURN_IF_ERROR(impl->file->Write(header));
   return std::unique_ptr<GgufWriter>(new GgufWriter(std::move(impl)));
 }

@@ -147,6 +147,8 @@ struct GgufWriterOptions {
   // False: a file without tensors ends right after its key/values (as
   // llama.cpp's vocab-only files do); ggml's writer pads it.
   bool pad_empty = true;
+  // False: no fsync before the rename (io/atomic_file.h).
+  bool durable = true;
 };
 
 // The bytes before the data section, as ggml's gguf_write_to_file writes

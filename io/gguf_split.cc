@@ -91,7 +91,7 @@ struct GgufSplitWriter::Impl {
     BP_ASSIGN_OR_RETURN(std::vector<uint8_t> header,
                         EncodeGgufHeader(paths[k], kvs[k], decls[k], options.writer.version, alignment,
                                          options.writer.pad_empty));
-    BP_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(paths[k], options.writer.inputs));
+    BP_ASSIGN_OR_RETURN(auto file, AtomicFile::Create(paths[k], options.writer.inputs, options.writer.durable));
     BP_RETURN_IF_ERROR(file->Write(header));
     files.push_back(std::move(file));
     return absl::OkStatus();

@@ -409,7 +409,7 @@ SafetensorsWriter::~SafetensorsWriter() = default;
 
 absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
     const std::string& path, std::vector<std::pair<std::string, std::string>> metadata,
-    std::vector<SafetensorsTensorDecl> tensors, const std::vector<std::string>& inputs) {
+    std::vector<SafetensorsTensorDecl> tensors, const std::vector<std::string>& inputs, bool durable) {
   // Refuse anything a strict reader (ours, or HF's) would reject, before a
   // byte is written.
   std::vector<uint64_t> sizes;
@@ -481,7 +481,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
                                                      kSafetensorsMaxHeaderBytes));
   }
 
-  BP_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path, inputs));
+  BP_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path, inputs, durable));
   uint8_t len[8];
   uint64_t n = header.size();
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));

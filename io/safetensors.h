@@ -72,7 +72,7 @@ class SafetensorsWriter {
  public:
   static absl::StatusOr<std::unique_ptr<SafetensorsWriter>> Create(
       const std::string& path, std::vector<std::pair<std::string, std::string>> metadata,
-      std::vector<SafetensorsTensorDecl> tensors, const std::vector<std::string>& inputs);
+      std::vector<SafetensorsTensorDecl> tensors, const std::vector<std::string>& inputs, bool durable = true);
   ~SafetensorsWriter();
   // Appends the next tensor's bytes; the size must match its declaration.
   absl::Status WriteNext(absl::Span<const uint8_t> bytes);

@@ -598,6 +598,50 @@ TEST(ElasticCli, GgufSliceWarnsWhereLlamaCppNeedsOneNumber) {
   EXPECT_EQ(vs.output.find("testmoe.expert_count"), std::string::npos) << vs.output;
 }
 
+// --no-fsync only skips the fsync (durability), never what is written:
+// the same bytes in every format (a .bolt file differs only in its random
+// file id), and an input is still never overwritten.
+TEST(ElasticCli, NoFsyncWritesTheSameFiles) {
+  std::string dir = MakeTempDir();
+  WriteModel(dir + "/m.gguf");
+  WriteText(dir + "/e.json", ElasticJson());
+  ASSERT_EQ(RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json", "--codec",
+                    "*_exps.weight=q8_0"}).exit_code, 0);
+  auto fast = RunCli({"convert", dir + "/m.gguf", "-o", dir + "/f.bolt", "--elastic", dir + "/e.json", "--codec",
+                      "*_exps.weight=q8_0", "--no-fsync"});
+  ASSERT_EQ(fast.exit_code, 0) << fast.output;
+  for (const char* ext : {".bolt", ".gguf", ".safetensors"}) {
+    SCOPED_TRACE(ext);
+    for (const char* flag : {"", "--no-fsync"}) {
+      std::vector<std::string> args = {"slice", dir + "/e.bolt", "--budget", "small", "-o",
+                                       dir + "/s" + (*flag ? "-nofsync" : "") + ext};
+      if (*flag) args.push_back(flag);
+      auto s = RunCli(args);
+      ASSERT_EQ(s.exit_code, 0) << s.output;
+    }
+    if (std::string(ext) != ".bolt") {
+      EXPECT_TRUE(testing::ReadFileBytes(dir + "/s" + ext) == testing::ReadFileBytes(dir + "/s-nofsync" + ext));
+      continue;
+    }
+    auto a = Reader::Open(dir + "/s.bolt");
+    auto b = Reader::Open(dir + "/s-nofsync.bolt");
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size());
+    for (size_t t = 0; t < (*a)->tensors().size(); ++t) {
+      for (size_t k = 0; k < (*a)->tensors()[t].streams.size(); ++k) {
+        EXPECT_EQ((*a)->tensors()[t].streams[k].xxh3, (*b)->tensors()[t].streams[k].xxh3) << (*a)->tensors()[t].name;
+      }
+    }
+    EXPECT_TRUE((*b)->VerifyContainer().ok());
+  }
+  for (const char* name : {"f.bolt", "s-nofsync.bolt"}) {
+    auto v = RunCli({"verify", dir + "/" + name});
+    EXPECT_EQ(v.exit_code, 0) << v.output;
+  }
+  auto onto_input = RunCli({"slice", dir + "/e.bolt", "--budget", "small", "-o", dir + "/e.bolt", "--no-fsync"});
+  EXPECT_NE(onto_input.exit_code, 0);
+}
+
 // A kept chunk whose bytes do not match its checksum is reported, never
 // copied; bytes a budget drops are not read.
 TEST(ElasticCli, SliceVerifiesTheKeptSourceBytes) {

@@ -182,6 +182,16 @@ void ExpectStream(const StreamInfo& s, const JsonValue& want, const std::string&
   std::vector<std::string> views;
   if (want.Find("views") != nullptr) views = GetStrings(want, "views");
   EXPECT_EQ(s.views, views) << where;
+  // Format 1.2: "line_bytes" and "prefix_bytes" (and each chunk's
+  // "prefix_xxh3") are listed only where the stream has line prefixes.
+  uint64_t line_bytes = 0;
+  std::vector<uint64_t> prefix_bytes;
+  if (want.Find("line_bytes") != nullptr) line_bytes = GetU(want, "line_bytes");
+  if (want.Find("prefix_bytes") != nullptr) {
+    for (const auto& p : Get(want, "prefix_bytes").array()) prefix_bytes.push_back(p.uint64_value().value_or(~0ull));
+  }
+  EXPECT_EQ(s.line_bytes, line_bytes) << where;
+  EXPECT_EQ(s.prefix_bytes, prefix_bytes) << where;
   const auto& chunks = Get(want, "chunks").array();
   ASSERT_EQ(s.chunks.size(), chunks.size()) << where;
   for (size_t k = 0; k < chunks.size(); ++k) {
@@ -195,6 +205,11 @@ void ExpectStream(const StreamInfo& s, const JsonValue& want, const std::string&
     EXPECT_EQ(c.first_row, GetU(w, "first_row")) << at;
     EXPECT_EQ(c.row_count, GetU(w, "row_count")) << at;
     EXPECT_EQ(HexU(c.xxh3, 16), GetS(w, "xxh3")) << at;
+    std::vector<std::string> prefix_xxh3;
+    for (uint64_t h : c.prefix_xxh3) prefix_xxh3.push_back(HexU(h, 16));
+    std::vector<std::string> want_prefix_xxh3;
+    if (w.Find("prefix_xxh3") != nullptr) want_prefix_xxh3 = GetStrings(w, "prefix_xxh3");
+    EXPECT_EQ(prefix_xxh3, want_prefix_xxh3) << at;
   }
 }
 
@@ -433,6 +448,14 @@ void ExpectCopy(const std::string& vector, const Reader& r) {
   ASSERT_TRUE(copy.ok()) << vector << ": the copy does not open: " << copy.status();
   ASSERT_EQ((*copy)->tensors().size(), r.tensors().size());
   EXPECT_TRUE((*copy)->VerifyContainer().ok());
+  // Format 1.2: a copy that keeps line prefixes is a 1.2 file.
+  bool prefixes = false;
+  for (const auto& t : r.tensors()) {
+    for (const auto& s : t.streams) prefixes |= !s.prefix_bytes.empty();
+  }
+  if (prefixes) {
+    EXPECT_EQ((*copy)->version().minor, 2u) << vector;
+  }
   std::set<std::string> copy_features((*copy)->required_features().begin(), (*copy)->required_features().end());
   for (size_t t = 0; t < r.tensors().size(); ++t) {
     const TensorInfo& a = r.tensors()[t];
@@ -447,6 +470,12 @@ void ExpectCopy(const std::string& vector, const Reader& r) {
       EXPECT_EQ(a.streams[k].compression, b.streams[k].compression);
       EXPECT_EQ(a.streams[k].raw_length, b.streams[k].raw_length);
       EXPECT_EQ(a.streams[k].chunks.size(), b.streams[k].chunks.size());
+      // Format 1.2: a copy keeps the line-prefix checksums it checked.
+      EXPECT_EQ(a.streams[k].line_bytes, b.streams[k].line_bytes) << vector << ": " << a.name;
+      EXPECT_EQ(a.streams[k].prefix_bytes, b.streams[k].prefix_bytes) << vector << ": " << a.name;
+      for (size_t c = 0; c < std::min(a.streams[k].chunks.size(), b.streams[k].chunks.size()); ++c) {
+        EXPECT_EQ(a.streams[k].chunks[c].prefix_xxh3, b.streams[k].chunks[c].prefix_xxh3) << vector << ": " << a.name;
+      }
     }
     for (const auto& f : b.required_features) copy_features.insert(f);
   }

@@ -67,7 +67,14 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
   options.inputs = in.files();
   options.writer_name = kVersionString;
   options.threads = args.threads;
+  options.durable = !args.no_fsync;
+  // An elastic file gets line-prefix checksums, so that slicing a budget
+  // that cuts an innermost dimension reads only the bytes it keeps; the
+  // manifest goes in first, since the writer plans them from it.
+  options.line_prefixes = elastic != nullptr || carried != nullptr;
   BP_ASSIGN_OR_RETURN(auto writer, Writer::Create(args.output, options));
+  if (elastic != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(elastic->manifest));
+  if (carried != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(*carried));
   for (const auto& [key, value] : in.metadata()) BP_RETURN_IF_ERROR(writer->AddMetadata(key, value));
   Progress progress("convert", in.total_bytes());
   ExecOptions exec;
@@ -130,8 +137,6 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
     progress.Advance(InputBytes(t));
   }
   progress.Finish();
-  if (elastic != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(elastic->manifest));
-  if (carried != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(*carried));
   return writer->Finish();
 }
 
@@ -170,7 +175,7 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
   for (const auto& [key, value] : in.metadata()) {
     meta.emplace_back(key, value.type == ValueType::kString ? value.s : MetaValueToJson(value));
   }
-  BP_ASSIGN_OR_RETURN(auto writer, io::SafetensorsWriter::Create(args.output, meta, decls, in.files()));
+  BP_ASSIGN_OR_RETURN(auto writer, io::SafetensorsWriter::Create(args.output, meta, decls, in.files(), !args.no_fsync));
   Progress progress("convert", in.total_bytes());
   ExecOptions exec;
   exec.threads = args.threads;
@@ -400,6 +405,7 @@ absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const Conver
   options.version = version;
   options.pad_empty = padded;
   options.inputs = in.files();
+  options.durable = !args.no_fsync;
   std::unique_ptr<io::GgufWriter> writer;
   std::unique_ptr<io::GgufSplitWriter> split;
   if (split_output) {

@@ -241,6 +241,12 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
                     ",\"stored_bytes\":", st.length, ",\"raw_bytes\":", st.raw_length, ",\"compression\":",
                     st.compression == Compression::kZstd ? "\"zstd\"" : "\"none\"", ",\"chunks\":", st.chunks.size(),
                     ",\"bits_per_weight\":", Fixed(BitsPerWeight(st.length, r.elements), 4));
+        if (!st.prefix_bytes.empty()) {
+          // Format 1.2: the line prefixes a slice can verify and carry.
+          o += StrCat(",\"line_bytes\":", st.line_bytes, ",\"line_prefix_bytes\":[");
+          for (size_t p = 0; p < st.prefix_bytes.size(); ++p) o += StrCat(p ? "," : "", st.prefix_bytes[p]);
+          o += "]";
+        }
         if (!st.views.empty()) {
           o += ",\"views\":[";
           for (size_t v = 0; v < st.views.size(); ++v) o += StrCat(v ? "," : "", io::JsonQuote(st.views[v]));

@@ -15,6 +15,10 @@ void PrintError(const std::string& message) { std::fprintf(stderr, "bolt-pack: %
 
 }  // namespace boltpack::tools
 
+constexpr const char* kNoFsyncHelp =
+    "Do not fsync the output before renaming it into place (as cp does): faster; a crash soon after may leave it "
+    "empty or short";
+
 int main(int argc, char** argv) {
   using namespace boltpack::tools;
   // Invalid input is reported by the reader as an error naming the file;
@@ -49,6 +53,7 @@ int main(int argc, char** argv) {
   c->add_option("--elastic", convert.elastic,
                 "Elastic authoring JSON (spec/elastic.md): axes, bindings, importance, budgets; .bolt output only")
       ->check(CLI::ExistingFile);
+  c->add_flag("--no-fsync", convert.no_fsync, kNoFsyncHelp);
   c->add_option("--zstd", convert.zstd_level, "Compress streams with zstd at this level where it pays (0 = off)")->check(CLI::Range(0, 22));
 
   InspectArgs inspect;
@@ -73,6 +78,7 @@ int main(int argc, char** argv) {
   s->add_option("--budget", slice.budget, "Budget name");
   s->add_flag("--list-budgets", slice.list_budgets, "List the file's budgets");
   s->add_option("--keep", slice.keep, "Ad-hoc budget, AXIS=FRACTION (0.5) or AXIS=COUNT (48); repeatable")->take_all();
+  s->add_flag("--no-fsync", slice.no_fsync, kNoFsyncHelp);
 
   try {
     app.parse(argc, argv);

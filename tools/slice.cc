@@ -133,7 +133,13 @@ absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const S
   options.alignment = r.alignment();
   options.inputs = {args.input};
   options.writer_name = kVersionString;
+  options.durable = !args.no_fsync;
+  // The budgets nested in this one stay sliceable the same way: the cut
+  // tensors get line-prefix checksums for them (whole tensors keep theirs),
+  // planned from the output's manifest, which therefore goes in first.
+  options.line_prefixes = true;
   BP_ASSIGN_OR_RETURN(auto writer, Writer::Create(args.output, options));
+  BP_RETURN_IF_ERROR(writer->SetElastic(plan.elastic));
   for (const auto& [key, value] : plan.metadata) BP_RETURN_IF_ERROR(writer->AddMetadata(key, value));
   Progress progress("slice", plan.tensors.size());
   for (const auto& p : plan.tensors) {
@@ -154,7 +160,6 @@ absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const S
     progress.Advance(1);
   }
   progress.Finish();
-  BP_RETURN_IF_ERROR(writer->SetElastic(plan.elastic));
   return writer->Finish();
 }
 
@@ -165,7 +170,7 @@ absl::Status SliceToSafetensors(const Reader& r, const format::SlicePlan& plan, 
   for (const auto& [key, value] : plan.metadata) {
     meta.emplace_back(key, value.type == ValueType::kString ? value.s : MetaValueToJson(value));
   }
-  BP_ASSIGN_OR_RETURN(auto writer, io::SafetensorsWriter::Create(args.output, meta, decls, {args.input}));
+  BP_ASSIGN_OR_RETURN(auto writer, io::SafetensorsWriter::Create(args.output, meta, decls, {args.input}, !args.no_fsync));
   Progress progress("slice", plan.tensors.size());
   for (const auto& p : plan.tensors) {
     BP_RETURN_IF_ERROR(WriteDecoded(r, p, *writer));
@@ -237,6 +242,7 @@ absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const S
   options.version = version;
   options.pad_empty = padded;
   options.inputs = {args.input};
+  options.durable = !args.no_fsync;
   BP_ASSIGN_OR_RETURN(auto writer, io::GgufWriter::Create(args.output, kv, decls, options));
   Progress progress("slice", plan.tensors.size());
   for (size_t i = 0; i < plan.tensors.size(); ++i) {

@@ -209,7 +209,8 @@ BP_API void bp_close(bp_reader* r);
 BP_API bp_status bp_format_version(const bp_reader* r, uint32_t* major, uint32_t* minor);
 
 /* Checks everything bp_open does not: every stream's and chunk's XXH3-64
- * checksum, zero padding, sibling shards. BP_ERR_CORRUPT names the first
+ * checksum (and a chunk's line-prefix checksums, format 1.2), zero
+ * padding, sibling shards. BP_ERR_CORRUPT names the first
  * damaged place. Reads the whole file. */
 BP_API bp_status bp_verify(const bp_reader* r);
 

@@ -46,6 +46,16 @@ class PieceSource {
     (void)bytes;
     return std::nullopt;
   }
+  // The XXH3 that bytes [offset, offset + length) of this source's output
+  // (counted from its first piece) have, when the source holds a checksum
+  // of exactly those bytes and checks it: Check fails the copy if they do
+  // not match, so a writer may record it for an output chunk of those
+  // bytes without hashing them. nullopt when the source has none.
+  virtual std::optional<uint64_t> VouchedXxh3(uint64_t offset, uint64_t length) const {
+    (void)offset;
+    (void)length;
+    return std::nullopt;
+  }
 };
 
 // One span as a single piece.

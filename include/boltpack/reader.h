@@ -110,10 +110,12 @@ class Reader {
   // bytes to another format (GGUF) whatever compression the file used.
   absl::Status ReadRawStream(size_t tensor, size_t stream, absl::Span<uint8_t> dst,
                              const ExecOptions& exec = {}) const;
-  // Checks one stream's XXH3-64 (and its chunks').
+  // Checks one stream's XXH3-64 (and its chunks', with their line-prefix
+  // checksums, format 1.2).
   absl::Status VerifyStream(size_t tensor, size_t stream) const;
   // Everything a byte of the file can break that open does not check:
-  // checksums of all streams and chunks, zero padding, sibling shards.
+  // checksums of all streams and chunks (line prefixes included), zero
+  // padding, sibling shards.
   absl::Status VerifyContainer(const ExecOptions& exec = {}) const;
 
   // OK when tensor `t` can be decoded (features known, codec registered,

@@ -23,6 +23,9 @@ struct ChunkInfo {
   uint64_t first_row = 0;
   uint64_t row_count = 0;
   uint64_t xxh3 = 0;
+  // Format 1.2: per StreamInfo::prefix_bytes entry, the XXH3 of the first
+  // that many bytes of every line of the chunk, concatenated.
+  std::vector<uint64_t> prefix_xxh3;
 };
 
 struct StreamInfo {
@@ -37,6 +40,10 @@ struct StreamInfo {
   std::vector<ChunkInfo> chunks;
   // Views that read this stream; empty means every view.
   std::vector<std::string> views;
+  // Format 1.2 line-prefix checksums: lines of `line_bytes` (0: none) and
+  // the line prefixes every chunk carries a checksum of.
+  uint64_t line_bytes = 0;
+  std::vector<uint64_t> prefix_bytes;
 };
 
 struct TensorInfo {

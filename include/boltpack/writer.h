@@ -34,6 +34,15 @@ struct WriterOptions {
   std::string writer_name;
   std::vector<std::string> optional_features;
   int threads = 1;
+  // Format 1.2 line-prefix checksums (spec/container.md §6.10.1): with an
+  // elastic manifest set before the tensors are added (SetElastic), every
+  // uncompressed, chunked tensor whose innermost dimension a budget cuts to
+  // a prefix gets a checksum per cut and chunk, so `slice` reads and
+  // verifies only the bytes such a budget keeps. Makes the file 1.2.
+  bool line_prefixes = false;
+  // False: no fsync before the rename (`--no-fsync`), as cp: faster, but a
+  // crash soon after may leave the output empty or short.
+  bool durable = true;
 };
 
 class Writer {
@@ -64,7 +73,8 @@ class Writer {
   absl::Status AddStoredTensor(TensorInfo info, const std::vector<PieceSource*>& streams);
   // Stores an elastic manifest (format 1.1, spec/elastic.md) and declares the
   // optional feature "elastic". It is validated against the tensors at
-  // Finish(), which fails if it does not fit them. A manifest of version 2
+  // Finish(), which fails if it does not fit them. Set it before adding
+  // tensors for WriterOptions::line_prefixes. A manifest of version 2
   // (grouped axes, segmented dimensions, product dimensions "A*B") makes
   // the file format 1.2; set
   // ElasticManifest::version to RequiredVersion().

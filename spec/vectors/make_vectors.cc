@@ -37,6 +37,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -564,16 +565,29 @@ Json StreamJson(const v1::Stream& s) {
   // Format 1.1: written only when the list is not empty, so that the 1.0
   // expectations keep their bytes.
   if (s.views_size() > 0) o.Add("views", StrList({s.views().begin(), s.views().end()}));
+  // Format 1.2 line-prefix checksums: written only where present, so that
+  // the 1.0 and 1.1 expectations keep their bytes.
+  if (s.line_bytes() != 0 || s.prefix_bytes_size() > 0) {
+    Json prefixes = Json::Arr();
+    for (uint64_t p : s.prefix_bytes()) prefixes.Push(U(p));
+    o.Add("line_bytes", U(s.line_bytes())).Add("prefix_bytes", prefixes);
+  }
   Json chunks = Json::Arr();
   for (const auto& c : s.chunks()) {
-    chunks.Push(Json::Obj()
-                    .Add("stored_offset", U(c.stored_offset()))
-                    .Add("stored_length", U(c.stored_length()))
-                    .Add("raw_offset", U(c.raw_offset()))
-                    .Add("raw_length", U(c.raw_length()))
-                    .Add("first_row", U(c.first_row()))
-                    .Add("row_count", U(c.row_count()))
-                    .Add("xxh3", S(HexU(c.xxh3(), 16))));
+    Json chunk = Json::Obj()
+                     .Add("stored_offset", U(c.stored_offset()))
+                     .Add("stored_length", U(c.stored_length()))
+                     .Add("raw_offset", U(c.raw_offset()))
+                     .Add("raw_length", U(c.raw_length()))
+                     .Add("first_row", U(c.first_row()))
+                     .Add("row_count", U(c.row_count()))
+                     .Add("xxh3", S(HexU(c.xxh3(), 16)));
+    if (c.prefix_xxh3_size() > 0) {
+      Json hashes = Json::Arr();
+      for (uint64_t h : c.prefix_xxh3()) hashes.Push(S(HexU(h, 16)));
+      chunk.Add("prefix_xxh3", hashes);
+    }
+    chunks.Push(std::move(chunk));
   }
   o.Add("chunks", chunks);
   return o;
@@ -1556,6 +1570,165 @@ void ValidElasticProduct() {
   SaveValid("elastic_product", b, {}, DecodesOf(ts), {{"budget_runs", ProductBudgetRuns()}});
 }
 
+// Format 1.2: line-prefix checksums (container.md §6.10.1), computed here
+// from the definition: XXH3-64 of the first `prefix` bytes of every
+// `line`-byte line of `chunk`, concatenated in order.
+uint64_t RefLinePrefixXxh3(const Bytes& chunk, uint64_t line, uint64_t prefix) {
+  Bytes kept;
+  for (uint64_t at = 0; at < chunk.size(); at += line) {
+    const uint64_t n = std::min<uint64_t>(prefix, chunk.size() - at);
+    kept.insert(kept.end(), chunk.begin() + static_cast<ptrdiff_t>(at), chunk.begin() + static_cast<ptrdiff_t>(at + n));
+  }
+  return Xxh3(kept);
+}
+
+// The stored bytes of chunk `k` of stream `s` of file `b`.
+Bytes ChunkBytes(const Bytes& b, const v1::Stream& s, int k) {
+  const auto& c = s.chunks(k);
+  const uint64_t at = s.offset() + c.stored_offset();
+  return Bytes(b.begin() + static_cast<ptrdiff_t>(at), b.begin() + static_cast<ptrdiff_t>(at + c.stored_length()));
+}
+
+// Every chunk of every stream of `b` that has prefix_bytes carries exactly
+// the reference checksums; the streams of `want` (tensor -> line_bytes,
+// prefix_bytes) have them and no other stream has any.
+void CheckLinePrefixes(const std::string& name, const Bytes& b,
+                       const std::vector<std::pair<std::string, std::pair<uint64_t, std::vector<uint64_t>>>>& want) {
+  v1::Manifest m = ManifestOf(b);
+  if (m.format_minor() != 2) Die(StrCat(name, ": the Writer did not stamp format minor 2"));
+  for (const auto& t : m.tensors()) {
+    uint64_t line = 0;
+    std::vector<uint64_t> prefixes;
+    for (const auto& [tensor, lp] : want) {
+      if (tensor == t.name()) std::tie(line, prefixes) = lp;
+    }
+    for (const auto& s : t.streams()) {
+      if (s.line_bytes() != line || std::vector<uint64_t>(s.prefix_bytes().begin(), s.prefix_bytes().end()) != prefixes) {
+        Die(StrCat(name, ": tensor \"", t.name(), "\" got line_bytes ", s.line_bytes(), " and ", s.prefix_bytes_size(),
+                   " prefix_bytes, not ", line, " and ", prefixes.size()));
+      }
+      for (int k = 0; k < s.chunks_size(); ++k) {
+        const auto& c = s.chunks(k);
+        if (c.prefix_xxh3_size() != s.prefix_bytes_size()) Die(StrCat(name, ": chunk ", k, " prefix checksum count"));
+        for (int p = 0; p < s.prefix_bytes_size(); ++p) {
+          if (c.prefix_xxh3(p) != RefLinePrefixXxh3(ChunkBytes(b, s, k), line, s.prefix_bytes(p))) {
+            Die(StrCat(name, ": tensor \"", t.name(), "\" chunk ", k, " prefix checksum ", p,
+                       " differs from the reference"));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Values q8_0 stores exactly: multiples of 1/8 in [-127/8, 127/8], each
+// block of 32 holding one of magnitude 127/8, so that its scale is 1/8
+// (exact in f16) and every element is 8 x value. Decoding gives them back.
+std::vector<float> ExactQ8Values(size_t n, size_t seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    int k = static_cast<int>((i * 37 + seed) % 255) - 127;
+    if (i % 32 == 0) k = (i / 32) % 2 == 0 ? 127 : -127;
+    v[i] = static_cast<float>(k) / 8.0f;
+  }
+  return v;
+}
+
+// Two global axes: "ffn" (128) on the innermost dimension of a 2-D tensor,
+// "expert_ffn" (64) on that of a 3-D expert tensor. "large" cuts ffn to 64
+// and keeps all of expert_ffn; "small" (nested) keeps 32 of each.
+bp::ElasticManifest LinePrefixElastic() {
+  bp::ElasticManifest e;
+  for (auto [name, parent] : {std::pair<const char*, uint64_t>{"ffn", 128}, {"expert_ffn", 64}}) {
+    bp::ElasticAxis a;
+    a.name = name;
+    a.scope = bp::ElasticScope::kGlobal;
+    a.parent = {parent};
+    e.axes.push_back(a);
+  }
+  e.bindings.push_back({"ffn_down.weight", {"-", "ffn"}, {}});
+  e.bindings.push_back({"ffn_down_exps.weight", {"-", "-", "expert_ffn"}, {}});
+  e.budgets.push_back({"large", {}, {{"ffn", {64}}, {"expert_ffn", {64}}}, ""});
+  e.budgets.push_back({"small", {}, {{"ffn", {32}}, {"expert_ffn", {32}}}, "large"});
+  return e;
+}
+
+// Two q8_0 tensors (blocks of 32 elements in 34-byte cells), chunked by
+// rows, written with WriterOptions::line_prefixes and the elastic manifest
+// set before them:
+//   ffn_down.weight [4, 128]: lines of 4 cells (136 bytes), 2 chunks of 2
+//     rows; "large" and "small" cut it to 64 and 32 elements: prefix_bytes
+//     {34, 68};
+//   ffn_down_exps.weight [2, 2, 64]: lines of 2 cells (68 bytes), one chunk
+//     per expert (2 lines each); only "small" cuts it (32 elements):
+//     prefix_bytes {34}.
+Bytes LinePrefixFile(const std::string& name, std::vector<TensorSpec>* ts) {
+  *ts = {TensorSpec{"ffn_down.weight", {4, 128}, DType::kF32, "q8_0", Raw(ExactQ8Values(4 * 128, 11))},
+         TensorSpec{"ffn_down_exps.weight", {2, 2, 64}, DType::kF32, "q8_0", Raw(ExactQ8Values(2 * 2 * 64, 5))}};
+  const std::vector<uint64_t> rows_per_chunk = {2, 1};
+  bp::WriterOptions options = Options();
+  options.line_prefixes = true;
+  Bytes b = WriteWith(name, options, [&](bp::Writer& w) {
+    Check(w.SetElastic(LinePrefixElastic()), "elastic line prefixes");
+    for (size_t i = 0; i < ts->size(); ++i) {
+      const TensorSpec& t = (*ts)[i];
+      bp::TensorSource src;
+      src.name = t.name;
+      src.dtype = t.dtype;
+      src.shape = absl::MakeConstSpan(t.shape);
+      src.bytes = absl::MakeConstSpan(t.source);
+      auto enc = Take(bp::EncodeTensor("q8_0", src, {}, {}), StrCat("encode ", t.name));
+      if (enc.streams.size() != 1) Die("q8_0: expected one stream");
+      SetRowChunks(enc, t.shape[0], rows_per_chunk[i]);
+      Check(w.AddTensor(t.name, t.shape, t.dtype, "q8_0", std::move(enc)), StrCat("add ", t.name));
+    }
+  });
+  CheckLinePrefixes(name, b, {{"ffn_down.weight", {136, {34, 68}}}, {"ffn_down_exps.weight", {68, {34}}}});
+  // The values were chosen so that q8_0 keeps them exactly: the decodes
+  // below are the source's.
+  std::filesystem::path tmp = g_scratch / (name + ".check.bolt");
+  WriteFile(tmp, b);
+  auto r = Take(bp::Reader::Open(tmp.string()), "open line prefix vector");
+  for (size_t i = 0; i < ts->size(); ++i) {
+    std::vector<uint8_t> got((*ts)[i].source.size());
+    Check(r->Decode(i, bp::OutputType::kF32, absl::MakeSpan(got)), "q8_0 decode");
+    if (got != (*ts)[i].source) Die(StrCat(name, ": q8_0 did not keep the values of ", (*ts)[i].name, " exactly"));
+  }
+  r.reset();
+  std::filesystem::remove(tmp);
+  return b;
+}
+
+// The decodes of an f32 tensor as sizes and checksums (Appendix B.1), for
+// tensors whose decoded values are not what their vector is about: `native`
+// (for a quantizing codec, its blocks as stored) and the float targets of
+// the values `t.source`.
+Json DigestDecodeJson(const TensorSpec& t, const Bytes& native) {
+  Json d = Json::Obj();
+  auto digest = [](const Bytes& b) { return Json::Obj().Add("bytes", U(b.size())).Add("xxh3", S(HexU(Xxh3(b), 16))); };
+  d.Add("native", digest(native));
+  for (const auto& [name, to] : {std::pair<const char*, DType>{"f32", DType::kF32}, {"f16", DType::kF16},
+                                 {"bf16", DType::kBF16}}) {
+    d.Add(name, digest(Convert(DType::kF32, to, t.source)));
+  }
+  return d;
+}
+
+void ValidElasticLinePrefixes() {
+  std::vector<TensorSpec> ts;
+  Bytes b = LinePrefixFile("elastic_line_prefixes", &ts);
+  const v1::Manifest m = ManifestOf(b);
+  std::vector<Decodes> d;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    // q8_0 decodes to `native` as its blocks: the one stream's bytes.
+    const v1::Stream& s = m.tensors(static_cast<int>(i)).streams(0);
+    const Bytes blocks(b.begin() + static_cast<ptrdiff_t>(s.offset()),
+                       b.begin() + static_cast<ptrdiff_t>(s.offset() + s.length()));
+    d.push_back({ts[i].name, DigestDecodeJson(ts[i], blocks)});
+  }
+  SaveValid("elastic_line_prefixes", b, {}, d);
+}
+
 // ---------------------------------------------------------------------------
 // Invalid vectors
 
@@ -2363,6 +2536,127 @@ void InvalidElasticProduct() {
   }
 }
 
+// Format 1.2: line-prefix checksums (container.md §6.10.1). Each vector
+// edits a small valid file so that exactly one rule breaks: one f32 tensor
+// [4, 20] (lines of 80 bytes, 2 chunks of 2 rows) whose innermost dimension
+// two budgets cut to 10 and 5 elements: prefix_bytes {20, 40}.
+void InvalidLinePrefixes() {
+  std::vector<float> v(4 * 20);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int>(i % 23) - 11) / 4.0f;
+  TensorSpec t = F32Tensor("ffn_down.weight", {4, 20}, v);
+  bp::ElasticManifest e;
+  bp::ElasticAxis ffn;
+  ffn.name = "ffn";
+  ffn.scope = bp::ElasticScope::kGlobal;
+  ffn.parent = {20};
+  e.axes.push_back(ffn);
+  e.bindings.push_back({"ffn_down.weight", {"-", "ffn"}, {}});
+  e.budgets.push_back({"half", {}, {{"ffn", {10}}}, ""});
+  e.budgets.push_back({"quarter", {}, {{"ffn", {5}}}, "half"});
+  bp::WriterOptions options = Options();
+  options.line_prefixes = true;
+  const Bytes b0 = WriteWith("line_prefixes_base", options, [&](bp::Writer& w) {
+    Check(w.SetElastic(e), "elastic line prefixes base");
+    Add(w, t, [](bp::EncodedTensor& enc) { SetRowChunks(enc, 4, 2); });
+  });
+  CheckLinePrefixes("line_prefixes_base", b0, {{"ffn_down.weight", {80, {20, 40}}}});
+  auto stream = [](v1::Manifest& m) { return m.mutable_tensors(0)->mutable_streams(0); };
+  // Gives the stream `prefixes` (and `line` bytes per line) with every
+  // chunk's checksums computed for them, so that only the rule under test
+  // breaks.
+  auto set_prefixes = [&](v1::Manifest& m, uint64_t line, const std::vector<uint64_t>& prefixes) {
+    v1::Stream* s = stream(m);
+    s->set_line_bytes(line);
+    s->clear_prefix_bytes();
+    for (uint64_t p : prefixes) s->add_prefix_bytes(p);
+    for (int k = 0; k < s->chunks_size(); ++k) {
+      v1::Chunk* c = s->mutable_chunks(k);
+      c->clear_prefix_xxh3();
+      const Bytes bytes = ChunkBytes(b0, *s, k);
+      for (uint64_t p : prefixes) c->add_prefix_xxh3(RefLinePrefixXxh3(bytes, line, p));
+    }
+  };
+  const std::string need = "prefix_bytes need an uncompressed stream with chunks and a line_bytes > 0";
+  // Rule 1: no prefix_bytes, then no line_bytes and no chunk checksums.
+  InvalidManifest("line_prefix_line_bytes_alone", b0, [&](v1::Manifest& m) { set_prefixes(m, 80, {}); },
+                  Open(kDataLoss, "stream \"data\": line_bytes without prefix_bytes", "§6.10.1 rule 1"));
+  InvalidManifest("line_prefix_checksums_alone", b0,
+                  [&](v1::Manifest& m) {
+                    stream(m)->set_line_bytes(0);
+                    stream(m)->clear_prefix_bytes();
+                  },
+                  Open(kDataLoss, "chunk 0 has prefix checksums but the stream no prefix_bytes", "§6.10.1 rule 1"));
+  // Rule 2: 65 prefixes 1..65 of an 80-byte line (each rule else holds).
+  InvalidManifest("too_many_line_prefixes", b0,
+                  [&](v1::Manifest& m) {
+                    std::vector<uint64_t> prefixes;
+                    for (uint64_t p = 1; p <= fmt::kMaxLinePrefixes + 1; ++p) prefixes.push_back(p);
+                    set_prefixes(m, 80, prefixes);
+                  },
+                  Open(kResourceExhausted, "more than 64 prefix_bytes", "§6.10.1 rule 2, §9"));
+  // Rule 3: an uncompressed stream with chunks and line_bytes > 0. The
+  // compressed one is real zstd (a frame per chunk, "zstd" declared); its
+  // checksums stay those of the uncompressed lines.
+  {
+    const std::string name = "line_prefix_compressed";
+    const Bytes b = Named(b0, name);
+    const fmt::Footer f = FooterOf(b);
+    const fmt::Header h = Take(fmt::ParseHeader(absl::MakeConstSpan(b.data(), 64), name), "header");
+    v1::Manifest m = ManifestOf(b);
+    v1::Stream* s = stream(m);
+    Bytes packed;
+    for (int k = 0; k < s->chunks_size(); ++k) {
+      const Bytes frame = ZstdFrame(ChunkBytes(b, *s, k));
+      v1::Chunk* c = s->mutable_chunks(k);
+      c->set_stored_offset(packed.size());
+      c->set_stored_length(frame.size());
+      c->set_xxh3(Xxh3(frame));
+      packed.insert(packed.end(), frame.begin(), frame.end());
+    }
+    Assembly a;
+    a.bytes.assign(b.begin(), b.begin() + static_cast<ptrdiff_t>(f.manifest_offset));
+    // The uncompressed bytes become padding, which must be zero.
+    std::fill(a.bytes.begin() + static_cast<ptrdiff_t>(s->offset()),
+              a.bytes.begin() + static_cast<ptrdiff_t>(s->offset() + s->length()), 0);
+    s->set_offset(a.Append(packed, 64));
+    s->set_length(packed.size());
+    s->set_xxh3(Xxh3(packed));
+    s->set_compression(v1::COMPRESSION_ZSTD);
+    m.add_required_features("zstd");
+    SaveInvalid(name, a.Finish(h, Serialize(m)), Open(kDataLoss, need, "§6.10.1 rule 3"));
+  }
+  InvalidManifest("line_prefix_without_chunks", b0, [&](v1::Manifest& m) { stream(m)->clear_chunks(); },
+                  Open(kDataLoss, need, "§6.10.1 rule 3"));
+  InvalidManifest("line_prefix_line_bytes_zero", b0, [&](v1::Manifest& m) { stream(m)->set_line_bytes(0); },
+                  Open(kDataLoss, need, "§6.10.1 rule 3"));
+  // Rule 4: strictly ascending, each inside (0, line_bytes).
+  InvalidManifest("line_prefix_not_ascending", b0, [&](v1::Manifest& m) { set_prefixes(m, 80, {40, 20}); },
+                  Open(kDataLoss, "prefix_bytes must ascend strictly inside (0, line_bytes 80); found 20 after 40",
+                       "§6.10.1 rule 4"));
+  InvalidManifest("line_prefix_repeated", b0, [&](v1::Manifest& m) { set_prefixes(m, 80, {20, 20}); },
+                  Open(kDataLoss, "found 20 after 20", "§6.10.1 rule 4"));
+  InvalidManifest("line_prefix_zero", b0, [&](v1::Manifest& m) { set_prefixes(m, 80, {0, 40}); },
+                  Open(kDataLoss, "found 0 after 0", "§6.10.1 rule 4"));
+  InvalidManifest("line_prefix_whole_line", b0, [&](v1::Manifest& m) { set_prefixes(m, 80, {20, 80}); },
+                  Open(kDataLoss, "found 80 after 20", "§6.10.1 rule 4"));
+  // Rule 5: lines of 60 bytes do not tile a 160-byte chunk.
+  InvalidManifest("line_prefix_chunk_not_whole_lines", b0, [&](v1::Manifest& m) { set_prefixes(m, 60, {20, 40}); },
+                  Open(kDataLoss, "chunk 0 (160 bytes) is not whole lines of 60", "§6.10.1 rule 5"));
+  // Rule 6: one checksum per prefix in every chunk.
+  InvalidManifest("line_prefix_checksum_count", b0,
+                  [&](v1::Manifest& m) { stream(m)->mutable_chunks(1)->mutable_prefix_xxh3()->RemoveLast(); },
+                  Open(kDataLoss, "chunk 1 has 1 prefix checksums, the stream 2 prefixes", "§6.10.1 rule 6"));
+  // Verification (§7.4): a prefix checksum that is not that of the bytes.
+  InvalidManifest("line_prefix_checksum_mismatch", b0,
+                  [&](v1::Manifest& m) {
+                    v1::Chunk* c = stream(m)->mutable_chunks(1);
+                    c->set_prefix_xxh3(1, c->prefix_xxh3(1) ^ 1);
+                  },
+                  ErrorSpec{"verify", kDataLoss,
+                            "chunk 1 line-prefix checksum mismatch (prefix 1: the first 40 bytes of each 80-byte line)",
+                            "§7.4, §6.10.1"});
+}
+
 // Format 1.1: the elastic manifest (spec/elastic.md §2). Each vector edits
 // the valid elastic file so that exactly one rule breaks.
 void InvalidElastic() {
@@ -2465,6 +2759,7 @@ void InvalidVectors() {
   InvalidChunkRows(chunked);
   InvalidViews();
   InvalidElastic();
+  InvalidLinePrefixes();
 }
 
 }  // namespace
@@ -2502,6 +2797,7 @@ int main(int argc, char** argv) {
   ValidElastic();
   ValidElasticGroups();
   ValidElasticProduct();
+  ValidElasticLinePrefixes();
   InvalidVectors();
 
   std::filesystem::remove_all(g_scratch);
