@@ -1,5 +1,7 @@
 #include "format/cut_pieces.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 #include <iterator>
@@ -54,37 +56,89 @@ StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t str
       j = k;
     }
   }
-  rows_left_ = inner_runs_.empty() ? 0 : 1;
-  for (size_t d = 0; d + 1 < n; ++d) rows_left_ *= out_dims_[d];
-  idx_.assign(n > 0 ? n - 1 : 0, 0);
-  row_base_ = 0;
-  for (size_t d = 0; d + 1 < n; ++d) row_base_ += (maps_[d].empty() ? 0 : maps_[d][0]) * stride_[d];
+  RunCursor& c = cursor_;
+  c.rows_left = inner_runs_.empty() ? 0 : 1;
+  for (size_t d = 0; d + 1 < n; ++d) c.rows_left *= out_dims_[d];
+  c.idx.assign(n > 0 ? n - 1 : 0, 0);
+  c.row_base = 0;
+  for (size_t d = 0; d + 1 < n; ++d) c.row_base += (maps_[d].empty() ? 0 : maps_[d][0]) * stride_[d];
+  ahead_ = cursor_;
   uint64_t row_bytes = 0;
   for (const auto& r : inner_runs_) row_bytes += r.second;
-  size_ = rows_left_ * row_bytes;
+  size_ = c.rows_left * row_bytes;
   verified_.assign(reader.tensors()[tensor].streams[stream].chunks.size(), false);
 }
 
 StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored)
     : StreamCutPieces(reader, tensor, stream, stored, {stored.size()}, 1, ElementMaps(1)) {}
 
-std::pair<uint64_t, uint64_t> StreamCutPieces::NextRun() {
-  while (rows_left_ > 0) {
-    if (run_ < inner_runs_.size()) {
-      const auto& r = inner_runs_[run_++];
-      return {row_base_ + r.first, r.second};
+std::pair<uint64_t, uint64_t> StreamCutPieces::NextRun(RunCursor& c) const {
+  while (c.rows_left > 0) {
+    if (c.run < inner_runs_.size()) {
+      const auto& r = inner_runs_[c.run++];
+      return {c.row_base + r.first, r.second};
     }
-    run_ = 0;
-    if (--rows_left_ == 0) break;
-    // The next outer index tuple (odometer) and its source offset.
-    for (size_t d = idx_.size(); d-- > 0;) {
-      if (++idx_[d] < out_dims_[d]) break;
-      idx_[d] = 0;
+    c.run = 0;
+    if (--c.rows_left == 0) break;
+    // The next row of the innermost outer dimension, without a carry (the
+    // common step): its offset moves by that dimension's map step alone.
+    // Offsets are unsigned, and the difference may be negative (a map need
+    // not ascend): the wrap-around sum is still the right offset.
+    const size_t last = c.idx.size() - 1;  // rows_left > 1 means an outer dimension
+    if (c.idx[last] + 1 < out_dims_[last]) {
+      const auto& m = maps_[last];
+      const uint64_t from = m.empty() ? c.idx[last] : m[c.idx[last]];
+      ++c.idx[last];
+      const uint64_t to = m.empty() ? c.idx[last] : m[c.idx[last]];
+      c.row_base = c.row_base - from * stride_[last] + to * stride_[last];
+      continue;
     }
-    row_base_ = 0;
-    for (size_t d = 0; d < idx_.size(); ++d) row_base_ += (maps_[d].empty() ? idx_[d] : maps_[d][idx_[d]]) * stride_[d];
+    // A carry: the next outer index tuple (odometer) and its source offset.
+    for (size_t d = c.idx.size(); d-- > 0;) {
+      if (++c.idx[d] < out_dims_[d]) break;
+      c.idx[d] = 0;
+    }
+    c.row_base = 0;
+    for (size_t d = 0; d < c.idx.size(); ++d) {
+      c.row_base += (maps_[d].empty() ? c.idx[d] : maps_[d][c.idx[d]]) * stride_[d];
+    }
   }
   return {0, 0};
+}
+
+void StreamCutPieces::ReadAhead() {
+  // The source range to advise next, grown while runs are close together
+  // (a gap of at most kReadAheadGapBytes is read too: cheaper than another
+  // request), handed to the kernel once it is kAdviseBytes or a gap ends it.
+  auto flush = [&] {
+    if (advise_.second > advise_.first) {
+      const uintptr_t page = 4096;
+      auto begin = reinterpret_cast<uintptr_t>(stored_.data() + advise_.first) & ~(page - 1);
+      auto end = (reinterpret_cast<uintptr_t>(stored_.data() + advise_.second) + page - 1) & ~(page - 1);
+      // Advice only: a failure (memory that is not a file mapping) changes nothing.
+      (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+    }
+    advise_ = {0, 0};
+  };
+  while (ahead_out_ < handed_out_ + kReadAheadBytes) {
+    if (ahead_run_.second == 0) {
+      ahead_run_ = NextRun(ahead_);
+      if (ahead_run_.second == 0) break;
+    }
+    // Long runs (a whole stream) are advised a step at a time.
+    uint64_t take = std::min(ahead_run_.second, kAdviseBytes);
+    auto [start, len] = std::pair<uint64_t, uint64_t>{ahead_run_.first, take};
+    ahead_run_ = {ahead_run_.first + take, ahead_run_.second - take};
+    ahead_out_ += len;
+    if (advise_.second > advise_.first && start >= advise_.first && start <= advise_.second + kReadAheadGapBytes) {
+      advise_.second = std::max(advise_.second, start + len);
+    } else {
+      flush();
+      advise_ = {start, start + len};
+    }
+    if (advise_.second - advise_.first >= kAdviseBytes) flush();
+  }
+  flush();
 }
 
 absl::Status StreamCutPieces::Verify(uint64_t begin, uint64_t end) {
@@ -120,7 +174,7 @@ absl::Status StreamCutPieces::Verify(uint64_t begin, uint64_t end) {
 }
 
 std::pair<uint64_t, uint64_t> StreamCutPieces::NextCoalesced() {
-  if (pending_.second == 0) pending_ = NextRun();
+  if (pending_.second == 0) pending_ = NextRun(cursor_);
   auto [start, len] = pending_;
   if (len == 0) return {0, 0};
   if (len > kCutPieceBytes) {
@@ -132,7 +186,7 @@ std::pair<uint64_t, uint64_t> StreamCutPieces::NextCoalesced() {
   // Runs that continue where this one ends join it (a cut outer dimension
   // keeps long stretches of whole rows).
   while (len < kCutPieceBytes) {
-    auto r = NextRun();
+    auto r = NextRun(cursor_);
     if (r.second == 0) break;
     if (r.first != start + len) {
       pending_ = r;
@@ -157,9 +211,13 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
     }
     whole_verified_ = true;
   }
+  ReadAhead();
   auto run = held_.second != 0 ? held_ : NextCoalesced();
   held_ = {0, 0};
-  if (run.second >= kGatherRunBytes || run.second == 0) return stored_.subspan(run.first, run.second);
+  if (run.second >= kGatherRunBytes || run.second == 0) {
+    handed_out_ += run.second;
+    return stored_.subspan(run.first, run.second);
+  }
   // Short runs: copied together into one piece. Each run's source chunks
   // are verified first, here: the copy then reads them from cache, and
   // Check has nothing left to do for the piece.
@@ -180,6 +238,7 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
     filled += run.second;
     run = NextCoalesced();
   }
+  handed_out_ += filled;
   return absl::MakeConstSpan(gathered, filled);
 }
 

@@ -89,8 +89,22 @@ class StreamCutPieces final : public PieceSource {
   // Checks the XXH3 of every source chunk [begin, end) overlaps that was
   // not checked yet (the whole stream once, when it has no chunks).
   absl::Status Verify(uint64_t begin, uint64_t end);
-  // The next run of kept cells (source byte offset, bytes), or length 0.
-  std::pair<uint64_t, uint64_t> NextRun();
+  // Where the walk over the kept runs is: the outer index tuple, the next
+  // inner run of its row, rows left, the row's source offset.
+  struct RunCursor {
+    std::vector<uint64_t> idx;
+    size_t run = 0;
+    uint64_t rows_left = 0;
+    uint64_t row_base = 0;
+  };
+  // The next run of kept cells at `c` (source byte offset, bytes), or
+  // length 0.
+  std::pair<uint64_t, uint64_t> NextRun(RunCursor& c) const;
+  // Asks the kernel to read the source bytes of the kept runs up to
+  // kReadAheadBytes ahead of what Next handed out (madvise WILLNEED): a
+  // mapping's page faults read ahead little, so a cold slice would wait on
+  // the disk request by request where cp streams.
+  void ReadAhead();
   // The same with the runs after it that continue it joined, up to
   // kCutPieceBytes.
   std::pair<uint64_t, uint64_t> NextCoalesced();
@@ -105,10 +119,17 @@ class StreamCutPieces final : public PieceSource {
   std::vector<uint64_t> out_dims_;
   ElementMaps maps_;
   std::vector<std::pair<uint64_t, uint64_t>> inner_runs_;  // (source byte offset in a row, bytes)
-  std::vector<uint64_t> idx_;  // current outer index tuple
-  size_t run_ = 0;             // next inner run of the current row
-  uint64_t rows_left_ = 0;
-  uint64_t row_base_ = 0;
+  RunCursor cursor_;  // the runs Next hands out
+  // Read-ahead: a second walk ahead of the first, how many output bytes it
+  // is at, the rest of its current run and the range not advised yet.
+  static constexpr uint64_t kReadAheadBytes = uint64_t{32} << 20;
+  static constexpr uint64_t kAdviseBytes = uint64_t{4} << 20;
+  static constexpr uint64_t kReadAheadGapBytes = uint64_t{64} << 10;
+  RunCursor ahead_;
+  uint64_t ahead_out_ = 0;
+  uint64_t handed_out_ = 0;
+  std::pair<uint64_t, uint64_t> ahead_run_{0, 0};
+  std::pair<uint64_t, uint64_t> advise_{0, 0};
   std::pair<uint64_t, uint64_t> pending_{0, 0};  // a run not yet handed out
   std::pair<uint64_t, uint64_t> held_{0, 0};     // a coalesced run for the next piece
   static constexpr int kGatherBuffers = 4;
