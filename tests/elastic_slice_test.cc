@@ -406,12 +406,19 @@ TEST_P(ElasticMoe, EveryBudgetMatchesTheReference) {
 INSTANTIATE_TEST_SUITE_P(F32AndQ8, ElasticMoe, ::testing::Values(false, true),
                          [](const auto& p) { return p.param ? "q8_0" : "f32"; });
 
-TEST(ElasticCli, ListBudgetsAndAdHocKeep) {
-  std::string dir = MakeTempDir();
+// dir/m.gguf, dir/e.json and dir/e.bolt: the model converted with its
+// elastic manifest and q8_0 experts. Use in ASSERT_NO_FATAL_FAILURE.
+void WriteQ8Elastic(const std::string& dir) {
   WriteModel(dir + "/m.gguf");
   WriteText(dir + "/e.json", ElasticJson());
-  ASSERT_EQ(RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json", "--codec",
-                    "*_exps.weight=q8_0"}).exit_code, 0);
+  auto c = RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json", "--codec",
+                   "*_exps.weight=q8_0"});
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+}
+
+TEST(ElasticCli, ListBudgetsAndAdHocKeep) {
+  std::string dir = MakeTempDir();
+  ASSERT_NO_FATAL_FAILURE(WriteQ8Elastic(dir));
   auto l = RunCli({"slice", dir + "/e.bolt", "--list-budgets"});
   ASSERT_EQ(l.exit_code, 0) << l.output;
   EXPECT_NE(l.output.find("small: layers 2/3"), std::string::npos) << l.output;
@@ -449,10 +456,7 @@ namespace {
 // `slice` writes, and a cut of the outermost dimension alone is contiguous.
 TEST(ElasticViews, RegionsAreTheSlicedBytes) {
   std::string dir = MakeTempDir();
-  WriteModel(dir + "/m.gguf");
-  WriteText(dir + "/e.json", ElasticJson());
-  ASSERT_EQ(RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json", "--codec",
-                    "*_exps.weight=q8_0"}).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(WriteQ8Elastic(dir));
   ASSERT_EQ(RunCli({"slice", dir + "/e.bolt", "--budget", "small", "-o", dir + "/s.bolt"}).exit_code, 0);
   auto parent = Reader::Open(dir + "/e.bolt");
   auto sliced = Reader::Open(dir + "/s.bolt");
@@ -603,10 +607,7 @@ TEST(ElasticCli, GgufSliceWarnsWhereLlamaCppNeedsOneNumber) {
 // file id), and an input is still never overwritten.
 TEST(ElasticCli, NoFsyncWritesTheSameFiles) {
   std::string dir = MakeTempDir();
-  WriteModel(dir + "/m.gguf");
-  WriteText(dir + "/e.json", ElasticJson());
-  ASSERT_EQ(RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json", "--codec",
-                    "*_exps.weight=q8_0"}).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(WriteQ8Elastic(dir));
   auto fast = RunCli({"convert", dir + "/m.gguf", "-o", dir + "/f.bolt", "--elastic", dir + "/e.json", "--codec",
                       "*_exps.weight=q8_0", "--no-fsync"});
   ASSERT_EQ(fast.exit_code, 0) << fast.output;
@@ -646,10 +647,7 @@ TEST(ElasticCli, NoFsyncWritesTheSameFiles) {
 // copied; bytes a budget drops are not read.
 TEST(ElasticCli, SliceVerifiesTheKeptSourceBytes) {
   std::string dir = MakeTempDir();
-  WriteModel(dir + "/m.gguf");
-  WriteText(dir + "/e.json", ElasticJson());
-  ASSERT_EQ(RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json", "--codec",
-                    "*_exps.weight=q8_0"}).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(WriteQ8Elastic(dir));
   size_t offset = 0;
   {
     auto r = Reader::Open(dir + "/e.bolt");
