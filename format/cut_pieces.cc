@@ -107,17 +107,44 @@ std::pair<uint64_t, uint64_t> StreamCutPieces::NextRun(RunCursor& c) const {
 }
 
 void StreamCutPieces::ReadAhead() {
-  // The source range to advise next, grown while runs are close together
-  // (a gap of at most kReadAheadGapBytes is read too: cheaper than another
+  const StreamInfo& info = reader_.tensors()[tensor_].streams[stream_];
+  auto advise = [&](uint64_t begin, uint64_t end, int advice) {
+    if (end <= begin) return;
+    const uintptr_t page = 4096;
+    auto first = reinterpret_cast<uintptr_t>(stored_.data() + begin) & ~(page - 1);
+    auto last = (reinterpret_cast<uintptr_t>(stored_.data() + end) + page - 1) & ~(page - 1);
+    // Advice only: a failure (memory that is not a file mapping) changes nothing.
+    (void)::madvise(reinterpret_cast<void*>(first), last - first, advice);
+  };
+  if (!ahead_started_) {
+    ahead_started_ = true;
+    if (info.chunks.empty() && prefix_units_.empty()) {
+      // Checked whole on first use: the kernel reads it all, its own way.
+      advise(0, stored_.size(), MADV_WILLNEED);
+      return;
+    }
+    // What is read is known exactly (below): the kernel's own readahead
+    // would run on past kept regions into dropped bytes.
+    advise(0, stored_.size(), MADV_RANDOM);
+  }
+  if (info.chunks.empty() && prefix_units_.empty()) return;
+  // The bytes a kept run makes the slice read: the run itself with line
+  // prefixes, else every source chunk it touches (verified whole).
+  auto read_range = [&](uint64_t begin, uint64_t end) -> std::pair<uint64_t, uint64_t> {
+    if (!prefix_units_.empty()) return {begin, end};
+    auto a = std::upper_bound(info.chunks.begin(), info.chunks.end(), begin,
+                              [](uint64_t v, const ChunkInfo& c) { return v < c.stored_offset + c.stored_length; });
+    auto b = std::upper_bound(info.chunks.begin(), info.chunks.end(), end - 1,
+                              [](uint64_t v, const ChunkInfo& c) { return v < c.stored_offset + c.stored_length; });
+    if (a == info.chunks.end() || b == info.chunks.end()) return {begin, end};
+    return {a->stored_offset, b->stored_offset + b->stored_length};
+  };
+  // The range to advise next, grown while reads are close together (a gap
+  // of at most kReadAheadGapBytes is read too: cheaper than another
   // request), handed to the kernel once it is kAdviseBytes or a gap ends it.
   auto flush = [&] {
-    if (advise_.second > advise_.first) {
-      const uintptr_t page = 4096;
-      auto begin = reinterpret_cast<uintptr_t>(stored_.data() + advise_.first) & ~(page - 1);
-      auto end = (reinterpret_cast<uintptr_t>(stored_.data() + advise_.second) + page - 1) & ~(page - 1);
-      // Advice only: a failure (memory that is not a file mapping) changes nothing.
-      (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
-    }
+    advise(advise_.first, advise_.second, MADV_WILLNEED);
+    advised_end_ = std::max(advised_end_, advise_.second);
     advise_ = {0, 0};
   };
   while (ahead_out_ < handed_out_ + kReadAheadBytes) {
@@ -127,14 +154,16 @@ void StreamCutPieces::ReadAhead() {
     }
     // Long runs (a whole stream) are advised a step at a time.
     uint64_t take = std::min(ahead_run_.second, kAdviseBytes);
-    auto [start, len] = std::pair<uint64_t, uint64_t>{ahead_run_.first, take};
+    auto [start, end] = read_range(ahead_run_.first, ahead_run_.first + take);
     ahead_run_ = {ahead_run_.first + take, ahead_run_.second - take};
-    ahead_out_ += len;
+    ahead_out_ += take;
+    start = std::max(start, advised_end_);  // runs ascend: what is behind was advised
+    if (end <= start) continue;
     if (advise_.second > advise_.first && start >= advise_.first && start <= advise_.second + kReadAheadGapBytes) {
-      advise_.second = std::max(advise_.second, start + len);
+      advise_.second = std::max(advise_.second, end);
     } else {
       flush();
-      advise_ = {start, start + len};
+      advise_ = {start, end};
     }
     if (advise_.second - advise_.first >= kAdviseBytes) flush();
   }

@@ -100,10 +100,14 @@ class StreamCutPieces final : public PieceSource {
   // The next run of kept cells at `c` (source byte offset, bytes), or
   // length 0.
   std::pair<uint64_t, uint64_t> NextRun(RunCursor& c) const;
-  // Asks the kernel to read the source bytes of the kept runs up to
-  // kReadAheadBytes ahead of what Next handed out (madvise WILLNEED): a
-  // mapping's page faults read ahead little, so a cold slice would wait on
-  // the disk request by request where cp streams.
+  // Asks the kernel to read the source bytes the slice will read (the kept
+  // runs, or the whole source chunks they lie in when those are verified
+  // whole) up to kReadAheadBytes ahead of what Next handed out (madvise
+  // WILLNEED), with the kernel's own readahead off for the stream (RANDOM):
+  // a mapping's page faults read ahead little, so a cold slice waited on
+  // the disk request by request, and that readahead ran past kept regions
+  // into dropped bytes. A stream without chunks, verified whole on first
+  // use, is only advised whole.
   void ReadAhead();
   // The same with the runs after it that continue it joined, up to
   // kCutPieceBytes.
@@ -130,6 +134,8 @@ class StreamCutPieces final : public PieceSource {
   uint64_t handed_out_ = 0;
   std::pair<uint64_t, uint64_t> ahead_run_{0, 0};
   std::pair<uint64_t, uint64_t> advise_{0, 0};
+  uint64_t advised_end_ = 0;  // source bytes before this were advised
+  bool ahead_started_ = false;
   std::pair<uint64_t, uint64_t> pending_{0, 0};  // a run not yet handed out
   std::pair<uint64_t, uint64_t> held_{0, 0};     // a coalesced run for the next piece
   static constexpr int kGatherBuffers = 4;
