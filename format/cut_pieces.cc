@@ -33,12 +33,19 @@ std::optional<std::vector<uint64_t>> WholeBlockMap(const std::vector<uint64_t>& 
   return cells;
 }
 
+// The first chunk ending after stream byte `offset` (chunks tile the
+// stream in order, which the reader checked when it opened the file).
+std::vector<ChunkInfo>::const_iterator ChunkEndingAfter(const std::vector<ChunkInfo>& chunks, uint64_t offset) {
+  return std::upper_bound(chunks.begin(), chunks.end(), offset,
+                          [](uint64_t v, const ChunkInfo& c) { return v < c.stored_offset + c.stored_length; });
+}
+
 }  // namespace
 
 StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored,
                                  std::vector<uint64_t> grid, uint64_t cell_bytes, ElementMaps cell_maps)
     : reader_(reader), tensor_(tensor), stream_(stream), stored_(stored), maps_(std::move(cell_maps)),
-      grid_(grid), cell_bytes_(cell_bytes) {
+      grid_(grid) {
   size_t n = grid.size();
   stride_.assign(n, cell_bytes);
   for (size_t d = n - 1; d > 0; --d) stride_[d - 1] = stride_[d] * grid[d];
@@ -132,10 +139,8 @@ void StreamCutPieces::ReadAhead() {
   // prefixes, else every source chunk it touches (verified whole).
   auto read_range = [&](uint64_t begin, uint64_t end) -> std::pair<uint64_t, uint64_t> {
     if (!prefix_units_.empty()) return {begin, end};
-    auto a = std::upper_bound(info.chunks.begin(), info.chunks.end(), begin,
-                              [](uint64_t v, const ChunkInfo& c) { return v < c.stored_offset + c.stored_length; });
-    auto b = std::upper_bound(info.chunks.begin(), info.chunks.end(), end - 1,
-                              [](uint64_t v, const ChunkInfo& c) { return v < c.stored_offset + c.stored_length; });
+    auto a = ChunkEndingAfter(info.chunks, begin);
+    auto b = ChunkEndingAfter(info.chunks, end - 1);
     if (a == info.chunks.end() || b == info.chunks.end()) return {begin, end};
     return {a->stored_offset, b->stored_offset + b->stored_length};
   };
@@ -154,10 +159,14 @@ void StreamCutPieces::ReadAhead() {
     }
     // Long runs (a whole stream) are advised a step at a time.
     uint64_t take = std::min(ahead_run_.second, kAdviseBytes);
-    auto [start, end] = read_range(ahead_run_.first, ahead_run_.first + take);
-    ahead_run_ = {ahead_run_.first + take, ahead_run_.second - take};
+    const uint64_t run_begin = ahead_run_.first;
+    ahead_run_ = {run_begin + take, ahead_run_.second - take};
     ahead_out_ += take;
-    start = std::max(start, advised_end_);  // runs ascend: what is behind was advised
+    // Runs ascend: a run that ends before what was advised lies in it (the
+    // short runs of a width cut, many per chunk, need no chunk lookup).
+    if (run_begin + take <= advised_end_) continue;
+    auto [start, end] = read_range(run_begin, run_begin + take);
+    start = std::max(start, advised_end_);
     if (end <= start) continue;
     if (advise_.second > advise_.first && start >= advise_.first && start <= advise_.second + kReadAheadGapBytes) {
       advise_.second = std::max(advise_.second, end);
@@ -184,12 +193,8 @@ absl::Status StreamCutPieces::Verify(uint64_t begin, uint64_t end) {
     const ChunkInfo& last = s.chunks[last_chunk_];
     if (begin >= last.stored_offset && end <= last.stored_offset + last.stored_length) return absl::OkStatus();
   }
-  // The first chunk ending after `begin` (chunks tile the stream in order,
-  // which the reader checked when it opened the file).
-  auto it = std::upper_bound(s.chunks.begin(), s.chunks.end(), begin,
-                             [](uint64_t v, const ChunkInfo& c) { return v < c.stored_offset + c.stored_length; });
-  for (size_t c = static_cast<size_t>(it - s.chunks.begin()); c < s.chunks.size() && s.chunks[c].stored_offset < end;
-       ++c) {
+  for (size_t c = static_cast<size_t>(ChunkEndingAfter(s.chunks, begin) - s.chunks.begin());
+       c < s.chunks.size() && s.chunks[c].stored_offset < end; ++c) {
     if (verified_[c]) continue;
     const ChunkInfo& chunk = s.chunks[c];
     if (Xxh3(stored_.subspan(chunk.stored_offset, chunk.stored_length)) != chunk.xxh3) {

@@ -154,7 +154,6 @@ class StreamCutPieces final : public PieceSource {
     size_t chunk = 0;
   };
   std::vector<uint64_t> grid_;
-  uint64_t cell_bytes_ = 0;
   std::vector<PrefixUnit> prefix_units_;  // empty: whole source chunks are verified
   size_t prefix_ = 0;                     // the Stream.prefix_bytes entry used
   size_t unit_ = 0;                       // the unit Check is in

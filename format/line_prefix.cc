@@ -85,8 +85,6 @@ void PlanLinePrefixes(TensorInfo* info, const LineCuts& line) {
       shape.back() % layout->block_elems != 0) {
     return;
   }
-  // Cells of one step of the line's dimension (the dimensions inside it,
-  // the innermost in blocks) and of the whole line.
   bool chunkless = true;
   for (const StreamInfo& s : info->streams) {
     chunkless &= s.chunks.empty() && s.compression == Compression::kNone;
@@ -97,11 +95,13 @@ void PlanLinePrefixes(TensorInfo* info, const LineCuts& line) {
       if (s.chunks.empty()) s.chunks.push_back({0, s.raw_length, 0, s.raw_length, 0, shape[0], 0, {}});
     }
   }
+  // Cells of one step of the line's dimension (everything inside it, the
+  // innermost dimension in blocks) and steps per line.
   const bool innermost = line.dim + 1 == shape.size();
-  std::optional<uint64_t> step = shape.back() / layout->block_elems;
-  if (innermost) step = 1;
+  const uint64_t inner_cells = shape.back() / layout->block_elems;
+  std::optional<uint64_t> step = innermost ? 1 : inner_cells;
   for (size_t d = line.dim + 1; step && d + 1 < shape.size(); ++d) step = CheckedMul(*step, shape[d]);
-  const uint64_t line_dim_cells = innermost ? shape.back() / layout->block_elems : shape[line.dim];
+  const uint64_t line_dim_cells = innermost ? inner_cells : shape[line.dim];
   for (size_t k = 0; k < info->streams.size(); ++k) {
     StreamInfo& s = info->streams[k];
     s.line_bytes = 0;

@@ -639,22 +639,21 @@ std::vector<uint8_t> HandCut(absl::Span<const uint8_t> stored, const Kept& k) {
 
 std::vector<uint8_t> Vec(absl::Span<const uint8_t> s) { return {s.begin(), s.end()}; }
 
-std::map<std::string, std::vector<uint8_t>> GgufTensors(const std::string& path) {
+// Every tensor's bytes by name, of a GGUF or safetensors file.
+template <typename Model>
+std::map<std::string, std::vector<uint8_t>> TensorBytesOf(const std::string& path) {
   std::map<std::string, std::vector<uint8_t>> out;
-  auto g = io::GgufModel::Open(path);
-  EXPECT_TRUE(g.ok()) << g.status();
-  if (!g.ok()) return out;
-  for (size_t i = 0; i < (*g)->tensors().size(); ++i) out[(*g)->tensors()[i].name] = Vec((*g)->TensorBytes(i));
+  auto m = Model::Open(path);
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return out;
+  for (size_t i = 0; i < (*m)->tensors().size(); ++i) out[(*m)->tensors()[i].name] = Vec((*m)->TensorBytes(i));
   return out;
 }
-
+std::map<std::string, std::vector<uint8_t>> GgufTensors(const std::string& path) {
+  return TensorBytesOf<io::GgufModel>(path);
+}
 std::map<std::string, std::vector<uint8_t>> SafetensorsTensors(const std::string& path) {
-  std::map<std::string, std::vector<uint8_t>> out;
-  auto st = io::SafetensorsModel::Open(path);
-  EXPECT_TRUE(st.ok()) << st.status();
-  if (!st.ok()) return out;
-  for (size_t i = 0; i < (*st)->tensors().size(); ++i) out[(*st)->tensors()[i].name] = Vec((*st)->TensorBytes(i));
-  return out;
+  return TensorBytesOf<io::SafetensorsModel>(path);
 }
 
 std::map<std::string, std::vector<uint8_t>> BoltStreams(const std::string& path) {

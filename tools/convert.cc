@@ -69,8 +69,8 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
   options.threads = args.threads;
   options.durable = !args.no_fsync;
   // An elastic file gets line-prefix checksums, so that slicing a budget
-  // that cuts an innermost dimension reads only the bytes it keeps; the
-  // manifest goes in first, since the writer plans them from it.
+  // that cuts an inner dimension (a width, heads) reads only the bytes it
+  // keeps; the manifest goes in first, since the writer plans them from it.
   options.line_prefixes = elastic != nullptr || carried != nullptr;
   BP_ASSIGN_OR_RETURN(auto writer, Writer::Create(args.output, options));
   if (elastic != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(elastic->manifest));
