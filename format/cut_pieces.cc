@@ -9,6 +9,7 @@
 #include "boltpack/reader.h"
 #include "common/checked_math.h"
 #include "common/piece_copy.h"
+#include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "format/elastic_manifest.h"
 #include "format/layout.h"
@@ -113,6 +114,22 @@ std::pair<uint64_t, uint64_t> StreamCutPieces::NextRun(RunCursor& c) const {
   return {0, 0};
 }
 
+uint64_t StreamCutPieces::StepRegularRows(RunCursor& c, uint64_t max_rows) const {
+  if (inner_runs_.size() != 1 || c.run != 1 || c.rows_left <= 1 || c.idx.empty()) return 0;
+  const size_t last = c.idx.size() - 1;
+  const auto& m = maps_[last];
+  uint64_t n = std::min({max_rows, out_dims_[last] - 1 - c.idx[last], c.rows_left - 1});
+  if (!m.empty()) {
+    uint64_t k = 0;
+    while (k < n && m[c.idx[last] + k + 1] == m[c.idx[last] + k] + 1) ++k;
+    n = k;
+  }
+  c.idx[last] += n;
+  c.rows_left -= n;
+  c.row_base += n * stride_[last];
+  return n;
+}
+
 void StreamCutPieces::ReadAhead() {
   const StreamInfo& info = reader_.tensors()[tensor_].streams[stream_];
   auto advise = [&](uint64_t begin, uint64_t end, int advice) {
@@ -152,7 +169,38 @@ void StreamCutPieces::ReadAhead() {
     advised_end_ = std::max(advised_end_, advise_.second);
     advise_ = {0, 0};
   };
+  // A kept range [begin, end) of the source: what it makes the slice read
+  // joins the range to advise.
+  auto note = [&](uint64_t begin, uint64_t end) {
+    // Runs ascend: a run that ends before what was advised lies in it (the
+    // short runs of a width cut, many per chunk, need no chunk lookup).
+    if (end <= advised_end_) return;
+    auto [start, stop] = read_range(begin, end);
+    start = std::max(start, advised_end_);
+    if (stop <= start) return;
+    if (advise_.second > advise_.first && start >= advise_.first && start <= advise_.second + kReadAheadGapBytes) {
+      advise_.second = std::max(advise_.second, stop);
+    } else {
+      flush();
+      advise_ = {start, stop};
+    }
+    if (advise_.second - advise_.first >= kAdviseBytes) flush();
+  };
+  // Rows at a constant stride whose gaps would be read anyway (a width
+  // cut) are taken as one range, not run by run.
+  const uint64_t row_run = inner_runs_.size() == 1 ? inner_runs_[0].second : 0;
+  const uint64_t row_stride = stride_.size() >= 2 ? stride_[stride_.size() - 2] : 0;
+  const bool batch_rows = row_run != 0 && row_stride >= row_run && row_stride - row_run <= kReadAheadGapBytes;
   while (ahead_out_ < handed_out_ + kReadAheadBytes) {
+    if (ahead_run_.second == 0 && batch_rows) {
+      const uint64_t budget = handed_out_ + kReadAheadBytes - ahead_out_;
+      const uint64_t first = ahead_.row_base + row_stride;  // the next row, when it follows at the stride
+      if (uint64_t n = StepRegularRows(ahead_, std::max<uint64_t>(1, std::min(budget / row_run, kAdviseBytes / row_stride)))) {
+        ahead_out_ += n * row_run;
+        note(first + inner_runs_[0].first, ahead_.row_base + inner_runs_[0].first + row_run);
+        continue;
+      }
+    }
     if (ahead_run_.second == 0) {
       ahead_run_ = NextRun(ahead_);
       if (ahead_run_.second == 0) break;
@@ -162,19 +210,7 @@ void StreamCutPieces::ReadAhead() {
     const uint64_t run_begin = ahead_run_.first;
     ahead_run_ = {run_begin + take, ahead_run_.second - take};
     ahead_out_ += take;
-    // Runs ascend: a run that ends before what was advised lies in it (the
-    // short runs of a width cut, many per chunk, need no chunk lookup).
-    if (run_begin + take <= advised_end_) continue;
-    auto [start, end] = read_range(run_begin, run_begin + take);
-    start = std::max(start, advised_end_);
-    if (end <= start) continue;
-    if (advise_.second > advise_.first && start >= advise_.first && start <= advise_.second + kReadAheadGapBytes) {
-      advise_.second = std::max(advise_.second, end);
-    } else {
-      flush();
-      advise_ = {start, end};
-    }
-    if (advise_.second - advise_.first >= kAdviseBytes) flush();
+    note(run_begin, run_begin + take);
   }
   flush();
 }
@@ -236,6 +272,29 @@ std::pair<uint64_t, uint64_t> StreamCutPieces::NextCoalesced() {
   return {start, len};
 }
 
+absl::StatusOr<uint64_t> StreamCutPieces::GatherRegularRows(uint8_t* out, uint64_t room) {
+  // pending_ must be the whole run of the row cursor_ is at.
+  if (inner_runs_.size() != 1 || pending_.second != inner_runs_[0].second || cursor_.run != 1 ||
+      pending_.first != cursor_.row_base + inner_runs_[0].first) {
+    return 0;
+  }
+  const uint64_t len = pending_.second;
+  if (room < len) return 0;
+  const uint64_t stride = stride_[cursor_.idx.size() - 1];
+  const uint64_t first = pending_.first;
+  const uint64_t rows = 1 + StepRegularRows(cursor_, room / len - 1);
+  pending_ = {0, 0};
+  const uint8_t* src = stored_.data() + first;
+  for (uint64_t k = 0; k < rows; ++k, src += stride, out += len) {
+    if (prefix_units_.empty()) {  // else Check hashes the gathered piece
+      const uint64_t begin = static_cast<uint64_t>(src - stored_.data());
+      BP_RETURN_IF_ERROR(Verify(begin, begin + len));
+    }
+    std::memcpy(out, src, len);
+  }
+  return rows * len;
+}
+
 absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
   if (size_ == 0 && !whole_verified_) {
     // Nothing to copy; an empty stream's checksum is still the file's word.
@@ -270,6 +329,8 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
     }
     std::memcpy(gathered + filled, stored_.data() + run.first, run.second);
     filled += run.second;
+    BP_ASSIGN_OR_RETURN(uint64_t rows, GatherRegularRows(gathered + filled, kCutPieceBytes - filled));
+    filled += rows;
     run = NextCoalesced();
   }
   handed_out_ += filled;

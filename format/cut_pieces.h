@@ -100,6 +100,17 @@ class StreamCutPieces final : public PieceSource {
   // The next run of kept cells at `c` (source byte offset, bytes), or
   // length 0.
   std::pair<uint64_t, uint64_t> NextRun(RunCursor& c) const;
+  // After the cursor handed out the single run of its row: steps it over
+  // up to `max_rows` following rows whose runs lie at the innermost outer
+  // dimension's stride (same outer indices, consecutive in its map), as if
+  // their runs were handed out too, and returns how many.
+  uint64_t StepRegularRows(RunCursor& c, uint64_t max_rows) const;
+  // When pending_ is the run of the row cursor_ is at: copies it and the
+  // rows StepRegularRows finds after it (verifying their source chunks
+  // unless line prefixes check the piece) to `out`, up to `room` bytes, and
+  // returns the bytes copied; 0 otherwise. A width cut keeps one short run
+  // per row: walking them one by one cost more than copying them.
+  absl::StatusOr<uint64_t> GatherRegularRows(uint8_t* out, uint64_t room);
   // Asks the kernel to read the source bytes the slice will read (the kept
   // runs, or the whole source chunks they lie in when those are verified
   // whole) up to kReadAheadBytes ahead of what Next handed out (madvise
