@@ -75,7 +75,10 @@ StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t str
   for (const auto& r : inner_runs_) row_bytes += r.second;
   size_ = c.rows_left * row_bytes;
   verified_.assign(reader.tensors()[tensor].streams[stream].chunks.size(), false);
+  needed_from_.fill(UINT64_MAX);
 }
+
+StreamCutPieces::~StreamCutPieces() { ReleaseBelow(stored_.size()); }
 
 StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored)
     : StreamCutPieces(reader, tensor, stream, stored, {stored.size()}, 1, ElementMaps(1)) {}
@@ -309,6 +312,7 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
   held_ = {0, 0};
   if (run.second >= kGatherRunBytes || run.second == 0) {
     handed_out_ += run.second;
+    ReleaseBehind(run.second == 0 ? UINT64_MAX : run.first);
     return stored_.subspan(run.first, run.second);
   }
   // Short runs: copied together into one piece. Each run's source chunks
@@ -318,6 +322,7 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
   gather_slot_ = (gather_slot_ + 1) % kGatherBuffers;
   uint8_t* gathered = gathered_[gather_slot_].Get(kCutPieceBytes);
   uint64_t filled = 0;
+  uint64_t last_run_begin = run.first;
   while (run.second != 0) {
     if (run.second >= kGatherRunBytes || filled + run.second > kCutPieceBytes) {
       held_ = run;  // the next piece starts with it
@@ -329,12 +334,41 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
     }
     std::memcpy(gathered + filled, stored_.data() + run.first, run.second);
     filled += run.second;
+    last_run_begin = run.first;
     BP_ASSIGN_OR_RETURN(uint64_t rows, GatherRegularRows(gathered + filled, kCutPieceBytes - filled));
     filled += rows;
     run = NextCoalesced();
   }
   handed_out_ += filled;
+  // A gathered piece is a copy, but the chunk of its last run may still be
+  // read (verified whole, or the next run's).
+  ReleaseBehind(last_run_begin);
   return absl::MakeConstSpan(gathered, filled);
+}
+
+void StreamCutPieces::ReleaseBehind(uint64_t needed_from) {
+  const StreamInfo& s = reader_.tensors()[tensor_].streams[stream_];
+  if (needed_from != UINT64_MAX && prefix_units_.empty() && !s.chunks.empty()) {
+    // Check verifies the whole chunk the piece starts in.
+    auto c = ChunkEndingAfter(s.chunks, needed_from);
+    if (c != s.chunks.end()) needed_from = std::min(needed_from, c->stored_offset);
+  }
+  needed_from_[calls_++ % kGatherBuffers] = needed_from;
+  const uint64_t low = *std::min_element(needed_from_.begin(), needed_from_.end());
+  if (low != UINT64_MAX && low >= released_ + kReleaseStepBytes) ReleaseBelow(low);
+}
+
+void StreamCutPieces::ReleaseBelow(uint64_t end) {
+  end = std::min<uint64_t>(end, stored_.size());
+  if (!reader_.mapped() || end <= released_) return;
+  const uintptr_t page = 4096;
+  // Whole pages only: those at the ends may hold bytes still needed here
+  // or by another stream.
+  auto first = (reinterpret_cast<uintptr_t>(stored_.data() + released_) + page - 1) & ~(page - 1);
+  auto last = reinterpret_cast<uintptr_t>(stored_.data() + end) & ~(page - 1);
+  // Advice only: a failure leaves the pages mapped until the reader unmaps them.
+  if (last > first) (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  released_ = end;
 }
 
 absl::Status StreamCutPieces::Check(absl::Span<const uint8_t> part) {

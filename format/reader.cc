@@ -239,6 +239,7 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::OpenBuffer(absl::Span<const uint
 
 const std::string& Reader::path() const { return impl_->path; }
 FormatVersion Reader::version() const { return {impl_->header.format_major, impl_->header.format_minor}; }
+bool Reader::mapped() const { return impl_->file != nullptr; }
 uint64_t Reader::file_size() const { return impl_->shard_bytes[0].size(); }
 uint64_t Reader::alignment() const { return impl_->header.alignment; }
 const std::string& Reader::writer() const { return impl_->writer; }

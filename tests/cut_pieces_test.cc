@@ -2,7 +2,12 @@
 // the bytes and record CutStoredTensor produces, for contiguous, strided and
 // whole cuts; source chunks holding kept bytes are verified (also when the
 // check runs on the writer's side thread, after the part was written), and
-// chunks holding only dropped bytes are not read.
+// chunks holding only dropped bytes are not read; the pages of a file
+// mapping are dropped from the address space behind the pieces (never a
+// caller's buffer's).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -24,11 +29,11 @@ using testing::MakeTempDir;
 // the writer checks and hashes it on its side thread.
 constexpr uint64_t kRows = 16, kMid = 256, kInner = 256;
 
-std::string WriteSource(const std::string& dir) {
+std::string WriteSource(const std::string& dir, uint64_t rows = kRows) {
   std::string path = dir + "/src.bolt";
-  std::vector<float> v(kRows * kMid * kInner);
+  std::vector<float> v(rows * kMid * kInner);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 9973) * 0.25f;
-  std::vector<uint64_t> shape = {kRows, kMid, kInner};
+  std::vector<uint64_t> shape = {rows, kMid, kInner};
   TensorSource src{"t", DType::kF32, shape, {reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4}};
   auto enc = EncodeTensor("f32", src, {}, {});
   EXPECT_TRUE(enc.ok()) << enc.status();
@@ -142,6 +147,75 @@ TEST(CutPieces, KeptChunksAreVerifiedDroppedOnesAreNotRead) {
     w->reset();
     EXPECT_FALSE(std::filesystem::exists(out));
   }
+}
+
+// How many pages of `bytes` this process has mapped in (present in its page
+// table: /proc/self/pagemap bit 63).
+size_t PresentPages(absl::Span<const uint8_t> bytes) {
+  const uintptr_t page = 4096;
+  const uintptr_t first = reinterpret_cast<uintptr_t>(bytes.data()) / page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data() + bytes.size()) + page - 1) / page;
+  std::vector<uint64_t> entries(end - first);
+  int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  EXPECT_GE(fd, 0);
+  const ssize_t want = static_cast<ssize_t>(entries.size() * sizeof(uint64_t));
+  EXPECT_EQ(::pread(fd, entries.data(), static_cast<size_t>(want), static_cast<off_t>(first * sizeof(uint64_t))), want);
+  ::close(fd);
+  size_t present = 0;
+  for (uint64_t e : entries) present += (e >> 63) & 1;
+  return present;
+}
+
+TEST(CutPieces, MappedPagesAreReleasedBehindThePieces) {
+  // [64 + 3 steps, 256, 256] f32 (a 256 KiB row): all but 16 rows kept, in
+  // 1 MiB pieces, so pages are released during the pass.
+  constexpr uint64_t kBigRows = 64 + 3 * format::kReleaseStepBytes / (kMid * kInner * 4);
+  std::string dir = MakeTempDir();
+  auto r = Reader::Open(WriteSource(dir, kBigRows));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE((*r)->mapped());
+  auto stored = (*r)->StoredStream(0, 0);
+  ASSERT_TRUE(stored.ok());
+  auto maps = format::PrefixMaps(std::vector<uint64_t>{kBigRows, kMid, kInner}, {kBigRows - 16, kMid, kInner});
+  std::vector<uint8_t> out;
+  {
+    auto cut = format::CutTensorInPlace(**r, 0, maps, "u");
+    ASSERT_TRUE(cut.has_value());
+    size_t most_present = 0;
+    for (;;) {
+      auto piece = cut->streams[0]->Next();
+      ASSERT_TRUE(piece.ok()) << piece.status();
+      if (piece->empty()) break;
+      ASSERT_TRUE(cut->streams[0]->Check(*piece).ok());
+      out.insert(out.end(), piece->begin(), piece->end());
+      most_present = std::max(most_present, PresentPages(*stored));
+    }
+    // Up to a release step, the pieces a writer may still hold (LivePieces,
+    // 1 MiB each) and the chunk being verified; not the 108 MiB read.
+    EXPECT_LE(most_present, (format::kReleaseStepBytes + (6u << 20)) / 4096);
+    EXPECT_GE(most_present, 1u);
+  }
+  // The rest goes with the cut.
+  EXPECT_LE(PresentPages(*stored), 2u);
+  auto reference = format::CutStoredTensor(**r, 0, maps, "u");
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  EXPECT_EQ(out, reference->streams[0]);
+}
+
+TEST(CutPieces, BufferBytesAreNeverReleased) {
+  // Over a caller's buffer, dropping pages would zero them: they stay.
+  std::string dir = MakeTempDir();
+  std::vector<uint8_t> file = testing::ReadFileBytes(WriteSource(dir, 64));
+  const std::vector<uint8_t> copy = file;
+  auto r = Reader::OpenBuffer(file, "buffer.bolt");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE((*r)->mapped());
+  {
+    auto cut = format::CutTensorInPlace(**r, 0, format::PrefixMaps(std::vector<uint64_t>{64, kMid, kInner}, {48, kMid, kInner}), "u");
+    ASSERT_TRUE(cut.has_value());
+    EXPECT_EQ(Drain(*cut->streams[0]).size(), 48 * kMid * kInner * 4);
+  }
+  EXPECT_TRUE(file == copy);
 }
 
 }  // namespace

@@ -79,6 +79,11 @@ class Reader {
   Reader& operator=(const Reader&) = delete;
 
   const std::string& path() const;
+  // Whether the bytes are a read-only mapping of the file (Open), whose
+  // pages a long pass may drop from the address space as it goes (they
+  // come back from the page cache if touched again); false over a caller's
+  // buffer (OpenBuffer).
+  bool mapped() const;
   FormatVersion version() const;
   uint64_t file_size() const;
   uint64_t alignment() const;
