@@ -13,6 +13,7 @@
 #include "common/str_cat.h"
 #include "format/elastic_manifest.h"
 #include "format/layout.h"
+#include "io/mapped_file.h"
 
 namespace boltpack::format {
 namespace {
@@ -361,13 +362,7 @@ void StreamCutPieces::ReleaseBehind(uint64_t needed_from) {
 void StreamCutPieces::ReleaseBelow(uint64_t end) {
   end = std::min<uint64_t>(end, stored_.size());
   if (!reader_.mapped() || end <= released_) return;
-  const uintptr_t page = 4096;
-  // Whole pages only: those at the ends may hold bytes still needed here
-  // or by another stream.
-  auto first = (reinterpret_cast<uintptr_t>(stored_.data() + released_) + page - 1) & ~(page - 1);
-  auto last = reinterpret_cast<uintptr_t>(stored_.data() + end) & ~(page - 1);
-  // Advice only: a failure leaves the pages mapped until the reader unmaps them.
-  if (last > first) (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  io::ReleaseMappedPages(stored_.subspan(released_, end - released_));
   released_ = end;
 }
 

@@ -30,6 +30,14 @@ class MappedFile {
   uint64_t size_;
 };
 
+// Drops the whole pages inside `bytes`, a part of a read-only file mapping
+// (a MappedFile's), from this process's address space (MADV_DONTNEED): a
+// one-pass tool done with them keeps its resident memory bounded whatever
+// the file's size, and they come back from the page cache if read again.
+// Only ever for file mappings: over anonymous memory this would zero it.
+// Advice only: a failure leaves the pages mapped.
+void ReleaseMappedPages(absl::Span<const uint8_t> bytes);
+
 }  // namespace boltpack::io
 
 #endif  // BOLTPACK_IO_MAPPED_FILE_H_

@@ -5,9 +5,6 @@
 // chunks holding only dropped bytes are not read; the pages of a file
 // mapping are dropped from the address space behind the pieces (never a
 // caller's buffer's).
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -149,22 +146,7 @@ TEST(CutPieces, KeptChunksAreVerifiedDroppedOnesAreNotRead) {
   }
 }
 
-// How many pages of `bytes` this process has mapped in (present in its page
-// table: /proc/self/pagemap bit 63).
-size_t PresentPages(absl::Span<const uint8_t> bytes) {
-  const uintptr_t page = 4096;
-  const uintptr_t first = reinterpret_cast<uintptr_t>(bytes.data()) / page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data() + bytes.size()) + page - 1) / page;
-  std::vector<uint64_t> entries(end - first);
-  int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  EXPECT_GE(fd, 0);
-  const ssize_t want = static_cast<ssize_t>(entries.size() * sizeof(uint64_t));
-  EXPECT_EQ(::pread(fd, entries.data(), static_cast<size_t>(want), static_cast<off_t>(first * sizeof(uint64_t))), want);
-  ::close(fd);
-  size_t present = 0;
-  for (uint64_t e : entries) present += (e >> 63) & 1;
-  return present;
-}
+size_t PresentPages(absl::Span<const uint8_t> bytes) { return testing::PresentPages(bytes.data(), bytes.size()); }
 
 TEST(CutPieces, MappedPagesAreReleasedBehindThePieces) {
   // [64 + 3 steps, 256, 256] f32 (a 256 KiB row): all but 16 rows kept, in

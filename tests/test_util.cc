@@ -1,5 +1,7 @@
 #include "tests/test_util.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,6 +66,46 @@ CommandResult RunCli(const std::vector<std::string>& args) {
   int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+int64_t CliPeakResidentKib(const std::vector<std::string>& args) {
+  std::vector<std::string> argv_strings = {BOLTPACK_CLI_PATH};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int null_fd = ::open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+      ::dup2(null_fd, 0);
+      ::dup2(null_fd, 1);
+      ::dup2(null_fd, 2);
+    }
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  if (::wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+  return usage.ru_maxrss;
+}
+
+size_t PresentPages(const void* data, size_t size) {
+  const uintptr_t page = 4096;
+  const uintptr_t first = reinterpret_cast<uintptr_t>(data) / page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + size + page - 1) / page;
+  std::vector<uint64_t> entries(end - first);
+  int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const size_t want = entries.size() * sizeof(uint64_t);
+  const ssize_t got = ::pread(fd, entries.data(), want, static_cast<off_t>(first * sizeof(uint64_t)));
+  ::close(fd);
+  size_t present = 0;
+  if (got != static_cast<ssize_t>(want)) return 0;
+  for (uint64_t e : entries) present += (e >> 63) & 1;
+  return present;
 }
 
 }  // namespace boltpack::testing

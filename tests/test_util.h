@@ -23,6 +23,14 @@ struct CommandResult {
 };
 // Runs the bolt-pack CLI with `args` (shell-quoted here).
 CommandResult RunCli(const std::vector<std::string>& args);
+// Runs the CLI with `args` (output discarded) and returns its peak resident
+// memory in KiB (its own, from wait4); -1 if it could not run or exited
+// non-zero.
+int64_t CliPeakResidentKib(const std::vector<std::string>& args);
+
+// How many pages of [data, data + size) this process has mapped in
+// (present in its page table: /proc/self/pagemap bit 63).
+size_t PresentPages(const void* data, size_t size);
 
 }  // namespace boltpack::testing
 

@@ -29,6 +29,13 @@ namespace {
 
 constexpr const char* kVersionString = "bolt-pack 0.1.0";
 
+// Tensor `t` is written: its share of the progress bar, and its input pages
+// leave the address space (Inputs::Release).
+void Done(const Inputs& in, const InputTensor& t, Progress& progress, uint64_t bytes) {
+  progress.Advance(bytes);
+  in.Release(t);
+}
+
 using CodecPlan = std::vector<std::optional<CodecRule>>;
 
 // The planned rule of input tensor `t`, an element of in.tensors(); null
@@ -89,13 +96,13 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
                         t.SourceCodec() != "bf16" && t.SourceCodec() != "raw");
     if (permuted && rule == nullptr && stored_form) {
       BP_RETURN_IF_ERROR(PrefixError(AddPermutedStored(*writer, t, maps), t));
-      progress.Advance(InputBytes(t));
+      Done(in, t, progress, InputBytes(t));
       continue;
     }
     if (rule == nullptr && t.kind == InputKind::kBolt) {
       // Stored bytes pass through untouched, whatever the codec.
       BP_RETURN_IF_ERROR(PrefixError(writer->CopyTensor(*t.reader, t.index), t));
-      progress.Advance(t.reader->tensors()[t.index].stored_bytes());
+      Done(in, t, progress, t.reader->tensors()[t.index].stored_bytes());
       continue;
     }
     std::string codec = rule != nullptr ? rule->codec_id : t.SourceCodec();
@@ -106,7 +113,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
       auto record = GgufBlockRecord(t);
       if (!record.ok()) return PrefixError(record.status(), t);
       BP_RETURN_IF_ERROR(PrefixError(writer->AddStoredTensor(std::move(*record), {t.bytes}), t));
-      progress.Advance(t.bytes.size());
+      Done(in, t, progress, t.bytes.size());
       continue;
     }
     std::vector<uint8_t> decoded;
@@ -134,7 +141,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
     auto encoded = EncodeTensor(codec, src, params, exec);
     if (!encoded.ok()) return PrefixError(encoded.status(), t);
     BP_RETURN_IF_ERROR(PrefixError(writer->AddTensor(t.name, t.shape, t.dtype, codec, std::move(*encoded)), t));
-    progress.Advance(InputBytes(t));
+    Done(in, t, progress, InputBytes(t));
   }
   progress.Finish();
   return writer->Finish();
@@ -188,7 +195,7 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
                                                  source_codec == "bf16" || source_codec == "raw"));
     if (plain && d == t.dtype) {
       BP_RETURN_IF_ERROR(writer->WriteNext(t.bytes));
-      progress.Advance(t.bytes.size());
+      Done(in, t, progress, t.bytes.size());
       continue;
     }
     std::vector<uint8_t> buf;
@@ -214,7 +221,7 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
       BP_RETURN_IF_ERROR(PrefixError(t.reader->Decode(t.index, args.view, out, absl::MakeSpan(buf), exec), t));
     }
     BP_RETURN_IF_ERROR(PrefixError(writer->WriteNext(buf), t));
-    progress.Advance(t.kind == InputKind::kBolt ? t.reader->tensors()[t.index].stored_bytes() : t.bytes.size());
+    Done(in, t, progress, t.kind == InputKind::kBolt ? t.reader->tensors()[t.index].stored_bytes() : t.bytes.size());
   }
   progress.Finish();
   return writer->Finish();
@@ -430,7 +437,7 @@ absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const Conver
       for (int b = 0; b < 4; ++b) le[b] = static_cast<uint8_t>(u >> (8 * b));
       BP_RETURN_IF_ERROR(PrefixError(split ? split->WriteNext(le) : writer->WriteNext(le), t));
     }
-    progress.Advance(InputBytes(t));
+    Done(in, t, progress, InputBytes(t));
   }
   progress.Finish();
   if (!split) return writer->Finish();

@@ -9,6 +9,7 @@
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
+#include "io/mapped_file.h"
 
 namespace boltpack::tools {
 
@@ -40,6 +41,17 @@ uint64_t Inputs::total_bytes() const {
     total += t.kind == InputKind::kBolt ? t.reader->tensors()[t.index].stored_bytes() : t.bytes.size();
   }
   return total;
+}
+
+void Inputs::Release(const InputTensor& t) const {
+  if (t.kind != InputKind::kBolt) {
+    io::ReleaseMappedPages(t.bytes);  // a SafetensorsModel's or GgufModel's mapping (Open, not OpenBuffer)
+    return;
+  }
+  if (!t.reader->mapped()) return;
+  for (size_t s = 0; s < t.reader->tensors()[t.index].streams.size(); ++s) {
+    if (auto stored = t.reader->StoredStream(t.index, s); stored.ok()) io::ReleaseMappedPages(*stored);
+  }
 }
 
 absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::string>& paths) {

@@ -47,6 +47,10 @@ class Inputs {
   // Every file read, so the output can refuse to overwrite one.
   const std::vector<std::string>& files() const { return files_; }
   uint64_t total_bytes() const;
+  // A one-pass tool is done with `t`: its bytes leave the address space
+  // (io::ReleaseMappedPages; every input is a file mapping), so converting
+  // a model keeps resident memory near one tensor, not the model.
+  void Release(const InputTensor& t) const;
 
  private:
   std::vector<std::unique_ptr<io::SafetensorsModel>> safetensors_;
