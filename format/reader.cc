@@ -329,7 +329,10 @@ absl::Status Reader::VerifyContainer(const ExecOptions& exec) const {
   // Checksums in parallel over tensors; the first failure in file order wins.
   return ParallelFor(impl_->tensors.size(), exec.threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
     for (uint64_t t = a; t < b; ++t) {
-      for (size_t s = 0; s < impl_->tensors[t].streams.size(); ++s) BP_RETURN_IF_ERROR(VerifyStream(t, s));
+      for (size_t s = 0; s < impl_->tensors[t].streams.size(); ++s) {
+        BP_RETURN_IF_ERROR(VerifyStream(t, s));
+        if (mapped()) io::ReleaseMappedPages(impl_->Stored(impl_->tensors[t].streams[s]));
+      }
     }
     return absl::OkStatus();
   });

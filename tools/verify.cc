@@ -10,6 +10,7 @@
 #include "common/str_cat.h"
 #include "io/gguf.h"
 #include "io/json.h"
+#include "io/mapped_file.h"
 #include "io/safetensors.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
@@ -133,6 +134,11 @@ int VerifyBolt(const VerifyArgs& args) {
       }
     }
     progress.Advance(info.stored_bytes());
+    // Resident memory stays bounded: the tensor's pages leave the mapping
+    // (VerifyContainer did the same after its checksums).
+    for (size_t s = 0; s < info.streams.size() && reader.mapped(); ++s) {
+      if (auto stored = reader.StoredStream(i, s); stored.ok()) io::ReleaseMappedPages(*stored);
+    }
   }
   progress.Finish();
   if (args.json) {
@@ -205,6 +211,7 @@ int VerifyGguf(const VerifyArgs& args) {
     auto d = DecodeToLogical(t, threads);
     if (!d.ok()) problems.emplace_back(d.status().message());
     else ++decoded;
+    (*in)->Release(t);  // resident memory stays bounded
   }
   for (const auto& p : problems) std::fprintf(stderr, "bolt-pack: %s\n", p.c_str());
   if (!problems.empty()) {

@@ -120,7 +120,10 @@ class Reader {
   absl::Status VerifyStream(size_t tensor, size_t stream) const;
   // Everything a byte of the file can break that open does not check:
   // checksums of all streams and chunks (line prefixes included), zero
-  // padding, sibling shards.
+  // padding, sibling shards. Over a mapped file, each tensor's pages leave
+  // the address space once its checksums are checked, so verifying a model
+  // keeps resident memory bounded whatever its size (views and decodes
+  // afterwards read them back from the page cache).
   absl::Status VerifyContainer(const ExecOptions& exec = {}) const;
 
   // OK when tensor `t` can be decoded (features known, codec registered,
