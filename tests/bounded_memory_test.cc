@@ -48,36 +48,38 @@ std::string WriteModel(const std::string& dir) {
   return path;
 }
 
-TEST(BoundedMemory, ConvertHoldsAboutATensorNotTheModel) {
+// A 64 MiB model in a fresh folder, and the CLI's baseline.
+class BoundedMemory : public ::testing::Test {
+ protected:
+  void SetUp() override {
 #ifdef BOLTPACK_TEST_ASAN
-  GTEST_SKIP() << "ASan keeps freed buffers in quarantine: resident memory would measure the sanitizer";
+    GTEST_SKIP() << "ASan keeps freed buffers in quarantine: resident memory would measure the sanitizer";
 #endif
-  std::string dir = MakeTempDir();
-  std::string model = WriteModel(dir);
-  const int64_t baseline = CliPeakResidentKib({"--version"});
-  ASSERT_GT(baseline, 0);
+    dir_ = MakeTempDir();
+    model_ = WriteModel(dir_);
+    baseline_ = CliPeakResidentKib({"--version"});
+    ASSERT_GT(baseline_, 0);
+  }
+  // Runs the CLI and expects it to succeed well below the model's size.
+  void ExpectBounded(const std::vector<std::string>& args) {
+    const int64_t peak = CliPeakResidentKib(args);
+    ASSERT_GT(peak, 0) << args[0] << " failed";
+    EXPECT_LT(peak, baseline_ + kMarginKib) << args[0] << ": baseline " << baseline_ << " KiB";
+  }
+  std::string dir_, model_;
+  int64_t baseline_ = 0;
+};
+
+TEST_F(BoundedMemory, ConvertHoldsAboutATensorNotTheModel) {
   // safetensors -> .bolt (every tensor encoded), then .bolt -> GGUF.
-  const int64_t to_bolt = CliPeakResidentKib({"convert", model, "-o", dir + "/m.bolt", "--no-fsync"});
-  const int64_t to_gguf = CliPeakResidentKib({"convert", dir + "/m.bolt", "-o", dir + "/m.gguf", "--no-fsync"});
-  ASSERT_GT(to_bolt, 0);
-  ASSERT_GT(to_gguf, 0);
-  EXPECT_LT(to_bolt, baseline + kMarginKib) << "baseline " << baseline << " KiB";
-  EXPECT_LT(to_gguf, baseline + kMarginKib) << "baseline " << baseline << " KiB";
+  ExpectBounded({"convert", model_, "-o", dir_ + "/m.bolt", "--no-fsync"});
+  ExpectBounded({"convert", dir_ + "/m.bolt", "-o", dir_ + "/m.gguf", "--no-fsync"});
 }
 
-TEST(BoundedMemory, VerifyHoldsAboutATensorNotTheModel) {
-#ifdef BOLTPACK_TEST_ASAN
-  GTEST_SKIP() << "ASan keeps freed buffers in quarantine: resident memory would measure the sanitizer";
-#endif
-  std::string dir = MakeTempDir();
-  std::string model = WriteModel(dir);
-  ASSERT_EQ(testing::RunCli({"convert", model, "-o", dir + "/m.bolt", "--no-fsync"}).exit_code, 0);
-  const int64_t baseline = CliPeakResidentKib({"--version"});
-  ASSERT_GT(baseline, 0);
+TEST_F(BoundedMemory, VerifyHoldsAboutATensorNotTheModel) {
+  ASSERT_EQ(testing::RunCli({"convert", model_, "-o", dir_ + "/m.bolt", "--no-fsync"}).exit_code, 0);
   // Checksums of every stream, then every tensor decoded.
-  const int64_t bolt = CliPeakResidentKib({"verify", dir + "/m.bolt"});
-  ASSERT_GT(bolt, 0);
-  EXPECT_LT(bolt, baseline + kMarginKib) << "baseline " << baseline << " KiB";
+  ExpectBounded({"verify", dir_ + "/m.bolt"});
 }
 
 }  // namespace
