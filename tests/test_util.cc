@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <stdexcept>
 
 namespace boltpack::testing {
@@ -23,12 +24,44 @@ std::string SharedDir() {
   return std::filesystem::is_directory(dir + "/conformance") ? dir : std::string();
 }
 
+namespace {
+
+// Every folder MakeTempDir made, removed when the test process exits (set
+// BOLTPACK_KEEP_TEST_DIRS to keep them for a look after a failure): left
+// behind, a few runs of the suite filled the disk with gigabytes.
+class TempDirs {
+ public:
+  ~TempDirs() {
+    if (std::getenv("BOLTPACK_KEEP_TEST_DIRS") != nullptr) return;
+    for (const auto& dir : dirs_) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  }
+  void Add(std::filesystem::path dir) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirs_.push_back(std::move(dir));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::filesystem::path> dirs_;
+};
+
+TempDirs& MadeDirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 std::string MakeTempDir() {
   static std::atomic<int> counter{0};
   auto base = std::filesystem::temp_directory_path() /
               ("boltpack-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   std::filesystem::remove_all(base);
   std::filesystem::create_directories(base);
+  MadeDirs().Add(base);
   return base.string();
 }
 

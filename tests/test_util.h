@@ -12,7 +12,8 @@ namespace boltpack::testing {
 std::string SourceDir();
 // ../shared, or "" when it is absent (tests that need it GTEST_SKIP).
 std::string SharedDir();
-// A fresh empty folder for this test.
+// A fresh empty folder for this test, removed when the test process exits
+// (BOLTPACK_KEEP_TEST_DIRS keeps it).
 std::string MakeTempDir();
 std::vector<uint8_t> ReadFileBytes(const std::string& path);
 void WriteFileBytes(const std::string& path, const std::vector<uint8_t>& bytes);
