@@ -165,11 +165,10 @@ class StreamCutPieces final : public PieceSource {
   // the slice goes (MADV_DONTNEED, on the thread that calls Next), so a
   // slice's resident memory is bounded (kReleaseStepBytes), not the mapped
   // part of the model (1.7 GB for half the width of a 2.3 GB model, now
-  // 53 MB), and
-  // the kernel reclaims them as plain page cache. ReleaseBehind records
-  // that the piece handed out now needs the source from `needed_from` on
-  // and releases below every live piece's need; the destructor releases
-  // the rest. Only over a file mapping (Reader::mapped): its pages return
+  // 53 MB), and the kernel reclaims them as plain page cache.
+  // ReleaseBehind records that the piece handed out now needs the source
+  // from `needed_from` on and releases below every live piece's need; the
+  // destructor releases the rest. Only over a file mapping (Reader::mapped): its pages return
   // from the page cache if read again.
   void ReleaseBehind(uint64_t needed_from);
   void ReleaseBelow(uint64_t end);

@@ -46,11 +46,12 @@ absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& 
 }
 
 void ReleaseMappedPages(absl::Span<const uint8_t> bytes) {
+  if (bytes.empty()) return;
   const uintptr_t page = 4096;
   // Whole pages only: those at the ends may hold bytes still in use.
   const uintptr_t first = (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) & ~(page - 1);
   const uintptr_t last = reinterpret_cast<uintptr_t>(bytes.data() + bytes.size()) & ~(page - 1);
-  if (bytes.empty() || last <= first) return;
+  if (last <= first) return;
   (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 

@@ -43,14 +43,18 @@ uint64_t Inputs::total_bytes() const {
   return total;
 }
 
-void Inputs::Release(const InputTensor& t) const {
-  if (t.kind != InputKind::kBolt) {
-    io::ReleaseMappedPages(t.bytes);  // a SafetensorsModel's or GgufModel's mapping (Open, not OpenBuffer)
-    return;
+void ReleaseTensorPages(const Reader& reader, size_t tensor) {
+  if (!reader.mapped()) return;
+  for (size_t s = 0; s < reader.tensors()[tensor].streams.size(); ++s) {
+    if (auto stored = reader.StoredStream(tensor, s); stored.ok()) io::ReleaseMappedPages(*stored);
   }
-  if (!t.reader->mapped()) return;
-  for (size_t s = 0; s < t.reader->tensors()[t.index].streams.size(); ++s) {
-    if (auto stored = t.reader->StoredStream(t.index, s); stored.ok()) io::ReleaseMappedPages(*stored);
+}
+
+void Inputs::Release(const InputTensor& t) const {
+  if (t.kind == InputKind::kBolt) {
+    ReleaseTensorPages(*t.reader, t.index);
+  } else {
+    io::ReleaseMappedPages(t.bytes);  // a SafetensorsModel's or GgufModel's mapping (Open, not OpenBuffer)
   }
 }
 

@@ -61,6 +61,11 @@ class Inputs {
   std::vector<std::string> files_;
 };
 
+// Drops the pages of every stream of tensor `tensor` from the address space
+// (io::ReleaseMappedPages) when `reader` maps its file; nothing over a
+// caller's buffer. A one-pass tool calls it once done with the tensor.
+void ReleaseTensorPages(const Reader& reader, size_t tensor);
+
 // Lower-cased extension of `path` including the dot ("" if none); for
 // "x.safetensors.index.json" it is ".json".
 std::string Extension(const std::string& path);

@@ -10,7 +10,6 @@
 #include "common/str_cat.h"
 #include "io/gguf.h"
 #include "io/json.h"
-#include "io/mapped_file.h"
 #include "io/safetensors.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
@@ -136,9 +135,7 @@ int VerifyBolt(const VerifyArgs& args) {
     progress.Advance(info.stored_bytes());
     // Resident memory stays bounded: the tensor's pages leave the mapping
     // (VerifyContainer did the same after its checksums).
-    for (size_t s = 0; s < info.streams.size() && reader.mapped(); ++s) {
-      if (auto stored = reader.StoredStream(i, s); stored.ok()) io::ReleaseMappedPages(*stored);
-    }
+    ReleaseTensorPages(reader, i);
   }
   progress.Finish();
   if (args.json) {
