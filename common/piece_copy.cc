@@ -193,6 +193,30 @@ absl::Status CopyPieces(PieceSource& src, SideWorker* side,
   return st;
 }
 
+absl::Status CopyPiecesBehind(std::shared_ptr<PieceSource> src, QueuedSink& sink,
+                              const std::function<void(absl::Span<const uint8_t>)>& hash) {
+  const size_t live = static_cast<size_t>(std::max(1, src->LivePieces()));
+  std::deque<uint64_t> piece_tickets;  // the last part's ticket of each live piece, oldest first
+  absl::Status st = ForEachCheckedPart(
+      *src, hash,
+      // Next retires the piece given `live` calls ago: it must be written.
+      [&](uint64_t) {
+        if (piece_tickets.size() == live) {
+          sink.WaitWritten(piece_tickets.front());
+          piece_tickets.pop_front();
+        }
+        return true;
+      },
+      [&](absl::Span<const uint8_t> part, bool ends_piece) -> absl::StatusOr<bool> {
+        BP_ASSIGN_OR_RETURN(uint64_t ticket, sink.QueueWrite(part, nullptr));
+        if (ends_piece) piece_tickets.push_back(ticket);
+        return true;
+      });
+  // Queued even after an error: parts already queued may still be written.
+  absl::Status kept = sink.QueueWrite({}, std::move(src)).status();
+  return st.ok() ? kept : st;
+}
+
 SideWorker* SideWorkerFor(std::unique_ptr<SideWorker>& side, uint64_t bytes) {
   if (bytes < kSideCopyMinBytes) return nullptr;
   if (side == nullptr) side = std::make_unique<SideWorker>();

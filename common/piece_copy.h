@@ -7,6 +7,7 @@
 #define BOLTPACK_COMMON_PIECE_COPY_H_
 
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "boltpack/piece_source.h"
 
@@ -55,6 +57,31 @@ inline constexpr uint64_t kSideCopyMinBytes = uint64_t{1} << 20;
 absl::Status CopyPieces(PieceSource& src, SideWorker* side,
                         const std::function<absl::Status(absl::Span<const uint8_t>)>& write,
                         const std::function<void(absl::Span<const uint8_t>)>& hash);
+
+// Where CopyPiecesBehind queues parts: a file whose own thread writes them
+// in order behind the caller (io::AtomicFile::QueueWrite).
+class QueuedSink {
+ public:
+  // Queues `bytes`, which must stay valid until written, and returns the
+  // write's ticket; `keep` is dropped once it is written. An error (an
+  // earlier write failed) may come after the bytes were queued.
+  virtual absl::StatusOr<uint64_t> QueueWrite(absl::Span<const uint8_t> bytes, std::shared_ptr<const void> keep) = 0;
+  // Waits until the write with `ticket` and those before it are done.
+  virtual void WaitWritten(uint64_t ticket) = 0;
+
+ protected:
+  ~QueuedSink() = default;
+};
+
+// The same copy with the roles turned: the caller fetches, checks and
+// hashes every part of `src` and queues it on `sink`, which writes it
+// behind, and this returns once all are queued, so the next stream's reads
+// overlap this one's writes. No piece is retired (a buffer reused by Next)
+// before it is written; `src` itself is kept until its last part is
+// written. Memory `src`'s pieces point into that it does not own (a
+// Reader's mapping) must outlive the sink's writes.
+absl::Status CopyPiecesBehind(std::shared_ptr<PieceSource> src, QueuedSink& sink,
+                              const std::function<void(absl::Span<const uint8_t>)>& hash);
 
 // The side worker a writer should use for a stream of `bytes`: null below
 // kSideCopyMinBytes, else `side`, created on first use.

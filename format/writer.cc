@@ -198,12 +198,18 @@ struct Writer::Impl {
   // verifies against the bytes, are kept instead of computed again, and the
   // stream checksum computed here must equal the source's: one hash pass
   // fewer, the same checks.
-  absl::Status AppendPieces(PieceSource& src, StreamInfo* s, int stream, bool copied = false) {
-    absl::Status st = AppendPiecesOnce(src, s, stream, copied);
+  //
+  // `behind` (the owner of `src`, or null): its parts are queued for the
+  // file's own thread to write (CopyPiecesBehind), and this returns before
+  // the last are written. Spilled streams are always written here.
+  absl::Status AppendPieces(PieceSource& src, StreamInfo* s, int stream, bool copied = false,
+                            std::shared_ptr<PieceSource> behind = nullptr) {
+    absl::Status st = AppendPiecesOnce(src, s, stream, copied, std::move(behind));
     if (!st.ok()) failed = true;
     return st;
   }
-  absl::Status AppendPiecesOnce(PieceSource& src, StreamInfo* s, int stream, bool copied) {
+  absl::Status AppendPiecesOnce(PieceSource& src, StreamInfo* s, int stream, bool copied,
+                                std::shared_ptr<PieceSource> behind) {
     const uint64_t source_xxh3 = s->xxh3;
     if (stream == 0) {
       // Spilled streams of a tensor whose add failed are not placed.
@@ -324,7 +330,11 @@ struct Writer::Impl {
       written += part.size();
       return w;
     };
-    BP_RETURN_IF_ERROR(CopyPieces(src, SideWorkerFor(side, length), write, hash_all));
+    if (behind != nullptr && !spill) {
+      BP_RETURN_IF_ERROR(CopyPiecesBehind(std::move(behind), *file, hash_all));
+    } else {
+      BP_RETURN_IF_ERROR(CopyPieces(src, SideWorkerFor(side, length), write, hash_all));
+    }
     if (prefixes) close_prefix_chunks();  // empty chunks at the end
     BP_RETURN_IF_ERROR(prefix_status);
     s->xxh3 = whole.Digest();
@@ -565,6 +575,18 @@ absl::Status Writer::AddStoredTensor(TensorInfo info, const std::vector<absl::Sp
 }
 
 absl::Status Writer::AddStoredTensor(TensorInfo info, const std::vector<PieceSource*>& streams) {
+  return AddStored(std::move(info), streams, {});
+}
+
+absl::Status Writer::AddStoredTensorBehind(TensorInfo info,
+                                          const std::vector<std::shared_ptr<PieceSource>>& streams) {
+  std::vector<PieceSource*> sources;
+  for (const auto& s : streams) sources.push_back(s.get());
+  return AddStored(std::move(info), sources, streams);
+}
+
+absl::Status Writer::AddStored(TensorInfo info, const std::vector<PieceSource*>& streams,
+                               const std::vector<std::shared_ptr<PieceSource>>& behind) {
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
   std::string where = StrCat(impl_->file->path(), ": tensor \"", info.name, "\"");
   if (streams.size() != info.streams.size()) {
@@ -600,7 +622,8 @@ absl::Status Writer::AddStoredTensor(TensorInfo info, const std::vector<PieceSou
   BP_RETURN_IF_ERROR(impl_->CheckViews(info, where));
   BP_RETURN_IF_ERROR(impl_->CheckName(info.name));
   for (size_t k = 0; k < streams.size(); ++k) {
-    BP_RETURN_IF_ERROR(impl_->AppendPieces(*streams[k], &info.streams[k], static_cast<int>(k)));
+    BP_RETURN_IF_ERROR(impl_->AppendPieces(*streams[k], &info.streams[k], static_cast<int>(k), /*copied=*/false,
+                                           behind.empty() ? nullptr : behind[k]));
   }
   format::ToProto(info, impl_->manifest.add_tensors());
   return absl::OkStatus();
@@ -627,8 +650,9 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
     BP_ASSIGN_OR_RETURN(auto stored, reader.StoredStream(tensor, k));
     StreamInfo& s = info.streams[k];
     if (s.compression == Compression::kZstd) impl_->uses_zstd = true;
-    format::StreamCutPieces pieces(reader, tensor, k, stored);
-    BP_RETURN_IF_ERROR(impl_->AppendPieces(pieces, &s, static_cast<int>(k), /*copied=*/true));
+    auto pieces = std::make_shared<format::StreamCutPieces>(reader, tensor, k, stored);
+    BP_RETURN_IF_ERROR(impl_->AppendPieces(*pieces, &s, static_cast<int>(k), /*copied=*/true,
+                                           impl_->options.write_behind ? pieces : nullptr));
   }
   format::ToProto(info, impl_->manifest.add_tensors());
   return absl::OkStatus();

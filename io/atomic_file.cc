@@ -85,6 +85,7 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(
 }
 
 AtomicFile::~AtomicFile() {
+  behind_.reset();     // it writes to fd_ and requests writeback
   writeback_.reset();  // it uses fd_
   if (fd_ >= 0) ::close(fd_);
   if (!committed_) ::unlink(temp_path_.c_str());
@@ -104,19 +105,51 @@ static absl::Status WriteAll(int fd, const uint8_t* data, size_t size, const std
   return absl::OkStatus();
 }
 
+absl::Status AtomicFile::WriteOut(absl::Span<const uint8_t> bytes) {
+  BP_RETURN_IF_ERROR(WriteAll(fd_, bytes.data(), bytes.size(), path_));
+  written_ += bytes.size();
+  StartWriteback();
+  return absl::OkStatus();
+}
+
 absl::Status AtomicFile::Flush() {
-  absl::Status s = WriteAll(fd_, buffer_.data(), buffer_.size(), path_);
+  if (buffer_.empty()) return absl::OkStatus();
+  if (behind_ == nullptr) {
+    absl::Status s = WriteOut(buffer_);
+    buffer_.clear();
+    return s;
+  }
+  // A copy of the bytes (mostly padding): buffer_ keeps its capacity.
+  std::vector<uint8_t> bytes(buffer_.begin(), buffer_.end());
   buffer_.clear();
-  return s;
+  return behind_->Queue({}, std::move(bytes)).status();
+}
+
+absl::StatusOr<uint64_t> AtomicFile::QueueWrite(absl::Span<const uint8_t> bytes, std::shared_ptr<const void> keep) {
+  if (committed_) return absl::FailedPreconditionError(StrCat(path_, ": already committed"));
+  if (behind_ == nullptr) {
+    behind_ = std::make_unique<WriteBehind>([this](absl::Span<const uint8_t> b) { return WriteOut(b); });
+  }
+  BP_RETURN_IF_ERROR(Flush());  // buffered bytes go first
+  position_ += bytes.size();
+  return behind_->Queue(bytes, {}, std::move(keep));
+}
+
+void AtomicFile::WaitWritten(uint64_t ticket) {
+  if (behind_ != nullptr) behind_->WaitWritten(ticket);
+}
+
+absl::Status AtomicFile::Drain() {
+  BP_RETURN_IF_ERROR(Flush());
+  return behind_ == nullptr ? absl::OkStatus() : behind_->Drain();
 }
 
 void AtomicFile::StartWriteback() {
   if (!durable_) return;  // the page cache writes back when it likes
-  uint64_t written = position_ - buffer_.size();
-  if (written - writeback_from_ < kWritebackBytes) return;
+  if (written_ - writeback_from_ < kWritebackBytes) return;
   if (writeback_ == nullptr) writeback_ = std::make_unique<BackgroundWriteback>(fd_);
-  writeback_->Request(written);
-  writeback_from_ = written;
+  writeback_->Request(written_);
+  writeback_from_ = written_;
 }
 
 absl::Status AtomicFile::Overwrite(uint64_t offset, absl::Span<const uint8_t> bytes) {
@@ -124,7 +157,7 @@ absl::Status AtomicFile::Overwrite(uint64_t offset, absl::Span<const uint8_t> by
     return absl::InternalError(StrCat(path_, ": overwrite of [", offset, ", +", bytes.size(),
                                       ") beyond the ", position_, " bytes written"));
   }
-  BP_RETURN_IF_ERROR(Flush());
+  BP_RETURN_IF_ERROR(Drain());
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
@@ -144,15 +177,18 @@ absl::Status AtomicFile::Write(absl::Span<const uint8_t> bytes) {
     absl::Status s = Flush();
     if (!s.ok()) return s;
   }
+  if (direct && behind_ != nullptr) {
+    // Written in order behind what is queued; the caller's bytes are only
+    // valid for this call.
+    BP_RETURN_IF_ERROR(QueueWrite(bytes, nullptr).status());
+    return behind_->Drain();
+  }
   if (direct) {
-    absl::Status s = WriteAll(fd_, bytes.data(), bytes.size(), path_);
-    if (!s.ok()) return s;
-    position_ += bytes.size();
+    BP_RETURN_IF_ERROR(WriteOut(bytes));
   } else {
     buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
-    position_ += bytes.size();
   }
-  StartWriteback();
+  position_ += bytes.size();
   return absl::OkStatus();
 }
 
@@ -173,8 +209,9 @@ absl::Status AtomicFile::PadTo(uint64_t alignment) {
 }
 
 absl::Status AtomicFile::Commit() {
-  absl::Status s = Flush();
+  absl::Status s = Drain();
   if (!s.ok()) return s;
+  behind_.reset();
   writeback_.reset();  // before the fsync, which waits for all of it
   if (durable_ && ::fsync(fd_) != 0) return ErrnoError(path_, "fsync failed", errno);
   if (::close(fd_) != 0) {

@@ -789,7 +789,14 @@ absl::Status GgufWriter::WriteNext(absl::Span<const uint8_t> bytes) {
   return WriteNext(pieces);
 }
 
-absl::Status GgufWriter::WriteNext(PieceSource& pieces) {
+absl::Status GgufWriter::WriteNext(PieceSource& pieces) { return WritePieces(pieces, nullptr); }
+
+absl::Status GgufWriter::WriteNextBehind(std::shared_ptr<PieceSource> pieces) {
+  PieceSource& src = *pieces;
+  return WritePieces(src, std::move(pieces));
+}
+
+absl::Status GgufWriter::WritePieces(PieceSource& pieces, std::shared_ptr<PieceSource> behind) {
   Impl& w = *impl_;
   if (w.next >= w.tensors.size()) {
     return absl::FailedPreconditionError(StrCat(w.file->path(), ": more tensors written than declared"));
@@ -802,8 +809,10 @@ absl::Status GgufWriter::WriteNext(PieceSource& pieces) {
   if (w.failed) return absl::FailedPreconditionError(StrCat(w.file->path(), ": an earlier write failed"));
   // Parts are checked (source checksums) on a side thread while written; a
   // failure leaves the writer failed, so Finish never commits the file.
-  absl::Status copied = CopyPieces(pieces, SideWorkerFor(w.side, pieces.size()),
-                                   [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
+  absl::Status copied =
+      behind != nullptr ? CopyPiecesBehind(std::move(behind), *w.file, {})
+                        : CopyPieces(pieces, SideWorkerFor(w.side, pieces.size()),
+                                     [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
   if (!copied.ok()) {
     w.failed = true;
     if (copied.code() == absl::StatusCode::kInternal && std::string(copied.message()).find(t.name) == std::string::npos) {

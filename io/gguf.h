@@ -173,11 +173,20 @@ class GgufWriter {
   absl::Status WriteNext(absl::Span<const uint8_t> bytes);
   // The same from pieces (a tensor streamed without being held whole).
   absl::Status WriteNext(PieceSource& bytes);
+  // The same, writing behind: returns once every piece is fetched and
+  // checked while a thread still writes the last ones, so the next
+  // tensor's reads overlap these writes. The writer keeps the source until
+  // its bytes are written; memory its pieces point into that it does not
+  // own (a Reader's mapping) must outlive Finish (or the writer). A write
+  // error is returned by a later call or by Finish.
+  absl::Status WriteNextBehind(std::shared_ptr<PieceSource> bytes);
   absl::Status Finish();
 
   struct Impl;
 
  private:
+  // WriteNext and WriteNextBehind of pieces; `behind`: the owner of `pieces`, or null.
+  absl::Status WritePieces(PieceSource& pieces, std::shared_ptr<PieceSource> behind);
   explicit GgufWriter(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

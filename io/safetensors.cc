@@ -501,7 +501,14 @@ absl::Status SafetensorsWriter::WriteNext(absl::Span<const uint8_t> bytes) {
   return WriteNext(pieces);
 }
 
-absl::Status SafetensorsWriter::WriteNext(PieceSource& pieces) {
+absl::Status SafetensorsWriter::WriteNext(PieceSource& pieces) { return WritePieces(pieces, nullptr); }
+
+absl::Status SafetensorsWriter::WriteNextBehind(std::shared_ptr<PieceSource> pieces) {
+  PieceSource& src = *pieces;
+  return WritePieces(src, std::move(pieces));
+}
+
+absl::Status SafetensorsWriter::WritePieces(PieceSource& pieces, std::shared_ptr<PieceSource> behind) {
   Impl& w = *impl_;
   const std::string& path = w.file->path();
   if (w.failed) return absl::FailedPreconditionError(absl::StrCat(path, ": an earlier write failed"));
@@ -517,8 +524,10 @@ absl::Status SafetensorsWriter::WriteNext(PieceSource& pieces) {
   }
   // Parts are checked (source checksums) on a side thread while written; a
   // failure leaves the writer failed, so Finish never commits the file.
-  absl::Status s = CopyPieces(pieces, SideWorkerFor(w.side, pieces.size()),
-                              [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
+  absl::Status s = behind != nullptr
+                       ? CopyPiecesBehind(std::move(behind), *w.file, {})
+                       : CopyPieces(pieces, SideWorkerFor(w.side, pieces.size()),
+                                    [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
   if (!s.ok()) {
     w.failed = true;
     if (s.code() == absl::StatusCode::kInternal) return TensorError(path, t.name, std::string(s.message()));

@@ -5,12 +5,17 @@
 // is hashed before it is written, in order, and an error on either side
 // ends the copy with that error.
 #include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "common/piece_copy.h"
 #include "gtest/gtest.h"
+#include "io/write_behind.h"
 
 namespace boltpack {
 namespace {
@@ -201,6 +206,152 @@ TEST(PieceCopy, ASourceGivingTooFewBytesIsAnError) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
     EXPECT_NE(std::string(s.message()).find("4 of its 10 bytes"), std::string::npos) << s;
   }
+}
+
+// A sink whose writes append to `out` on io::WriteBehind's thread.
+class VectorSink final : public QueuedSink {
+ public:
+  explicit VectorSink(int fail_write_at = 0)
+      : fail_write_at_(fail_write_at), behind_([this](absl::Span<const uint8_t> part) -> absl::Status {
+          if (++writes_ == fail_write_at_) return absl::InternalError("disk full");
+          if (watch_ && alive_.expired()) ++dead_source_writes_;
+          out_.insert(out_.end(), part.begin(), part.end());
+          written_.store(out_.size());
+          return absl::OkStatus();
+        }) {}
+  absl::StatusOr<uint64_t> QueueWrite(absl::Span<const uint8_t> bytes, std::shared_ptr<const void> keep) override {
+    return behind_.Queue(bytes, {}, std::move(keep));
+  }
+  void WaitWritten(uint64_t ticket) override { behind_.WaitWritten(ticket); }
+  absl::Status Drain() { return behind_.Drain(); }
+  // Counts writes made once `source` is gone.
+  void Watch(const std::shared_ptr<const void>& source) {
+    alive_ = source;
+    watch_ = true;
+  }
+
+  std::atomic<uint64_t> written_{0};
+  std::vector<uint8_t> out_;
+  int dead_source_writes_ = 0;
+
+ private:
+  int fail_write_at_;
+  int writes_ = 0;
+  std::weak_ptr<const void> alive_;
+  bool watch_ = false;
+  io::WriteBehind behind_;  // last: its thread stops before the rest goes
+};
+
+TEST(PieceCopyBehind, NeverRetiresAPieceBeforeItIsWrittenAndKeepsTheSourceUntilWritten) {
+  for (int live : {1, 2, 4}) {
+    VectorSink sink;
+    auto src = std::make_shared<RingPieces>(MixedSizes(), live, &sink.written_);
+    const uint64_t size = src->size();
+    std::weak_ptr<RingPieces> source = src;
+    sink.Watch(src);
+    std::vector<uint8_t> hashed;
+    absl::Status st = CopyPiecesBehind(std::move(src), sink, [&](absl::Span<const uint8_t> part) {
+      // Hashed here, on the caller's thread, before the part is queued.
+      EXPECT_LE(sink.written_.load(), hashed.size());
+      hashed.insert(hashed.end(), part.begin(), part.end());
+    });
+    ASSERT_TRUE(st.ok()) << st;
+    ASSERT_TRUE(sink.Drain().ok());
+    EXPECT_TRUE(source.expired()) << "the sink still holds the source after its writes";
+    EXPECT_EQ(sink.dead_source_writes_, 0) << "written from a source already dropped";
+    ASSERT_EQ(sink.out_.size(), size);
+    for (size_t i = 0; i < sink.out_.size(); ++i) ASSERT_EQ(sink.out_[i], RingPieces::Byte(i)) << "live " << live;
+    EXPECT_EQ(hashed, sink.out_);
+  }
+}
+
+TEST(PieceCopyBehind, ConsecutiveSourcesComeOutInOrder) {
+  VectorSink sink;
+  std::vector<uint8_t> expected;
+  for (int k = 0; k < 5; ++k) {
+    auto src = std::make_shared<RingPieces>(std::vector<uint64_t>{1000u + 77u * k, kPiecePartBytes + 5, 3}, 2,
+                                            &sink.written_);
+    for (uint64_t i = 0; i < src->size(); ++i) expected.push_back(RingPieces::Byte(i));
+    ASSERT_TRUE(CopyPiecesBehind(std::move(src), sink, {}).ok());
+  }
+  ASSERT_TRUE(sink.Drain().ok());
+  EXPECT_EQ(sink.out_, expected);
+}
+
+TEST(PieceCopyBehind, CheckFailureEndsTheCopyBeforeThatPartIsQueued) {
+  VectorSink sink;
+  auto src = std::make_shared<RingPieces>(MixedSizes(), 4, &sink.written_);
+  const uint64_t bad = src->Offset(20) + 5;
+  src->check_error_at_ = bad;
+  absl::Status st = CopyPiecesBehind(src, sink, {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  ASSERT_TRUE(sink.Drain().ok());
+  EXPECT_LE(sink.out_.size(), bad) << "a part that failed its check was written";
+}
+
+TEST(PieceCopyBehind, AWriteFailureIsReportedAndStopsTheWritesAfterIt) {
+  VectorSink sink(/*fail_write_at=*/3);
+  auto src = std::make_shared<RingPieces>(MixedSizes(), 4, &sink.written_);
+  std::weak_ptr<RingPieces> source = src;
+  absl::Status st = CopyPiecesBehind(std::move(src), sink, {});
+  absl::Status drained = sink.Drain();
+  // Reported by the copy when it saw the failure in time, else by Drain.
+  EXPECT_EQ(drained.code(), absl::StatusCode::kInternal) << drained;
+  EXPECT_EQ(drained.message(), "disk full");
+  EXPECT_TRUE(st.ok() || st.message() == "disk full") << st;
+  EXPECT_EQ(sink.out_.size(), MixedSizes()[0] + MixedSizes()[1]) << "writes went on after the failure";
+  EXPECT_TRUE(source.expired());
+}
+
+TEST(WriteBehind, WritesInOrderAndDropsEachKeepOnceWritten) {
+  std::vector<uint8_t> out;
+  std::vector<int> order;
+  auto marker = std::make_shared<int>(7);
+  std::weak_ptr<int> watched = marker;
+  int writes_while_kept = 0;
+  {
+    io::WriteBehind behind([&](absl::Span<const uint8_t> b) {
+      out.insert(out.end(), b.begin(), b.end());
+      if (!watched.expired()) ++writes_while_kept;
+      return absl::OkStatus();
+    });
+    const uint8_t a[3] = {1, 2, 3};
+    auto t1 = behind.Queue(absl::MakeConstSpan(a), {}, std::move(marker));
+    auto t2 = behind.Queue({}, std::vector<uint8_t>{4, 5});
+    ASSERT_TRUE(t1.ok() && t2.ok());
+    EXPECT_EQ(*t2, *t1 + 1);
+    behind.WaitWritten(*t2);
+    EXPECT_GE(writes_while_kept, 1);  // the write of `a` itself
+    ASSERT_TRUE(behind.Drain().ok());
+    EXPECT_TRUE(watched.expired()) << "a keep outlived Drain";
+  }
+  EXPECT_EQ(out, (std::vector<uint8_t>{1, 2, 3, 4, 5}));
+}
+
+TEST(WriteBehind, DestroyedWithWritesQueuedItSkipsThemAndDropsTheirKeeps) {
+  std::atomic<int> writes{0};
+  std::atomic<bool> go{false};
+  std::weak_ptr<int> watched;
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    go = true;
+  });
+  {
+    io::WriteBehind behind([&](absl::Span<const uint8_t>) {
+      while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the first write waits
+      ++writes;
+      return absl::OkStatus();
+    });
+    std::vector<uint8_t> bytes(100, 1);
+    ASSERT_TRUE(behind.Queue(bytes).ok());
+    auto keep = std::make_shared<int>(1);
+    watched = keep;
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(behind.Queue(bytes, {}, keep).ok());
+    keep.reset();
+  }  // destroyed while the first write waits: it finishes, the rest are skipped
+  release.join();
+  EXPECT_LE(writes.load(), 1);
+  EXPECT_TRUE(watched.expired());
 }
 
 }  // namespace

@@ -112,16 +112,30 @@ bool StoresElements(const TensorInfo& info) {
          (info.codec_id == "bf16" && info.dtype == DType::kBF16);
 }
 
+// Stream `k` of a cut in place, owning the cut: the writers write behind
+// (they return before the bytes are written), and keep it until they are.
+// The pieces point into the reader's mapping, which outlives the writer.
+std::shared_ptr<PieceSource> StreamOf(const std::shared_ptr<format::CutInPlace>& cut, size_t k) {
+  return std::shared_ptr<PieceSource>(cut, cut->streams.at(k).get());
+}
+
 // Writes the cut of `p` decoded to its dtype's elements: in batches of outer
 // rows when it can be cut in place, else whole (codecs without fixed cells).
 template <typename W>
 absl::Status WriteDecoded(const Reader& r, const format::PlannedTensor& p, W& writer) {
   auto maps = MapsOf(r, p);
-  if (auto cut = format::CutTensorInPlace(r, p.source, maps, p.name)) {
-    if (StoresElements(cut->info)) return writer.WriteNext(*cut->streams.at(0));
+  if (auto in_place = format::CutTensorInPlace(r, p.source, maps, p.name)) {
+    auto cut = std::make_shared<format::CutInPlace>(std::move(*in_place));
+    if (StoresElements(cut->info)) return writer.WriteNextBehind(StreamOf(cut, 0));
     BP_ASSIGN_OR_RETURN(auto pieces,
                         format::DecodedCutPieces::Create(*cut, ElementOutput(cut->info.dtype), HardwareThreads()));
-    return writer.WriteNext(*pieces);
+    // The decoder reads the cut: the writer keeps both until written.
+    struct Decoding {
+      std::shared_ptr<format::CutInPlace> cut;
+      std::unique_ptr<format::DecodedCutPieces> pieces;
+    };
+    auto decoding = std::make_shared<Decoding>(Decoding{std::move(cut), std::move(pieces)});
+    return writer.WriteNextBehind(std::shared_ptr<PieceSource>(decoding, decoding->pieces.get()));
   }
   BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, maps, p.name));
   BP_ASSIGN_OR_RETURN(auto bytes, DecodeCut(cut));
@@ -134,6 +148,7 @@ absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const S
   options.inputs = {args.input};
   options.writer_name = kVersionString;
   options.durable = !args.no_fsync;
+  options.write_behind = true;  // `r` outlives the writer
   // The budgets nested in this one stay sliceable the same way: the cut
   // tensors get line-prefix checksums for them (whole tensors keep theirs),
   // planned from the output's manifest, which therefore goes in first.
@@ -149,8 +164,10 @@ absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const S
       auto maps = MapsOf(r, p);
       if (auto in_place = format::CutTensorInPlace(r, p.source, maps, p.name)) {
         // Kept runs go from the input's mapping to the output file.
-        auto pieces = in_place->pieces();
-        BP_RETURN_IF_ERROR(writer->AddStoredTensor(std::move(in_place->info), pieces));
+        auto cut = std::make_shared<format::CutInPlace>(std::move(*in_place));
+        std::vector<std::shared_ptr<PieceSource>> streams;
+        for (size_t k = 0; k < cut->streams.size(); ++k) streams.push_back(StreamOf(cut, k));
+        BP_RETURN_IF_ERROR(writer->AddStoredTensorBehind(cut->info, streams));
       } else {
         BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, maps, p.name));
         std::vector<absl::Span<const uint8_t>> spans(cut.streams.begin(), cut.streams.end());
@@ -251,7 +268,8 @@ absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const S
       BP_RETURN_IF_ERROR(WriteDecoded(r, p, *writer));
     } else if (auto maps = MapsOf(r, p); auto in_place = format::CutTensorInPlace(r, p.source, maps, p.name)) {
       // GGUF blocks are the stored cells: kept runs go straight across.
-      BP_RETURN_IF_ERROR(writer->WriteNext(*in_place->streams.at(0)));
+      auto cut = std::make_shared<format::CutInPlace>(std::move(*in_place));
+      BP_RETURN_IF_ERROR(writer->WriteNextBehind(StreamOf(cut, 0)));
     } else {
       BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, maps, p.name));
       BP_RETURN_IF_ERROR(writer->WriteNext(cut.streams.at(0)));

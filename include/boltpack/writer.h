@@ -43,6 +43,11 @@ struct WriterOptions {
   // False: no fsync before the rename (`--no-fsync`), as cp: faster, but a
   // crash soon after may leave the output empty or short.
   bool durable = true;
+  // True: CopyTensor returns before the bytes it copies are written (a
+  // thread of the writer writes them while the caller goes on to the next
+  // tensor), so the Reader given to CopyTensor must outlive Finish (or the
+  // Writer). A write error is returned by a later call or by Finish.
+  bool write_behind = false;
 };
 
 class Writer {
@@ -71,6 +76,14 @@ class Writer {
   // written without being held whole (bolt-pack slice: runs of the input's
   // mapping). `streams[k]->size()` is the length of info.streams[k].
   absl::Status AddStoredTensor(TensorInfo info, const std::vector<PieceSource*>& streams);
+  // The same, writing behind: returns once every piece is fetched, checked
+  // and hashed (the tensor's record is complete) while a thread of the
+  // writer still writes the last ones, so the next tensor's reads overlap
+  // these writes. The writer keeps each source until its bytes are
+  // written; memory the pieces point into that a source does not own (a
+  // Reader's mapping) must outlive Finish (or the Writer). A write error
+  // is returned by a later call or by Finish.
+  absl::Status AddStoredTensorBehind(TensorInfo info, const std::vector<std::shared_ptr<PieceSource>>& streams);
   // Stores an elastic manifest (format 1.1, spec/elastic.md) and declares the
   // optional feature "elastic". It is validated against the tensors at
   // Finish(), which fails if it does not fit them. Set it before adding
@@ -86,6 +99,9 @@ class Writer {
 
  private:
   explicit Writer(std::unique_ptr<Impl> impl);
+  // AddStoredTensor and AddStoredTensorBehind of pieces; `behind` empty or one owner per stream.
+  absl::Status AddStored(TensorInfo info, const std::vector<PieceSource*>& streams,
+                         const std::vector<std::shared_ptr<PieceSource>>& behind);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,80 @@
+#include "io/write_behind.h"
+
+#include <utility>
+
+namespace boltpack::io {
+
+WriteBehind::WriteBehind(WriteFn write) : write_(std::move(write)), thread_([this] { Loop(); }) {}
+
+WriteBehind::~WriteBehind() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    if (status_.ok()) status_ = absl::CancelledError("the file was abandoned");  // skip the rest
+  }
+  work_cv_.notify_all();
+  thread_.join();
+  retired_.clear();
+}
+
+void WriteBehind::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [this] { return !queue_.empty() || stop_; });
+    if (queue_.empty()) return;
+    Entry e = std::move(queue_.front());
+    queue_.pop_front();
+    const bool write = status_.ok();
+    lock.unlock();
+    absl::Span<const uint8_t> bytes = e.owned.empty() ? e.bytes : absl::MakeConstSpan(e.owned);
+    absl::Status st = write && !bytes.empty() ? write_(bytes) : absl::OkStatus();
+    const uint64_t size = bytes.size();
+    std::shared_ptr<const void> keep = std::move(e.keep);
+    e = Entry();
+    lock.lock();
+    // Dropped by the caller (a source's destructor releases its pages: work
+    // this thread, the busier one, need not do).
+    if (keep != nullptr) retired_.push_back(std::move(keep));
+    if (!st.ok() && status_.ok()) status_ = std::move(st);
+    queued_bytes_ -= size;
+    ++done_;
+    done_cv_.notify_all();
+  }
+}
+
+absl::StatusOr<uint64_t> WriteBehind::Queue(absl::Span<const uint8_t> bytes, std::vector<uint8_t> owned,
+                                           std::shared_ptr<const void> keep) {
+  const uint64_t size = owned.empty() ? bytes.size() : owned.size();
+  std::unique_lock<std::mutex> lock(mu_);
+  // One entry larger than the bound still goes, alone.
+  done_cv_.wait(lock, [&] { return queued_bytes_ == 0 || queued_bytes_ + size <= kWriteBehindBytes; });
+  queue_.push_back({bytes, std::move(owned), std::move(keep)});
+  queued_bytes_ += size;
+  const uint64_t ticket = ++queued_;
+  work_cv_.notify_one();
+  absl::Status status = status_;
+  std::vector<std::shared_ptr<const void>> retired;
+  retired.swap(retired_);
+  lock.unlock();
+  retired.clear();
+  if (!status.ok()) return status;
+  return ticket;
+}
+
+void WriteBehind::WaitWritten(uint64_t ticket) {
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return done_ >= ticket; });
+}
+
+absl::Status WriteBehind::Drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return done_ == queued_; });
+  absl::Status status = status_;
+  std::vector<std::shared_ptr<const void>> retired;
+  retired.swap(retired_);
+  lock.unlock();
+  retired.clear();
+  return status;
+}
+
+}  // namespace boltpack::io
