@@ -11,7 +11,8 @@
 // before it and its own are done: by the caller's next call, so that the
 // writing thread does only writes. The first write error stops
 // the writes after it (they are skipped, their keeps still dropped in
-// order) and every later call returns it.
+// order) and every later call returns it. One thread at a time calls
+// Queue, WaitWritten and Drain: the file's owner.
 #ifndef BOLTPACK_IO_WRITE_BEHIND_H_
 #define BOLTPACK_IO_WRITE_BEHIND_H_
 
@@ -64,6 +65,9 @@ class WriteBehind {
     std::shared_ptr<const void> keep;
   };
   void Loop();
+  // Waits until `count` writes are done; the thread wakes the caller only
+  // then, not at every write.
+  void WaitUntilDone(std::unique_lock<std::mutex>& lock, uint64_t count);
 
   const WriteFn write_;
   std::mutex mu_;
@@ -74,6 +78,7 @@ class WriteBehind {
   uint64_t done_ = 0;            // guarded by mu_: writes done (or skipped)
   absl::Status status_;          // guarded by mu_: the first write error
   bool stop_ = false;            // guarded by mu_
+  uint64_t wake_at_ = UINT64_MAX;  // guarded by mu_: the count of writes done the caller waits for
   std::vector<std::shared_ptr<const void>> retired_;  // guarded by mu_: keeps of writes done
   std::thread thread_;
 };
