@@ -63,6 +63,9 @@ class AtomicFile final : public QueuedSink {
   absl::Status Flush();
   // Writes `bytes` at the end of the file, on whichever thread writes.
   absl::Status WriteOut(absl::Span<const uint8_t> bytes);
+  // Reserves the file's blocks up to `end` (kReserveBytes at a time);
+  // an error only when the disk is full.
+  absl::Status Reserve(uint64_t end);
   // Has the writeback thread start writeback of what was written since the
   // last request, once that is kWritebackBytes or more.
   void StartWriteback();
@@ -71,6 +74,8 @@ class AtomicFile final : public QueuedSink {
   int fd_;
   uint64_t position_ = 0;  // bytes written or queued
   uint64_t written_ = 0;   // bytes written to fd_ (by the thread that writes)
+  uint64_t reserved_ = 0;  // blocks before this are allocated (by that thread)
+  bool reserve_ = true;    // false where fallocate is not supported
   uint64_t writeback_from_ = 0;  // bytes before this have had writeback requested
   std::unique_ptr<BackgroundWriteback> writeback_;  // from the first request on
   bool committed_ = false;

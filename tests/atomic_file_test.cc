@@ -4,6 +4,8 @@
 // (large Write), queued, padded or overwritten.
 #include "io/atomic_file.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <memory>
 #include <numeric>
@@ -60,6 +62,21 @@ TEST(AtomicFile, QueuedWritesKeepTheirPlaceAmongBufferedDirectAndPaddedOnes) {
   EXPECT_TRUE(watched.expired()) << "the file still holds bytes it has written";
   ASSERT_TRUE(f.Commit().ok());
   EXPECT_EQ(testing::ReadFileBytes(path), expected);
+}
+
+TEST(AtomicFile, SpaceReservedAheadOfTheWritesIsGivenBackAtCommit) {
+  const std::string path = testing::MakeTempDir() + "/out.bin";
+  auto file = AtomicFile::Create(path, {});
+  ASSERT_TRUE(file.ok()) << file.status();
+  const auto bytes = Pattern(300 << 10, 3);
+  ASSERT_TRUE((*file)->Write(bytes).ok());
+  ASSERT_TRUE((*file)->Commit().ok());
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), bytes.size());
+  // Blocks allocated: the bytes, not the 64 MiB reserved ahead of them.
+  EXPECT_LT(static_cast<uint64_t>(st.st_blocks) * 512, bytes.size() + (1 << 20));
+  EXPECT_EQ(testing::ReadFileBytes(path), bytes);
 }
 
 TEST(AtomicFile, DestroyedWithWritesQueuedLeavesNoFile) {
