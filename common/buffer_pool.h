@@ -28,7 +28,7 @@ class PooledBuffer {
 
  private:
   void Release();
-  std::unique_ptr<uint8_t[]> bytes_;
+  uint8_t* bytes_ = nullptr;  // owned: new[] below a MiB, else a mapping
   uint64_t capacity_ = 0;
 };
 
