@@ -8,17 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "common/sanitizers.h"
 #include "gtest/gtest.h"
 #include "io/safetensors.h"
 #include "tests/test_util.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define BOLTPACK_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BOLTPACK_TEST_ASAN 1
-#endif
-#endif
 
 namespace boltpack {
 namespace {
@@ -52,7 +46,7 @@ std::string WriteModel(const std::string& dir) {
 class BoundedMemory : public ::testing::Test {
  protected:
   void SetUp() override {
-#ifdef BOLTPACK_TEST_ASAN
+#ifdef BOLTPACK_ASAN
     GTEST_SKIP() << "ASan keeps freed buffers in quarantine: resident memory would measure the sanitizer";
 #endif
     dir_ = MakeTempDir();
