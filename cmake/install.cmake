@@ -48,8 +48,8 @@ set(BOLTPACK_INSTALL_PKGCONFIGDIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig
     CACHE STRING "Where boltpack.pc is installed (relative to the prefix)")
 
 # The installed CLI finds an installed shared libboltpack next to it, whatever
-# the prefix.
-if(NOT APPLE)
+# the prefix (a static CLI needs no run path).
+if(NOT APPLE AND NOT _bp_cli_static_libs)
   set_property(TARGET bolt-pack APPEND PROPERTY INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 endif()
 
