@@ -321,7 +321,7 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
   // Check has nothing left to do for the piece.
   // The other buffers may still be being written (LivePieces).
   gather_slot_ = (gather_slot_ + 1) % kGatherBuffers;
-  uint8_t* gathered = gathered_[gather_slot_].Get(kCutPieceBytes);
+  uint8_t* gathered = gathered_.Get(kGatherBuffers * kCutPieceBytes) + gather_slot_ * kCutPieceBytes;
   uint64_t filled = 0;
   uint64_t last_run_begin = run.first;
   while (run.second != 0) {

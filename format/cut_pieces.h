@@ -176,8 +176,11 @@ class StreamCutPieces final : public PieceSource {
   std::array<uint64_t, kGatherBuffers> needed_from_;  // per live Next call
   size_t calls_ = 0;
   uint64_t released_ = 0;  // source bytes before this were released
-  PooledBuffer gathered_[kGatherBuffers];  // short runs, copied
-  int gather_slot_ = 0;  // the buffer filled last
+  // Short runs, copied: kGatherBuffers slots of kCutPieceBytes in one
+  // buffer, which is whole huge pages (common/buffer_pool.h): apart, each
+  // slot took a 2 MiB page of its own, all zeroed on first use.
+  PooledBuffer gathered_;
+  int gather_slot_ = 0;  // the slot filled last
   // Source chunks already verified (or the whole stream); the last one
   // checked, which the next run is most likely in.
   std::vector<bool> verified_;
