@@ -815,7 +815,11 @@ absl::Status GgufWriter::WritePieces(PieceSource& pieces, std::shared_ptr<PieceS
                                      [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
   if (!copied.ok()) {
     w.failed = true;
-    if (copied.code() == absl::StatusCode::kInternal && std::string(copied.message()).find(t.name) == std::string::npos) {
+    // A source's error gets the tensor's name; a write error names the file
+    // already, and written behind it may be an earlier tensor's.
+    const std::string message(copied.message());
+    if (copied.code() == absl::StatusCode::kInternal && message.find(t.name) == std::string::npos &&
+        message.find(w.file->path()) == std::string::npos) {
       return absl::InternalError(StrCat(w.file->path(), ": tensor ", Quoted(t.name), ": ", copied.message()));
     }
     return copied;

@@ -530,7 +530,12 @@ absl::Status SafetensorsWriter::WritePieces(PieceSource& pieces, std::shared_ptr
                                     [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
   if (!s.ok()) {
     w.failed = true;
-    if (s.code() == absl::StatusCode::kInternal) return TensorError(path, t.name, std::string(s.message()));
+    // A source's error gets the tensor's name; a write error names the file
+    // already, and written behind it may be an earlier tensor's.
+    const std::string message(s.message());
+    if (s.code() == absl::StatusCode::kInternal && message.find(path) == std::string::npos) {
+      return TensorError(path, t.name, message);
+    }
     return s;
   }
   ++w.next;

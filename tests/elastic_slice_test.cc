@@ -669,5 +669,29 @@ TEST(ElasticCli, SliceVerifiesTheKeptSourceBytes) {
   }
 }
 
+// A write that fails while the output's thread writes behind the reads
+// (here past a file-size limit, as on a full disk) fails the slice, names
+// the output and what went wrong, and leaves neither the output nor its
+// temporary file.
+TEST(ElasticCli, AFailedWriteLeavesNoOutput) {
+  std::string dir = MakeTempDir();
+  ASSERT_NO_FATAL_FAILURE(WriteQ8Elastic(dir));
+  for (const char* ext : {".bolt", ".gguf", ".safetensors"}) {
+    SCOPED_TRACE(ext);
+    const std::string out = dir + "/s" + ext;
+    auto whole = RunCli({"slice", dir + "/e.bolt", "--budget", "small", "-o", out});
+    ASSERT_EQ(whole.exit_code, 0) << whole.output;
+    const uint64_t size = std::filesystem::file_size(out);
+    std::filesystem::remove(out);
+    auto s = testing::RunCliWithFileSizeLimit({"slice", dir + "/e.bolt", "--budget", "small", "-o", out}, size / 2);
+    EXPECT_EQ(s.exit_code, 1) << s.output;
+    EXPECT_NE(s.output.find(out + ": write failed: File too large"), std::string::npos) << s.output;
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "left behind: " << e.path();
+  }
+}
+
 }  // namespace
 }  // namespace boltpack

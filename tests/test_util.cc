@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -98,6 +99,21 @@ CommandResult RunCli(const std::vector<std::string>& args) {
   while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) result.output.append(buf, n);
   int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+CommandResult RunCliWithFileSizeLimit(const std::vector<std::string>& args, uint64_t max_file_bytes) {
+  // Set here and inherited by the CLI; this process writes nothing while
+  // it waits for it.
+  struct rlimit old_limit {};
+  ::getrlimit(RLIMIT_FSIZE, &old_limit);
+  struct rlimit limit = old_limit;
+  limit.rlim_cur = max_file_bytes;
+  ::setrlimit(RLIMIT_FSIZE, &limit);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  CommandResult result = RunCli(args);
+  ::signal(SIGXFSZ, old_handler);
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
   return result;
 }
 
