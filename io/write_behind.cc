@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "common/status_macros.h"
+
 namespace boltpack::io {
 
 WriteBehind::WriteBehind(WriteFn write) : write_(std::move(write)), thread_([this] { Loop(); }) {}
@@ -56,13 +58,17 @@ absl::StatusOr<uint64_t> WriteBehind::Queue(absl::Span<const uint8_t> bytes, std
   queued_bytes_ += size;
   const uint64_t ticket = ++queued_;
   work_cv_.notify_one();
+  BP_RETURN_IF_ERROR(StatusDroppingRetired(lock));
+  return ticket;
+}
+
+absl::Status WriteBehind::StatusDroppingRetired(std::unique_lock<std::mutex>& lock) {
   absl::Status status = status_;
   std::vector<std::shared_ptr<const void>> retired;
   retired.swap(retired_);
   lock.unlock();
-  retired.clear();
-  if (!status.ok()) return status;
-  return ticket;
+  retired.clear();  // outside the lock: a keep's destructor may take time
+  return status;
 }
 
 void WriteBehind::WaitUntilDone(std::unique_lock<std::mutex>& lock, uint64_t count) {
@@ -81,12 +87,7 @@ void WriteBehind::WaitWritten(uint64_t ticket) {
 absl::Status WriteBehind::Drain() {
   std::unique_lock<std::mutex> lock(mu_);
   WaitUntilDone(lock, queued_);
-  absl::Status status = status_;
-  std::vector<std::shared_ptr<const void>> retired;
-  retired.swap(retired_);
-  lock.unlock();
-  retired.clear();
-  return status;
+  return StatusDroppingRetired(lock);
 }
 
 }  // namespace boltpack::io

@@ -68,6 +68,9 @@ class WriteBehind {
   // Waits until `count` writes are done; the thread wakes the caller only
   // then, not at every write.
   void WaitUntilDone(std::unique_lock<std::mutex>& lock, uint64_t count);
+  // The first write error, after dropping the keeps of writes done (the
+  // lock is released).
+  absl::Status StatusDroppingRetired(std::unique_lock<std::mutex>& lock);
 
   const WriteFn write_;
   std::mutex mu_;
