@@ -240,6 +240,13 @@ absl::Status AtomicFile::PadTo(uint64_t alignment) {
   return rem == 0 ? absl::OkStatus() : WriteZeros(alignment - rem);
 }
 
+absl::Status AppendPieces(AtomicFile& file, PieceSource& pieces, std::shared_ptr<PieceSource> behind,
+                          std::unique_ptr<SideWorker>& side) {
+  if (behind != nullptr) return CopyPiecesBehind(std::move(behind), file, {});
+  return CopyPieces(pieces, SideWorkerFor(side, pieces.size()),
+                    [&](absl::Span<const uint8_t> part) { return file.Write(part); }, {});
+}
+
 absl::Status AtomicFile::Commit() {
   absl::Status s = Drain();
   if (!s.ok()) return s;

@@ -49,8 +49,8 @@ class AtomicFile final : public QueuedSink {
 
   // Queues `bytes` to be written behind the caller and returns their
   // ticket; they must stay valid until WaitWritten(ticket) returns, and
-  // `keep` is dropped on the writing thread once they are written. The
-  // first write error of the thread is returned by the next call.
+  // `keep` is dropped once they are written (by a later call). The first
+  // write error of the thread is returned by the next call.
   absl::StatusOr<uint64_t> QueueWrite(absl::Span<const uint8_t> bytes, std::shared_ptr<const void> keep) override;
   void WaitWritten(uint64_t ticket) override;
   // Waits for every queued write; the first error of any.
@@ -81,9 +81,17 @@ class AtomicFile final : public QueuedSink {
   bool committed_ = false;
   bool durable_ = true;
   std::vector<uint8_t> buffer_;
-  // Declared last: destroyed first, its thread joined before what it uses.
+  // From the first QueueWrite until Commit; the destructor joins its thread
+  // before it closes fd_.
   std::unique_ptr<WriteBehind> behind_;
 };
+
+// Appends every piece of `pieces` to `file`, checked part by part (source
+// checksums): queued behind the caller when `behind` owns them
+// (CopyPiecesBehind), else written here while `side`, created on first use
+// for a large stream, fetches and checks the next parts (CopyPieces).
+absl::Status AppendPieces(AtomicFile& file, PieceSource& pieces, std::shared_ptr<PieceSource> behind,
+                          std::unique_ptr<SideWorker>& side);
 
 // Fails (naming both) if `output` is the same file as one of `inputs`.
 absl::Status CheckNotAnInput(const std::string& output, const std::vector<std::string>& inputs);

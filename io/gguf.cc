@@ -807,12 +807,9 @@ absl::Status GgufWriter::WritePieces(PieceSource& pieces, std::shared_ptr<PieceS
                                              " bytes given, its type and shape need ", w.sizes[w.next]));
   }
   if (w.failed) return absl::FailedPreconditionError(StrCat(w.file->path(), ": an earlier write failed"));
-  // Parts are checked (source checksums) on a side thread while written; a
+  // Parts are checked (source checksums) while others are written; a
   // failure leaves the writer failed, so Finish never commits the file.
-  absl::Status copied =
-      behind != nullptr ? CopyPiecesBehind(std::move(behind), *w.file, {})
-                        : CopyPieces(pieces, SideWorkerFor(w.side, pieces.size()),
-                                     [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
+  absl::Status copied = AppendPieces(*w.file, pieces, std::move(behind), w.side);
   if (!copied.ok()) {
     w.failed = true;
     // A source's error gets the tensor's name; a write error names the file

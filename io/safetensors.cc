@@ -522,12 +522,9 @@ absl::Status SafetensorsWriter::WritePieces(PieceSource& pieces, std::shared_ptr
                        absl::StrCat("got ", pieces.size(), " bytes but ", AV(DTypeName(t.dtype)), " ",
                                     ShapeText(t.shape), " needs ", w.sizes[w.next]));
   }
-  // Parts are checked (source checksums) on a side thread while written; a
+  // Parts are checked (source checksums) while others are written; a
   // failure leaves the writer failed, so Finish never commits the file.
-  absl::Status s = behind != nullptr
-                       ? CopyPiecesBehind(std::move(behind), *w.file, {})
-                       : CopyPieces(pieces, SideWorkerFor(w.side, pieces.size()),
-                                    [&](absl::Span<const uint8_t> part) { return w.file->Write(part); }, {});
+  absl::Status s = AppendPieces(*w.file, pieces, std::move(behind), w.side);
   if (!s.ok()) {
     w.failed = true;
     // A source's error gets the tensor's name; a write error names the file
