@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <optional>
 
 #include <zstd.h>
 
@@ -277,28 +278,46 @@ absl::Status Reader::VerifyStream(size_t tensor, size_t stream) const {
   BP_ASSIGN_OR_RETURN(auto bytes, StoredStream(tensor, stream));
   const StreamInfo& s = impl_->tensors[tensor].streams[stream];
   std::string where = StrCat(impl_->Where(tensor), " stream \"", s.role, "\"");
-  uint64_t computed = format::Xxh3(bytes);
-  if (computed != s.xxh3) {
-    return absl::DataLossError(absl::StrFormat("%s: checksum mismatch (manifest %016x, data %016x)", where, s.xxh3, computed));
-  }
+  // One pass over the bytes: each block, while it is in cache, feeds the
+  // stream's checksum, its chunk's and the chunk's line-prefix checksums
+  // (chunks tile the stream: ValidateManifest), so a stream is read from
+  // memory once, not once per kind of checksum. The stream's own checksum
+  // is reported first, then the first chunk that does not match.
+  constexpr uint64_t kBlockBytes = uint64_t{256} << 10;  // well inside a core's L2
+  Xxh3Stream whole;
+  std::string chunk_error;
   for (size_t k = 0; k < s.chunks.size(); ++k) {
     const auto& c = s.chunks[k];
     auto chunk = bytes.subspan(c.stored_offset, c.stored_length);
-    if (format::Xxh3(chunk) != c.xxh3) {
-      return absl::DataLossError(StrCat(where, ": chunk ", k, " checksum mismatch"));
+    Xxh3Stream chunk_hash;
+    std::optional<format::LinePrefixHasher> prefixes;
+    if (!s.prefix_bytes.empty()) prefixes.emplace(s.line_bytes, s.prefix_bytes);
+    for (uint64_t at = 0; at < chunk.size(); at += kBlockBytes) {
+      auto block = chunk.subspan(at, kBlockBytes);
+      whole.Update(block);
+      if (!chunk_error.empty()) continue;  // only the stream's checksum is still needed
+      chunk_hash.Update(block);
+      if (prefixes) prefixes->Update(block);
     }
-    if (s.prefix_bytes.empty()) continue;
-    format::LinePrefixHasher prefixes(s.line_bytes, s.prefix_bytes);
-    prefixes.Update(chunk);
-    std::vector<uint64_t> digests = prefixes.Finish();
-    for (size_t p = 0; p < digests.size(); ++p) {
+    if (!chunk_error.empty()) continue;
+    if (chunk_hash.Digest() != c.xxh3) {
+      chunk_error = StrCat(where, ": chunk ", k, " checksum mismatch");
+      continue;
+    }
+    if (!prefixes) continue;
+    std::vector<uint64_t> digests = prefixes->Finish();
+    for (size_t p = 0; p < digests.size() && chunk_error.empty(); ++p) {
       if (digests[p] != c.prefix_xxh3[p]) {
-        return absl::DataLossError(StrCat(where, ": chunk ", k, " line-prefix checksum mismatch (prefix ", p,
-                                          ": the first ", s.prefix_bytes[p], " bytes of each ", s.line_bytes,
-                                          "-byte line)"));
+        chunk_error = StrCat(where, ": chunk ", k, " line-prefix checksum mismatch (prefix ", p, ": the first ",
+                             s.prefix_bytes[p], " bytes of each ", s.line_bytes, "-byte line)");
       }
     }
   }
+  const uint64_t computed = s.chunks.empty() ? format::Xxh3(bytes) : whole.Digest();
+  if (computed != s.xxh3) {
+    return absl::DataLossError(absl::StrFormat("%s: checksum mismatch (manifest %016x, data %016x)", where, s.xxh3, computed));
+  }
+  if (!chunk_error.empty()) return absl::DataLossError(chunk_error);
   return absl::OkStatus();
 }
 

@@ -427,6 +427,39 @@ int ProtoTensor(const v1::Manifest& m, const std::string& name) {
   return 0;
 }
 
+// VerifyStream reads a stream once for all its checksums: the stream's own
+// is reported first, then the first chunk whose checksum does not match.
+TEST(LinePrefix, VerifyReportsTheStreamChecksumFirstThenTheFirstBadChunk) {
+  std::string dir = MakeTempDir();
+  auto model = LibraryModel();
+  ASSERT_NO_FATAL_FAILURE(WriteLibraryModel(dir + "/p.bolt", PrefixOptions(), true, model));
+  auto bytes = ReadFileBytes(dir + "/p.bolt");
+  // A wrong chunk record over intact bytes: only that chunk fails.
+  auto bad_record = RewriteManifest(bytes, [](v1::Manifest& m) {
+    auto* c = m.mutable_tensors(ProtoTensor(m, "f.w2"))->mutable_streams(0)->mutable_chunks(2);
+    c->set_xxh3(c->xxh3() ^ 1);
+  });
+  WriteFileBytes(dir + "/record.bolt", bad_record);
+  auto r = Reader::Open(dir + "/record.bolt");
+  ASSERT_TRUE(r.ok()) << r.status();
+  size_t t = *(*r)->FindTensor("f.w2");
+  ASSERT_GT((*r)->tensors()[t].streams[0].chunks.size(), 2u);
+  absl::Status st = (*r)->VerifyStream(t, 0);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  EXPECT_NE(std::string(st.message()).find("chunk 2 checksum mismatch"), std::string::npos) << st;
+  // A flipped byte in that chunk: the stream's checksum fails first.
+  const StreamInfo& s = (*r)->tensors()[t].streams[0];
+  auto flipped = bytes;
+  flipped[s.offset + s.chunks[2].stored_offset + 3] ^= 0x10;
+  WriteFileBytes(dir + "/flip.bolt", flipped);
+  auto f = Reader::Open(dir + "/flip.bolt");
+  ASSERT_TRUE(f.ok()) << f.status();
+  st = (*f)->VerifyStream(t, 0);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  EXPECT_NE(std::string(st.message()).find("f.w2"), std::string::npos) << st;
+  EXPECT_NE(std::string(st.message()).find("checksum mismatch (manifest"), std::string::npos) << st;
+}
+
 TEST(LinePrefix, VerifyReportsAWrongPrefixChecksum) {
   std::string dir = MakeTempDir();
   auto model = LibraryModel();

@@ -7,6 +7,7 @@
 #include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
 #include "common/parallel_for.h"
+#include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "io/gguf.h"
 #include "io/json.h"
@@ -20,23 +21,35 @@ namespace boltpack::tools {
 namespace {
 
 // Decodes tensor `t` as view `view` sees it, in blocks of rows of about
-// kBlockBytes, so memory stays bounded whatever the tensor's size; codecs
-// without row access decode whole.
+// kBlockBytes, several blocks at once on exec.threads threads (each with a
+// buffer of its own), so memory stays bounded by threads x kBlockBytes
+// whatever the tensor's size and a large tensor's decode uses every core;
+// codecs without row access decode whole.
 absl::Status DecodeBounded(const Reader& reader, size_t t, const std::string& view, OutputType out,
                            uint64_t total_bytes, const ExecOptions& exec, std::vector<uint8_t>* buf) {
-  constexpr uint64_t kBlockBytes = 64ull << 20;
+  constexpr uint64_t kBlockBytes = 16ull << 20;
   const TensorInfo& info = reader.tensors()[t];
   uint64_t rows = info.row_count();
   if (total_bytes > kBlockBytes && rows > 1 && total_bytes % rows == 0) {
-    uint64_t row_bytes = total_bytes / rows;
-    uint64_t per_block = std::max<uint64_t>(1, kBlockBytes / std::max<uint64_t>(1, row_bytes));
-    buf->resize(per_block * row_bytes);
-    for (uint64_t r = 0; r < rows; r += per_block) {
-      uint64_t end = std::min(rows, r + per_block);
-      absl::Status st = reader.DecodeRows(t, view, r, end, out, absl::MakeSpan(buf->data(), (end - r) * row_bytes));
-      if (st.code() == absl::StatusCode::kUnimplemented && r == 0) break;  // no row access: whole decode
-      if (!st.ok()) return st;
-      if (end == rows) return absl::OkStatus();
+    const uint64_t row_bytes = total_bytes / rows;
+    const uint64_t per_block = std::max<uint64_t>(1, kBlockBytes / std::max<uint64_t>(1, row_bytes));
+    const uint64_t blocks = (rows + per_block - 1) / per_block;
+    auto decode_blocks = [&](uint64_t first, uint64_t last, std::vector<uint8_t>& into) -> absl::Status {
+      into.resize(per_block * row_bytes);
+      for (uint64_t b = first; b < last; ++b) {
+        const uint64_t r = b * per_block, end = std::min(rows, r + per_block);
+        BP_RETURN_IF_ERROR(reader.DecodeRows(t, view, r, end, out, absl::MakeSpan(into.data(), (end - r) * row_bytes)));
+      }
+      return absl::OkStatus();
+    };
+    // The first block alone: it tells whether the codec has row access.
+    absl::Status first = decode_blocks(0, 1, *buf);
+    if (first.code() != absl::StatusCode::kUnimplemented) {
+      BP_RETURN_IF_ERROR(first);
+      return ParallelFor(blocks - 1, exec.threads, 1, [&](uint64_t a, uint64_t b) {
+        std::vector<uint8_t> own;
+        return decode_blocks(a + 1, b + 1, own);
+      });
     }
   }
   buf->resize(total_bytes);
