@@ -20,19 +20,22 @@
 namespace boltpack::tools {
 namespace {
 
-// Decodes tensor `t` as view `view` sees it, in blocks of rows of about
-// kBlockBytes, several blocks at once on exec.threads threads (each with a
-// buffer of its own), so memory stays bounded by threads x kBlockBytes
-// whatever the tensor's size and a large tensor's decode uses every core;
-// codecs without row access decode whole.
+// Decodes tensor `t` as view `view` sees it, in blocks of rows, several
+// blocks at once on exec.threads threads, each with a buffer of its own, so
+// a large tensor's decode uses every core and memory stays bounded whatever
+// the tensor's size: blocks of kDecodeBytes / threads, within [1, 16] MiB
+// (32 MiB in all on 2 cores, 128 MiB at most on 128). Codecs without row
+// access decode whole.
 absl::Status DecodeBounded(const Reader& reader, size_t t, const std::string& view, OutputType out,
                            uint64_t total_bytes, const ExecOptions& exec, std::vector<uint8_t>* buf) {
-  constexpr uint64_t kBlockBytes = 16ull << 20;
+  constexpr uint64_t kDecodeBytes = 64ull << 20;
+  const uint64_t threads = static_cast<uint64_t>(std::max(1, exec.threads));
+  const uint64_t block_bytes = std::clamp<uint64_t>(kDecodeBytes / threads, 1ull << 20, 16ull << 20);
   const TensorInfo& info = reader.tensors()[t];
   uint64_t rows = info.row_count();
-  if (total_bytes > kBlockBytes && rows > 1 && total_bytes % rows == 0) {
+  if (total_bytes > block_bytes && rows > 1 && total_bytes % rows == 0) {
     const uint64_t row_bytes = total_bytes / rows;
-    const uint64_t per_block = std::max<uint64_t>(1, kBlockBytes / std::max<uint64_t>(1, row_bytes));
+    const uint64_t per_block = std::max<uint64_t>(1, block_bytes / std::max<uint64_t>(1, row_bytes));
     const uint64_t blocks = (rows + per_block - 1) / per_block;
     auto decode_blocks = [&](uint64_t first, uint64_t last, std::vector<uint8_t>& into) -> absl::Status {
       into.resize(per_block * row_bytes);
