@@ -6,6 +6,7 @@
 
 #include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
+#include "common/buffer_pool.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -37,22 +38,24 @@ absl::Status DecodeBounded(const Reader& reader, size_t t, const std::string& vi
     const uint64_t row_bytes = total_bytes / rows;
     const uint64_t per_block = std::max<uint64_t>(1, block_bytes / std::max<uint64_t>(1, row_bytes));
     const uint64_t blocks = (rows + per_block - 1) / per_block;
-    auto decode_blocks = [&](uint64_t first, uint64_t last, std::vector<uint8_t>& into) -> absl::Status {
-      into.resize(per_block * row_bytes);
+    // Each call's buffer comes from the process's pool, so tensor after
+    // tensor reuses the same warm pages instead of allocating and zeroing
+    // fresh ones.
+    auto decode_blocks = [&](uint64_t first, uint64_t last) -> absl::Status {
+      PooledBuffer into;
+      uint8_t* bytes = into.Get(per_block * row_bytes);
       for (uint64_t b = first; b < last; ++b) {
         const uint64_t r = b * per_block, end = std::min(rows, r + per_block);
-        BP_RETURN_IF_ERROR(reader.DecodeRows(t, view, r, end, out, absl::MakeSpan(into.data(), (end - r) * row_bytes)));
+        BP_RETURN_IF_ERROR(reader.DecodeRows(t, view, r, end, out, absl::MakeSpan(bytes, (end - r) * row_bytes)));
       }
       return absl::OkStatus();
     };
     // The first block alone: it tells whether the codec has row access.
-    absl::Status first = decode_blocks(0, 1, *buf);
+    absl::Status first = decode_blocks(0, 1);
     if (first.code() != absl::StatusCode::kUnimplemented) {
       BP_RETURN_IF_ERROR(first);
-      return ParallelFor(blocks - 1, exec.threads, 1, [&](uint64_t a, uint64_t b) {
-        std::vector<uint8_t> own;
-        return decode_blocks(a + 1, b + 1, own);
-      });
+      return ParallelFor(blocks - 1, exec.threads, 1,
+                         [&](uint64_t a, uint64_t b) { return decode_blocks(a + 1, b + 1); });
     }
   }
   buf->resize(total_bytes);
