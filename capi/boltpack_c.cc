@@ -318,14 +318,23 @@ const char* bp_dtype_name(int dtype) {
 
 const char* bp_version_string(void) { return BOLTPACK_VERSION_STRING; }
 
-bp_status bp_open(const char* path, bp_reader** out) { return bp_open_view(path, nullptr, out); }
+bp_status bp_open(const char* path, bp_reader** out) { return bp_open_flags(path, nullptr, 0, out); }
 
 bp_status bp_open_view(const char* path, const char* view, bp_reader** out) {
+  return bp_open_flags(path, view, 0, out);
+}
+
+bp_status bp_open_flags(const char* path, const char* view, uint32_t flags, bp_reader** out) {
   return Guard(nullptr, "bp_open", [&]() -> bp_status {
     if (out == nullptr) return NullArg(nullptr, "bp_open", "out");
     *out = nullptr;
     if (path == nullptr) return NullArg(nullptr, "bp_open", "path");
+    if ((flags & ~BP_OPEN_NO_VERIFY) != 0) {
+      return Fail(nullptr, BP_ERR_INVALID_ARGUMENT,
+                  "bp_open: unknown flag bits (this library knows BP_OPEN_NO_VERIFY only)");
+    }
     boltpack::ReaderOptions options;
+    options.verify_checksums = (flags & BP_OPEN_NO_VERIFY) == 0;
     if (view != nullptr && view[0] != '\0') options.view = view;
     auto opened = boltpack::Reader::Open(path, options);
     if (!opened.ok()) return Fail(nullptr, opened.status());

@@ -390,12 +390,10 @@ absl::Status DecodeBudget(const Reader& reader, const BudgetTensor& t, std::stri
   // prefix per group or segment).
   absl::Status st = absl::OkStatus();
   if (!inner_cut) {
-    for (const auto& run : runs[0]) {
-      if (!st.ok()) break;
-      st = reader.DecodeRows(t.tensor, view, run.start, run.start + run.length, out,
-                             absl::MakeSpan(o, run.length * row_bytes));
-      o += run.length * row_bytes;
-    }
+    // One decode of every kept run: each chunk is read and checked once.
+    std::vector<RowRange> ranges;
+    for (const auto& run : runs[0]) ranges.push_back({run.start, run.start + run.length});
+    st = reader.DecodeRowRanges(t.tensor, view, ranges, out, dst);
   } else {
     // Batches of kept rows (about 16 MiB decoded at a time).
     const uint64_t batch = std::max<uint64_t>(1, std::min<uint64_t>(t.shape[0], (16u << 20) / row_bytes));

@@ -1,15 +1,8 @@
 #include "boltpack/reader.h"
 
 #include <algorithm>
-#include <cstring>
-#include <new>
 #include <optional>
 
-#include <zstd.h>
-
-#include "common/str_cat.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/arena.h"
 #include "boltpack/codec_registry.h"
@@ -23,75 +16,12 @@
 #include "format/limits.h"
 #include "format/manifest_convert.h"
 #include "format/manifest_validate.h"
+#include "format/reader_impl.h"
 #include "io/mapped_file.h"
 
 namespace boltpack {
 
-struct Reader::Impl {
-  std::string path;
-  ReaderOptions options;
-  std::unique_ptr<io::MappedFile> file;
-  std::vector<std::unique_ptr<io::MappedFile>> sibling_files;
-  std::vector<absl::Span<const uint8_t>> shard_bytes;  // [0] is this file
-  std::vector<uint64_t> shard_data_end;
-  format::Header header;
-  format::Footer footer;
-  std::string writer;
-  std::vector<TensorInfo> tensors;
-  Metadata metadata;
-  std::vector<std::string> required_features;
-  std::vector<std::string> missing_features;
-  absl::flat_hash_map<std::string_view, size_t> by_name;
-  std::optional<ElasticManifest> elastic;
-  std::vector<ViewInfo> views;  // [0] is "full"
 
-  absl::Status Load(absl::Span<const uint8_t> bytes, bool allow_siblings);
-  void LoadViews(const v1::Manifest& manifest);
-  // The view named `name` ("" is "full"), or NOT_FOUND naming the file's views.
-  absl::StatusOr<const ViewInfo*> FindView(std::string_view name) const {
-    if (name.empty()) return &views[0];
-    for (const auto& v : views) {
-      if (v.name == name) return &v;
-    }
-    std::string known;
-    for (const auto& v : views) known += StrCat(known.empty() ? "" : ", ", v.name);
-    return absl::NotFoundError(StrCat(path, ": no view \"", absl::CHexEscape(absl::string_view(name.data(), name.size())),
-                                      "\" (the file has: ", known, ")"));
-  }
-  std::string Where(size_t t) const { return StrCat(path, ": tensor \"", tensors[t].name, "\""); }
-  absl::Span<const uint8_t> Stored(const StreamInfo& s) const {
-    return shard_bytes[s.shard].subspan(s.offset, s.length);
-  }
-};
-
-namespace {
-
-// A stream's raw bytes: a view into the mapping, or a buffer we own.
-struct RawBytes {
-  absl::Span<const uint8_t> view;
-  std::unique_ptr<uint8_t[]> owned;
-  uint64_t base = 0;
-};
-
-absl::StatusOr<std::unique_ptr<uint8_t[]>> Allocate(uint64_t n, const std::string& where) {
-  std::unique_ptr<uint8_t[]> p(new (std::nothrow) uint8_t[n == 0 ? 1 : n]);
-  if (!p) return absl::ResourceExhaustedError(StrCat(where, ": cannot allocate ", n, " bytes"));
-  return p;
-}
-
-absl::Status ZstdInto(absl::Span<const uint8_t> src, uint8_t* dst, uint64_t raw_length,
-                      const std::string& where) {
-  size_t got = ZSTD_decompress(dst, raw_length, src.data(), src.size());
-  if (ZSTD_isError(got)) {
-    return absl::DataLossError(StrCat(where, ": zstd: ", ZSTD_getErrorName(got)));
-  }
-  if (got != raw_length) {
-    return absl::DataLossError(StrCat(where, ": zstd data holds ", got, " bytes, the manifest says ", raw_length));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_siblings) {
   constexpr uint64_t kMinFile = format::kHeaderSize + format::kFooterSize;
@@ -167,6 +97,7 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   }
   tensors.reserve(manifest.tensors_size());
   for (const auto& t : manifest.tensors()) tensors.push_back(format::FromProto(t));
+  checks.Reset(tensors);
   metadata = format::MetadataFromProto(manifest);
   writer = manifest.writer();
   if (manifest.has_elastic()) elastic = format::ElasticFromProto(manifest.elastic());
@@ -318,6 +249,9 @@ absl::Status Reader::VerifyStream(size_t tensor, size_t stream) const {
     return absl::DataLossError(absl::StrFormat("%s: checksum mismatch (manifest %016x, data %016x)", where, s.xxh3, computed));
   }
   if (!chunk_error.empty()) return absl::DataLossError(chunk_error);
+  for (uint64_t u = 0; u < format::StreamChecks::Units(s); ++u) {
+    impl_->checks.Mark(tensor, stream, u, format::StreamChecks::kChecksum);
+  }
   return absl::OkStatus();
 }
 
@@ -355,209 +289,6 @@ absl::Status Reader::VerifyContainer(const ExecOptions& exec) const {
     }
     return absl::OkStatus();
   });
-}
-
-absl::Status Reader::CanDecode(size_t tensor, OutputType out) const {
-  if (tensor >= impl_->tensors.size()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
-  const auto& info = impl_->tensors[tensor];
-  if (!impl_->missing_features.empty()) {
-    return absl::UnimplementedError(StrCat(
-        impl_->path, ": needs feature \"", impl_->missing_features[0],
-        "\" which this reader does not implement; the file can be listed and copied, not decoded"));
-  }
-  for (const auto& f : info.required_features) {
-    if (!format::IsKnownFeature(f)) {
-      return absl::UnimplementedError(StrCat(impl_->Where(tensor), ": needs feature \"", f,
-                                                        "\" which this reader does not implement"));
-    }
-  }
-  if (static_cast<int>(info.dtype) > kMaxDType) {
-    return absl::UnimplementedError(StrCat(impl_->Where(tensor), ": dtype ", static_cast<int>(info.dtype),
-                                           " is unknown to this reader; its bytes can be copied, not decoded"));
-  }
-  for (const auto& s : info.streams) {
-    if (s.compression != Compression::kNone && s.compression != Compression::kZstd) {
-      return absl::UnimplementedError(StrCat(impl_->Where(tensor), " stream \"", s.role, "\": compression ",
-                                             static_cast<int>(s.compression), " is unknown to this reader"));
-    }
-  }
-  const Codec* codec = FindCodec(info.codec_id);
-  if (codec == nullptr) {
-    return absl::UnimplementedError(StrCat(impl_->Where(tensor), ": codec \"", info.codec_id,
-                                                 "\" is unknown to this reader; its bytes can be copied, not decoded"));
-  }
-  absl::Status valid = codec->ValidateRecord(info);
-  if (!valid.ok()) {
-    // A record its codec rejects is a damaged file, whatever code the codec
-    // chose (spec §12).
-    return absl::DataLossError(StrCat(impl_->path, ": ", valid.message()));
-  }
-  if (!codec->CanDecodeTo(info, out)) {
-    return absl::InvalidArgumentError(StrCat(impl_->Where(tensor), ": codec \"", info.codec_id,
-                                                   "\" cannot decode a ", DTypeName(info.dtype),
-                                                   " tensor to this output type"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<uint64_t> Reader::DecodedBytes(size_t tensor, OutputType out) const {
-  BP_RETURN_IF_ERROR(CanDecode(tensor, out));
-  const auto& info = impl_->tensors[tensor];
-  return FindCodec(info.codec_id)->DecodedBytes(info, out);
-}
-
-namespace {
-
-absl::StatusOr<RawBytes> RawRange(const Reader::Impl& impl, size_t tensor, size_t stream, uint64_t begin,
-                                  uint64_t end, int threads) {
-  const StreamInfo& s = impl.tensors[tensor].streams[stream];
-  std::string where = StrCat(impl.Where(tensor), " stream \"", s.role, "\"");
-  auto stored = impl.Stored(s);
-  RawBytes raw;
-  if (begin > end || end > s.raw_length) {
-    return absl::OutOfRangeError(StrCat(where, ": raw range [", begin, ", ", end, ") outside the stream"));
-  }
-  if (s.compression == Compression::kNone) {
-    raw.view = stored.subspan(begin, end - begin);
-    raw.base = begin;
-    return raw;
-  }
-  if (s.raw_length > impl.options.max_decompressed_stream_bytes) {
-    return absl::ResourceExhaustedError(StrCat(where, ": ", s.raw_length,
-                                                     " decompressed bytes exceed the reader's limit"));
-  }
-  if (s.chunks.empty()) {
-    BP_ASSIGN_OR_RETURN(raw.owned, Allocate(s.raw_length, where));
-    BP_RETURN_IF_ERROR(ZstdInto(stored, raw.owned.get(), s.raw_length, where));
-    raw.view = absl::MakeConstSpan(raw.owned.get() + begin, end - begin);
-    raw.base = begin;
-    return raw;
-  }
-  // Decompress only the chunks that overlap [begin, end), in parallel.
-  size_t first = 0;
-  while (first + 1 < s.chunks.size() && s.chunks[first].raw_offset + s.chunks[first].raw_length <= begin) ++first;
-  size_t last = first;
-  while (last + 1 < s.chunks.size() && s.chunks[last + 1].raw_offset < end) ++last;
-  uint64_t lo = s.chunks[first].raw_offset;
-  uint64_t hi = s.chunks[last].raw_offset + s.chunks[last].raw_length;
-  BP_ASSIGN_OR_RETURN(raw.owned, Allocate(hi - lo, where));
-  uint8_t* dst = raw.owned.get();
-  BP_RETURN_IF_ERROR(ParallelFor(last - first + 1, threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
-    for (uint64_t k = first + a; k < first + b; ++k) {
-      const auto& c = s.chunks[k];
-      BP_RETURN_IF_ERROR(ZstdInto(stored.subspan(c.stored_offset, c.stored_length), dst + (c.raw_offset - lo),
-                                  c.raw_length, StrCat(where, " chunk ", k)));
-    }
-    return absl::OkStatus();
-  }));
-  raw.view = absl::MakeConstSpan(dst + (begin - lo), end - begin);
-  raw.base = begin;
-  return raw;
-}
-
-}  // namespace
-
-absl::Status Reader::ReadRawStream(size_t tensor, size_t stream, absl::Span<uint8_t> dst,
-                                   const ExecOptions& exec) const {
-  if (tensor >= impl_->tensors.size() || stream >= impl_->tensors[tensor].streams.size()) {
-    return absl::OutOfRangeError(StrCat(impl_->path, ": no stream ", stream, " of tensor ", tensor));
-  }
-  const StreamInfo& s = impl_->tensors[tensor].streams[stream];
-  if (dst.size() != s.raw_length) {
-    return absl::InvalidArgumentError(StrCat(impl_->Where(tensor), " stream \"", s.role, "\": buffer of ",
-                                             dst.size(), " bytes for ", s.raw_length, " raw bytes"));
-  }
-  BP_ASSIGN_OR_RETURN(RawBytes raw, RawRange(*impl_, tensor, stream, 0, s.raw_length, exec.threads));
-  if (!raw.view.empty()) std::memcpy(dst.data(), raw.view.data(), raw.view.size());
-  return absl::OkStatus();
-}
-
-namespace {
-
-// For an error of a decode in a view that leaves streams out: which ones (a
-// codec that does not decode views rejects their empty bytes).
-std::string ViewNote(const TensorInfo& info, const ViewInfo* view) {
-  std::string left_out;
-  for (const auto& s : info.streams) {
-    if (!ViewReadsStream(view->name, s)) left_out += StrCat(left_out.empty() ? "" : ", ", "\"", s.role, "\"");
-  }
-  if (left_out.empty()) return {};
-  return StrCat(" (view \"", view->name, "\" does not read stream ", left_out, ")");
-}
-
-}  // namespace
-
-absl::Status Reader::Decode(size_t tensor, OutputType out, absl::Span<uint8_t> dst, const ExecOptions& exec) const {
-  return Decode(tensor, impl_->options.view, out, dst, exec);
-}
-
-absl::Status Reader::Decode(size_t tensor, std::string_view view, OutputType out, absl::Span<uint8_t> dst,
-                            const ExecOptions& exec) const {
-  BP_ASSIGN_OR_RETURN(const ViewInfo* v, impl_->FindView(view));
-  const bool full = v == &impl_->views[0];
-  BP_ASSIGN_OR_RETURN(uint64_t need, DecodedBytes(tensor, out));
-  const auto& info = impl_->tensors[tensor];
-  if (dst.size() < need) {
-    return absl::InvalidArgumentError(StrCat(impl_->Where(tensor), ": output buffer of ", dst.size(),
-                                                   " bytes is smaller than the ", need, " the decode writes"));
-  }
-  std::vector<RawBytes> raws;
-  DecodeInput input;
-  input.info = &info;
-  if (!full) input.view = v->name;
-  for (size_t s = 0; s < info.streams.size(); ++s) {
-    if (!full && !ViewReadsStream(v->name, info.streams[s])) {
-      // Not read in this view: its bytes are neither touched nor checked.
-      input.streams.emplace_back();
-      input.raw_base.push_back(0);
-      continue;
-    }
-    if (impl_->options.verify_checksums) BP_RETURN_IF_ERROR(VerifyStream(tensor, s));
-    BP_ASSIGN_OR_RETURN(auto raw, RawRange(*impl_, tensor, s, 0, info.streams[s].raw_length, exec.threads));
-    input.streams.push_back(raw.view);
-    input.raw_base.push_back(0);
-    raws.push_back(std::move(raw));
-  }
-  absl::Status st = FindCodec(info.codec_id)->Decode(input, out, dst.subspan(0, need), exec);
-  if (!st.ok()) return absl::Status(st.code(), StrCat(impl_->path, ": ", st.message(), ViewNote(info, v)));
-  return st;
-}
-
-absl::Status Reader::DecodeRows(size_t tensor, uint64_t row_begin, uint64_t row_end, OutputType out,
-                                absl::Span<uint8_t> dst) const {
-  return DecodeRows(tensor, impl_->options.view, row_begin, row_end, out, dst);
-}
-
-absl::Status Reader::DecodeRows(size_t tensor, std::string_view view, uint64_t row_begin, uint64_t row_end,
-                                OutputType out, absl::Span<uint8_t> dst) const {
-  BP_ASSIGN_OR_RETURN(const ViewInfo* v, impl_->FindView(view));
-  const bool full = v == &impl_->views[0];
-  BP_RETURN_IF_ERROR(CanDecode(tensor, out));
-  const auto& info = impl_->tensors[tensor];
-  if (row_begin > row_end || row_end > info.row_count()) {
-    return absl::OutOfRangeError(StrCat(impl_->Where(tensor), ": rows [", row_begin, ", ", row_end,
-                                              ") outside [0, ", info.row_count(), ")"));
-  }
-  const Codec* codec = FindCodec(info.codec_id);
-  std::vector<RawBytes> raws;
-  DecodeInput input;
-  input.info = &info;
-  if (!full) input.view = v->name;
-  for (size_t s = 0; s < info.streams.size(); ++s) {
-    if (!full && !ViewReadsStream(v->name, info.streams[s])) {
-      input.streams.emplace_back();
-      input.raw_base.push_back(0);
-      continue;
-    }
-    BP_ASSIGN_OR_RETURN(auto range, codec->RowRangeBytes(info, s, row_begin, row_end));
-    BP_ASSIGN_OR_RETURN(auto raw, RawRange(*impl_, tensor, s, range.first, range.second, 1));
-    input.streams.push_back(raw.view);
-    input.raw_base.push_back(raw.base);
-    raws.push_back(std::move(raw));
-  }
-  absl::Status st = codec->DecodeRows(input, row_begin, row_end, out, dst);
-  if (!st.ok()) return absl::Status(st.code(), StrCat(impl_->path, ": ", st.message(), ViewNote(info, v)));
-  return st;
 }
 
 }  // namespace boltpack

@@ -22,6 +22,7 @@ struct ConvertArgs {
   uint64_t split_max_tensors = 0;  // .gguf output: at most this many tensors per file
   std::string view = "full";  // the view .bolt inputs are decoded in (.safetensors output)
   bool no_fsync = false;       // skip the fsync before the rename (io/atomic_file.h)
+  bool no_verify = false;      // decode .bolt inputs without checking their checksums
 };
 int RunConvert(const ConvertArgs& args);
 

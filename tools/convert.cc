@@ -283,8 +283,8 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
     if (info.streams.size() == 1) {
       // The stored codec bytes are the GGUF bytes (the codec ids GGUF knows
       // store ggml's block layout); zstd is undone, checksums checked.
-      BP_RETURN_IF_ERROR(t.reader->VerifyStream(t.index, 0));
       if (info.streams[0].compression == Compression::kNone) {
+        BP_RETURN_IF_ERROR(t.reader->VerifyStream(t.index, 0));
         BP_ASSIGN_OR_RETURN(out->bytes, t.reader->StoredStream(t.index, 0));
       } else {
         out->owned.resize(info.streams[0].raw_length);
@@ -497,7 +497,9 @@ int RunConvert(const ConvertArgs& args) {
     }
     imatrix = std::move(*im);
   }
-  auto in = Inputs::Open(args.inputs);
+  ReaderOptions bolt_options;
+  bolt_options.verify_checksums = !args.no_verify;
+  auto in = Inputs::Open(args.inputs, bolt_options);
   if (!in.ok()) {
     PrintError(std::string(in.status().message()));
     return 1;

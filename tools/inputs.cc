@@ -58,7 +58,8 @@ void Inputs::Release(const InputTensor& t) const {
   }
 }
 
-absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::string>& paths) {
+absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::string>& paths,
+                                                     const ReaderOptions& bolt_options) {
   auto in = std::make_unique<Inputs>();
   std::unordered_set<std::string> names;
   std::unordered_set<std::string> keys;
@@ -117,7 +118,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
       }
       in->ggufs_.push_back(std::move(model));
     } else if (ext == ".bolt") {
-      BP_ASSIGN_OR_RETURN(auto reader, Reader::Open(path));
+      BP_ASSIGN_OR_RETURN(auto reader, Reader::Open(path, bolt_options));
       in->files_.push_back(path);
       for (const auto& [k, v] : reader->metadata()) add_meta(k, v);
       for (size_t i = 0; i < reader->tensors().size(); ++i) {

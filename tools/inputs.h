@@ -39,8 +39,10 @@ struct InputTensor {
 
 class Inputs {
  public:
-  // Opens every path by its extension (.safetensors, .json index, .bolt).
-  static absl::StatusOr<std::unique_ptr<Inputs>> Open(const std::vector<std::string>& paths);
+  // Opens every path by its extension (.safetensors, .json index, .bolt);
+  // .bolt files with `bolt_options`.
+  static absl::StatusOr<std::unique_ptr<Inputs>> Open(const std::vector<std::string>& paths,
+                                                      const ReaderOptions& bolt_options = {});
 
   const std::vector<InputTensor>& tensors() const { return tensors_; }
   const Metadata& metadata() const { return metadata_; }

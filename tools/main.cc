@@ -54,6 +54,9 @@ int main(int argc, char** argv) {
                 "Elastic authoring JSON (spec/elastic.md): axes, bindings, importance, budgets; .bolt output only")
       ->check(CLI::ExistingFile);
   c->add_flag("--no-fsync", convert.no_fsync, kNoFsyncHelp);
+  c->add_flag("--no-verify", convert.no_verify,
+              "Decode .bolt inputs without checking their checksums (for files verified before; copied streams "
+              "are still checked)");
   c->add_option("--zstd", convert.zstd_level, "Compress streams with zstd at this level where it pays (0 = off)")->check(CLI::Range(0, 22));
 
   InspectArgs inspect;

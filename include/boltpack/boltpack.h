@@ -192,6 +192,20 @@ BP_API bp_status bp_open(const char* path, bp_reader** out);
  * gives BP_ERR_NOT_FOUND. */
 BP_API bp_status bp_open_view(const char* path, const char* view, bp_reader** out);
 
+/* Flags of bp_open_flags. */
+/* Decode without checking checksums. By default every decode (bp_decode,
+ * bp_budget_decode) checks the stored bytes it reads against their XXH3-64
+ * the first time the reader reads them, and fails with BP_ERR_CORRUPT,
+ * naming file, tensor, stream and chunk, on a mismatch. Set this only for a
+ * file verified before (bp_verify, `bolt-pack verify`) that cannot have
+ * changed since. */
+#define BP_OPEN_NO_VERIFY 0x1u
+
+/* bp_open_view with flags (BP_OPEN_*, or 0: the defaults of bp_open). An
+ * unknown flag bit gives BP_ERR_INVALID_ARGUMENT, so that a flag of a later
+ * version is never silently ignored. */
+BP_API bp_status bp_open_flags(const char* path, const char* view, uint32_t flags, bp_reader** out);
+
 /* Number of views the file can be read in (at least 1: "full"); 0 for NULL. */
 BP_API size_t bp_view_count(const bp_reader* r);
 /* Name of view i: 0 is "full", then the declared views in manifest order.
@@ -234,7 +248,8 @@ BP_API bp_status bp_stream_info(const bp_reader* r, size_t tensor, size_t stream
  * mapping (*size bytes; *data may be NULL when *size is 0). For a compressed
  * stream these are the compressed bytes, so this is meaningful as tensor data
  * only when the compression is BP_COMPRESSION_NONE. Read-only; valid until
- * bp_close. Checksums are not checked here (see bp_verify). */
+ * bp_close. NOT checked against the checksums: the caller verifies
+ * (bp_verify) or decodes (bp_decode checks). */
 BP_API bp_status bp_stream_data(const bp_reader* r, size_t tensor, size_t stream,
                                 const void** data, uint64_t* size);
 
@@ -367,7 +382,9 @@ BP_API bp_status bp_budget_bytes(const bp_budget* b, uint64_t* bytes);
  * cannot be viewed in place: a compressed stream or a codec without fixed
  * cells; use bp_budget_decode. */
 BP_API bp_status bp_budget_region_count(const bp_budget* b, size_t i, size_t* count);
-/* Region k of kept tensor i. Pointers valid until bp_close on the reader. */
+/* Region k of kept tensor i. Pointers valid until bp_close on the reader.
+ * Zero-copy, so NOT checked against the checksums (bp_verify first, or use
+ * bp_budget_decode, which checks). */
 BP_API bp_status bp_budget_region(const bp_budget* b, size_t i, size_t k, struct bp_region* out);
 
 /* Bytes bp_budget_decode of kept tensor i to `out` writes. */

@@ -23,8 +23,15 @@ namespace boltpack {
 struct ReaderOptions {
   // Refuse manifests larger than this (the spec's limit is the maximum).
   uint64_t max_manifest_bytes = 256ull << 20;
-  // Check a stream's XXH3-64 each time it is decoded.
-  bool verify_checksums = false;
+  // Every decode (Decode, DecodeRows, DecodeRowRanges, ReadRawStream, and
+  // whatever is built on them: budgets, the C API, the CLI) checks the bytes
+  // it reads against their checksums before using them: each chunk, or each
+  // stream that has no chunks, the first time this reader reads it; a
+  // mismatch is DATA_LOSS naming the file, tensor, stream and chunk. Turn it
+  // off only for a file verified before (e.g. by `bolt-pack verify`) that
+  // cannot have changed since. Zero-copy spans (StoredStream, budget views)
+  // are never checked: their bytes are the caller's to verify.
+  bool verify_checksums = true;
   // A zstd stream may not claim more decompressed bytes than this (a tiny
   // hostile file must not make the reader allocate terabytes).
   uint64_t max_decompressed_stream_bytes = 1ull << 40;
@@ -58,6 +65,12 @@ struct ViewInfo {
 // Whether view `view` reads stream `s` ("" and "full" read every stream;
 // another view reads a stream whose list is empty or names it).
 bool ViewReadsStream(std::string_view view, const StreamInfo& s);
+
+// Outer rows [begin, end) of a tensor.
+struct RowRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
 
 struct FormatVersion {
   uint32_t major = 0;
@@ -108,11 +121,13 @@ class Reader {
   // The view Decode and DecodeRows read by default (ReaderOptions::view).
   const std::string& view() const;
 
-  // Zero-copy view of a stream's stored bytes (compressed if it is).
+  // Zero-copy view of a stream's stored bytes (compressed if it is). NOT
+  // checked against its checksum: call VerifyStream first, or decode.
   absl::StatusOr<absl::Span<const uint8_t>> StoredStream(size_t tensor, size_t stream) const;
   // Copies a stream's raw (decompressed) bytes into `dst`, which must be
   // exactly the stream's raw_length: what a tool needs to move stored codec
   // bytes to another format (GGUF) whatever compression the file used.
+  // Checked as a decode is (ReaderOptions::verify_checksums).
   absl::Status ReadRawStream(size_t tensor, size_t stream, absl::Span<uint8_t> dst,
                              const ExecOptions& exec = {}) const;
   // Checks one stream's XXH3-64 (and its chunks', with their line-prefix
@@ -129,6 +144,9 @@ class Reader {
   // OK when tensor `t` can be decoded (features known, codec registered,
   // record valid); otherwise the reason.
   absl::Status CanDecode(size_t tensor, OutputType out) const;
+  // Bytes a decode of tensor `t` to `out` writes. Fails as CanDecode does,
+  // and when a zstd stream cannot hold the raw length its record declares,
+  // so a caller may allocate what this returns.
   absl::StatusOr<uint64_t> DecodedBytes(size_t tensor, OutputType out) const;
   // Decodes in the reader's view (ReaderOptions::view).
   absl::Status Decode(size_t tensor, OutputType out, absl::Span<uint8_t> dst,
@@ -139,11 +157,17 @@ class Reader {
   // empty spans; one reader can serve a draft and a full model at once.
   absl::Status Decode(size_t tensor, std::string_view view, OutputType out, absl::Span<uint8_t> dst,
                       const ExecOptions& exec = {}) const;
-  // Decodes outer rows [row_begin, row_end), reading only the chunks needed.
+  // Decodes outer rows [row_begin, row_end), reading (and checking) only the
+  // chunks they lie in.
   absl::Status DecodeRows(size_t tensor, uint64_t row_begin, uint64_t row_end,
-                          OutputType out, absl::Span<uint8_t> dst) const;
+                          OutputType out, absl::Span<uint8_t> dst, const ExecOptions& exec = {}) const;
   absl::Status DecodeRows(size_t tensor, std::string_view view, uint64_t row_begin, uint64_t row_end,
-                          OutputType out, absl::Span<uint8_t> dst) const;
+                          OutputType out, absl::Span<uint8_t> dst, const ExecOptions& exec = {}) const;
+  // Decodes the rows of `ranges`, in their order, back to back into `dst`. Decode and DecodeRows are this with one range: the rows are
+  // cut into blocks of whole chunks, each checked and then decoded on one of
+  // `exec.threads` threads while its bytes are in cache.
+  absl::Status DecodeRowRanges(size_t tensor, std::string_view view, absl::Span<const RowRange> ranges,
+                               OutputType out, absl::Span<uint8_t> dst, const ExecOptions& exec = {}) const;
 
   struct Impl;
 
