@@ -2,37 +2,16 @@
 // everything a consumer may do with what open accepted: verify, decode every
 // tensor to every output type, and row-range reads.
 //
-// Checksums would stop almost every mutation at the door, so for most inputs
-// the target first repairs the header, manifest and footer checksums (and
-// the footer's size and file id) of its copy; the rest exercise the checks.
+// For most inputs the target first repairs the checksums that open checks
+// (fuzz/repair_checksums.h); the rest exercise those checks.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "absl/base/internal/endian.h"
 #include "google/protobuf/stubs/logging.h"
 #include "boltpack/reader.h"
-#include "format/layout.h"
-
-namespace {
-
-void RepairChecksums(std::vector<uint8_t>& b) {
-  using boltpack::format::Xxh3;
-  if (b.size() < 128) return;
-  absl::little_endian::Store64(b.data() + 56, Xxh3({b.data(), 56}));
-  uint8_t* footer = b.data() + b.size() - 64;
-  uint64_t offset = absl::little_endian::Load64(footer);
-  uint64_t length = absl::little_endian::Load64(footer + 8);
-  if (offset <= b.size() - 64 && length <= b.size() - 64 - offset) {
-    absl::little_endian::Store64(footer + 16, Xxh3({b.data() + offset, length}));
-  }
-  std::memcpy(footer + 32, b.data() + 24, 8);  // file id
-  absl::little_endian::Store64(footer + 40, b.size());
-  absl::little_endian::Store64(footer + 48, Xxh3({footer, 48}));
-}
-
-}  // namespace
+#include "fuzz/repair_checksums.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // Hostile manifests make protobuf log each invalid UTF-8 string; the
@@ -43,7 +22,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> bytes(data, data + size);
-  if (size > 0 && data[size - 1] % 8 != 0) RepairChecksums(bytes);
+  if (size > 0 && data[size - 1] % 8 != 0) boltpack::fuzz::RepairChecksums(bytes);
   boltpack::ReaderOptions options;
   options.max_decompressed_stream_bytes = 64u << 20;
   options.verify_checksums = (size & 1) != 0;
