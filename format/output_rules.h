@@ -30,9 +30,11 @@ absl::Status CheckWrittenName(std::string_view text, std::string_view kind, cons
 
 // Parses `serialized` back as the reader does and applies the reader's
 // checks to what it reads: ValidateManifest (`data_end`: where the data
-// section ends) and the ValidateRecord of every tensor whose codec is
-// registered.
-absl::Status ValidateAsReader(const std::string& serialized, const std::string& file, uint64_t data_end);
+// section ends) and, with `check_records`, the ValidateRecord of every
+// tensor whose codec is registered (a Writer checks each record as it is
+// added, so it skips that here).
+absl::Status ValidateAsReader(const std::string& serialized, const std::string& file, uint64_t data_end,
+                              bool check_records = true);
 
 }  // namespace boltpack::format
 
