@@ -338,5 +338,49 @@ TEST(GgmlPassThrough, ReencodingOrDecodingIsACleanError) {
   EXPECT_FALSE(Exists(st));
 }
 
+// Slicing needs no decode: outer rows and whole blocks of the innermost
+// dimension are cut from the stored bytes, to .bolt and .gguf.
+TEST(GgmlPassThrough, SliceCutsWholeRowsAndBlocks) {
+  std::string dir = MakeTempDir();
+  const uint64_t row = 1024 / 256 * 144;  // blk.0.q4k.weight: 5 rows of Q4_K
+  auto source = io::GgufModel::Open(Gguf("ggml-writer-all"));
+  ASSERT_TRUE(source.ok());
+  auto src = (*source)->TensorBytes(*(*source)->FindTensor("blk.0.q4k.weight"));
+  struct Case {
+    const char* name;
+    const char* json;
+    std::vector<uint8_t> want;
+  };
+  std::vector<uint8_t> rows(src.begin(), src.begin() + 2 * row), blocks;
+  for (uint64_t r = 0; r < 5; ++r) blocks.insert(blocks.end(), src.begin() + r * row, src.begin() + r * row + row / 2);
+  std::vector<Case> cases = {
+      {"rows", R"({"version": 1, "layers": {"count": 1, "name_pattern": "blk.{L}."}, "axes": {"rows": {"scope": "layer"}},
+         "bindings": [{"tensor": "blk.{L}.q4k.weight", "dims": ["rows", "-"]}],
+         "budgets": [{"name": "cut", "per_layer": {"rows": [2]}}]})", rows},
+      {"blocks", R"({"version": 1, "layers": {"count": 1, "name_pattern": "blk.{L}."},
+         "axes": {"cols": {"scope": "layer", "granularity": 256}},
+         "bindings": [{"tensor": "blk.{L}.q4k.weight", "dims": ["-", "cols"]}],
+         "budgets": [{"name": "cut", "per_layer": {"cols": [512]}}]})", blocks},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string json = StrCat(dir, "/", c.name, ".json"), bolt = StrCat(dir, "/", c.name, ".bolt");
+    std::vector<uint8_t> text(c.json, c.json + std::strlen(c.json));
+    WriteFileBytes(json, text);
+    ASSERT_EQ(RunCli({"convert", Gguf("ggml-writer-all"), "-o", bolt, "--elastic", json}).exit_code, 0);
+    std::string cut_bolt = StrCat(dir, "/", c.name, "-cut.bolt"), cut_gguf = StrCat(dir, "/", c.name, "-cut.gguf");
+    ASSERT_EQ(RunCli({"slice", bolt, "--budget", "cut", "-o", cut_bolt}).exit_code, 0);
+    ASSERT_EQ(RunCli({"slice", bolt, "--budget", "cut", "-o", cut_gguf}).exit_code, 0);
+    EXPECT_EQ(RunCli({"verify", cut_bolt}).exit_code, 0);
+    auto g = io::GgufModel::Open(cut_gguf);
+    ASSERT_TRUE(g.ok()) << g.status();
+    auto got = (*g)->TensorBytes(*(*g)->FindTensor("blk.0.q4k.weight"));
+    EXPECT_TRUE(std::vector<uint8_t>(got.begin(), got.end()) == c.want);
+    auto st = RunCli({"slice", bolt, "--budget", "cut", "-o", StrCat(dir, "/", c.name, ".safetensors")});
+    EXPECT_EQ(st.exit_code, 1) << st.output;
+    EXPECT_HAS(st.output, "codec ggml type Q4_K: not decoded by this version");
+  }
+}
+
 }  // namespace
 }  // namespace boltpack

@@ -64,8 +64,13 @@ class GgmlPassThroughCodec : public Codec {
   absl::StatusOr<uint64_t> EncodedSize(DType, absl::Span<const uint64_t> shape, const CodecParams&) const override {
     return GgmlTensorBytes(type_, std::vector<uint64_t>(shape.rbegin(), shape.rend()));
   }
-  // Nothing is cut from these blocks yet (slice refuses such a tensor).
-  std::vector<int> SliceableAxes(absl::Span<const uint64_t>, const CodecParams&) const override { return {}; }
+  // As the block codecs: the outer axes (the elastic rules also let the
+  // innermost be cut in whole blocks); cuts are made on the stored bytes.
+  std::vector<int> SliceableAxes(absl::Span<const uint64_t> shape, const CodecParams&) const override {
+    std::vector<int> axes;
+    for (int a = 0; a + 1 < static_cast<int>(shape.size()); ++a) axes.push_back(a);
+    return axes;
+  }
 
  private:
   absl::Status NotHere(std::string_view what) const {

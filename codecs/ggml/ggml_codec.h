@@ -6,8 +6,8 @@
 // Such a record is checked like any other (dtype F32, the parameter, one
 // stream whose raw length is what ggml's block and type size give for the
 // shape, chunks of whole rows), so its bytes are checksummed, copied,
-// listed and exported back to GGUF byte for byte; they are not decoded or
-// encoded by this version. CanDecodeTo answers yes for every target (the
+// listed, sliced (whole rows, whole blocks) and exported back to GGUF byte
+// for byte; they are not decoded or encoded by this version. CanDecodeTo answers yes for every target (the
 // values are F32 numbers) so that the reader's checks pass and
 // DecodedBytes and Decode say why not: UNIMPLEMENTED, "codec ggml type
 // Q4_K: not decoded by this version", as for a codec the reader lacks.
