@@ -1,6 +1,7 @@
 #include "codecs/builtin_codecs.h"
 
 #include "boltpack/codec_registry.h"
+#include "codecs/ggml/ggml_codec.h"
 #include "codecs/int4/int4_codec.h"
 #include "codecs/iq2_xxs/iq2_xxs_codec.h"
 #include "codecs/mxfp4/mxfp4_codec.h"
@@ -23,6 +24,7 @@ absl::Status RegisterBuiltinCodecs() {
   BP_RETURN_IF_ERROR(RegisterNvfp4Codecs());
   BP_RETURN_IF_ERROR(RegisterInt4Codecs());
   BP_RETURN_IF_ERROR(RegisterIq2XxsCodec());
+  BP_RETURN_IF_ERROR(RegisterGgmlPassThroughCodecs());
   return absl::OkStatus();
 }
 

@@ -33,6 +33,7 @@
 #include "format/limits.h"
 #include "format/manifest_convert.h"
 #include "format/manifest_validate.h"
+#include "format/output_rules.h"
 #include "io/atomic_file.h"
 
 namespace boltpack {
@@ -120,10 +121,7 @@ struct Writer::Impl {
     return absl::OkStatus();
   }
   absl::Status CheckName(const std::string& name) {
-    if (name.empty() || name.size() > format::kMaxNameBytes || name.find('\0') != std::string::npos) {
-      return absl::InvalidArgumentError(StrCat(file->path(), ": tensor name \"", name,
-                                                     "\" must be 1..4096 bytes without NUL"));
-    }
+    BP_RETURN_IF_ERROR(format::CheckWrittenName(name, "tensor name", file->path()));
     if (!tensor_names.insert(name).second) {
       return absl::InvalidArgumentError(StrCat(file->path(), ": duplicate tensor name \"", name, "\""));
     }
@@ -519,10 +517,7 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(const std::string& path, 
 
 absl::Status Writer::AddMetadata(std::string key, MetaValue value) {
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
-  if (key.empty() || key.size() > format::kMaxNameBytes || key.find('\0') != std::string::npos) {
-    return absl::InvalidArgumentError(StrCat(impl_->file->path(), ": metadata key \"", key,
-                                                   "\" must be 1..4096 bytes without NUL"));
-  }
+  BP_RETURN_IF_ERROR(format::CheckWrittenName(key, "metadata key", impl_->file->path()));
   if (!impl_->metadata_keys.insert(key).second) {
     return absl::InvalidArgumentError(StrCat(impl_->file->path(), ": duplicate metadata key \"", key, "\""));
   }
@@ -632,6 +627,9 @@ absl::Status Writer::AddStored(TensorInfo info, const std::vector<PieceSource*>&
 absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string new_name) {
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
   if (tensor >= reader.tensors().size()) return absl::OutOfRangeError(StrCat(reader.path(), ": no tensor #", tensor));
+  // A record this version would refuse to read (or cannot write) is not
+  // copied: the output must open and verify wherever the input should have.
+  BP_RETURN_IF_ERROR(format::CheckCopyable(reader, tensor));
   TensorInfo info = reader.tensors()[tensor];
   if (!new_name.empty()) info.name = std::move(new_name);
   for (const auto& f : reader.required_features()) {
@@ -698,8 +696,11 @@ absl::Status Writer::Finish() {
     return absl::ResourceExhaustedError(StrCat(impl_->file->path(), ": manifest of ", bytes.size(),
                                                      " bytes exceeds the 256 MiB limit"));
   }
-  // The writer checks what it wrote with the reader's own rules.
-  BP_RETURN_IF_ERROR(format::ValidateManifest(m, impl_->file->path(), {manifest_offset}));
+  // The writer reads back what it is about to write with the reader's own
+  // parse and container rules, so no command commits a file its reader
+  // refuses; each record passed its codec's ValidateRecord when it was added
+  // (AddTensor, AddStored, CopyTensor), which the reader applies at decode.
+  BP_RETURN_IF_ERROR(format::ValidateAsReader(bytes, impl_->file->path(), manifest_offset, /*check_records=*/false));
   auto span = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   BP_RETURN_IF_ERROR(impl_->file->Write(span));
   format::Footer footer;

@@ -32,6 +32,7 @@
 #include "absl/types/span.h"
 #include "boltpack/piece_source.h"
 #include "boltpack/types.h"
+#include "codecs/ggml/ggml_types.h"
 
 namespace boltpack::io {
 
@@ -45,7 +46,7 @@ inline constexpr uint64_t kGgufMaxStringBytes = 1ull << 30;    // GGUF_MAX_STRIN
 inline constexpr uint64_t kGgufMaxArrayElements = 1ull << 30;  // GGUF_MAX_ARRAY_ELEMENTS
 inline constexpr size_t kGgufMaxNameBytes = 63;                // GGML_MAX_NAME - 1
 inline constexpr size_t kGgufMaxDims = 4;                      // GGML_MAX_DIMS
-inline constexpr int kGgmlTypeCount = 43;
+using ::boltpack::kGgmlTypeCount;
 
 // Metadata keys bolt-pack adds when it imports a GGUF (and consumes when it
 // exports one): what an exact rewrite needs besides the GGUF keys.
@@ -56,25 +57,14 @@ inline constexpr std::string_view kGgufAlignmentKey = "gguf.alignment";  // UINT
 // its key/values (no padding; llama.cpp's vocab-only files).
 inline constexpr std::string_view kGgufPaddedKey = "gguf.padded";
 
-// One ggml tensor type (ggml.c type_traits, ggml-common.h block sizes).
-struct GgmlType {
-  int id;
-  std::string_view name;  // upper case as ggml_type_name prints it ("Q4_K")
-  uint32_t block_size;    // elements per block
-  uint32_t type_size;     // bytes per block
-};
+// ggml's types and the codec of each live with the codecs
+// (codecs/ggml/ggml_types.h), which check records against the same table.
+using ::boltpack::GgmlType;
+using ::boltpack::GgmlTypeById;
+using ::boltpack::GgmlTypeByName;
+using ::boltpack::GgmlTensorBytes;
+using ::boltpack::GgmlTypeCodecId;
 
-// nullptr for ids ggml does not know or removed (4, 5, 31-33, 36-38).
-const GgmlType* GgmlTypeById(int id);
-// Case-insensitive name ("q4_k", "Q4_K").
-const GgmlType* GgmlTypeByName(std::string_view name);
-// Bytes of a tensor of this type with GGUF dims `ne` (innermost first);
-// fails on a row length that is not a multiple of the block size or overflow.
-absl::StatusOr<uint64_t> GgmlTensorBytes(const GgmlType& type, absl::Span<const uint64_t> ne);
-
-// The bolt-pack codec that holds a tensor of this GGUF type: f32, f16, bf16,
-// raw (F64, I8..I64), q8_0, mxfp4, nvfp4-ggml, iq2_xxs, else "ggml-<name>".
-std::string GgmlTypeCodecId(const GgmlType& type);
 // The logical dtype of such a tensor (F32 for every block-quantized type).
 DType GgmlTypeDType(const GgmlType& type);
 // The reverse: the GGUF type of a bolt-pack tensor stored by `codec_id` with

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
+#include "tests/manifest_rewrite.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
@@ -691,6 +692,31 @@ TEST(ElasticCli, AFailedWriteLeavesNoOutput) {
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << "left behind: " << e.path();
   }
+}
+
+}  // namespace
+}  // namespace boltpack
+
+namespace boltpack {
+namespace {
+
+// A tensor slice copies whole (no budget cuts it) is copied only if its
+// record is one the reader accepts: an invalid one is refused naming the
+// input and the tensor, and no output is left.
+TEST(ElasticCli, SliceRefusesToCopyAnInvalidRecord) {
+  std::string dir = MakeTempDir();
+  ASSERT_NO_FATAL_FAILURE(WriteQ8Elastic(dir));
+  auto bad = testing::RewriteManifest(testing::ReadFileBytes(dir + "/e.bolt"), [](v1::Manifest& m) {
+    for (auto& t : *m.mutable_tensors()) {
+      if (t.name() == "token_embd.weight") t.mutable_streams(0)->set_role("mystery");
+    }
+  });
+  testing::WriteFileBytes(dir + "/bad.bolt", bad);
+  auto s = RunCli({"slice", dir + "/bad.bolt", "--budget", "small", "-o", dir + "/s.bolt"});
+  EXPECT_EQ(s.exit_code, 1) << s.output;
+  EXPECT_NE(s.output.find(dir + "/bad.bolt: not a valid \"f32\" record, not copied: "), std::string::npos) << s.output;
+  EXPECT_NE(s.output.find("token_embd.weight"), std::string::npos) << s.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/s.bolt"));
 }
 
 }  // namespace

@@ -431,22 +431,42 @@ void ExpectBudgetRuns(const std::string& vector, const Reader& r, const JsonValu
   }
 }
 
+// A dtype or compression of a later format version: this writer cannot
+// write it into the version it writes (spec/container.md §5.1).
+bool LaterVersionRecord(const TensorInfo& t) {
+  if (static_cast<int>(t.dtype) > kMaxDType) return true;
+  for (const auto& s : t.streams) {
+    if (s.compression != Compression::kNone && s.compression != Compression::kZstd) return true;
+  }
+  return false;
+}
+
 // Stored bytes can be copied whatever the codec or features: copy every
-// tensor with Writer::CopyTensor and compare the copy's records.
+// tensor with Writer::CopyTensor and compare the copy's records. A tensor
+// of a later version's dtype or compression is refused, naming it.
 void ExpectCopy(const std::string& vector, const Reader& r) {
   const std::string out = testing::MakeTempDir() + "/copy.bolt";
   WriterOptions options;
   options.alignment = r.alignment();
   auto w = Writer::Create(out, options);
   ASSERT_TRUE(w.ok()) << w.status();
+  std::vector<size_t> copied;
   for (size_t t = 0; t < r.tensors().size(); ++t) {
     absl::Status s = (*w)->CopyTensor(r, t);
+    if (LaterVersionRecord(r.tensors()[t])) {
+      EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << vector << ": " << s;
+      EXPECT_NE(s.message().find("is a later format version's, which this version cannot write; not copied"),
+                std::string::npos) << s;
+      EXPECT_NE(s.message().find("\"" + r.tensors()[t].name + "\""), std::string::npos) << s;
+      continue;
+    }
     ASSERT_TRUE(s.ok()) << vector << ": copy of tensor " << t << ": " << s;
+    copied.push_back(t);
   }
   ASSERT_TRUE((*w)->Finish().ok());
   auto copy = Reader::Open(out);
   ASSERT_TRUE(copy.ok()) << vector << ": the copy does not open: " << copy.status();
-  ASSERT_EQ((*copy)->tensors().size(), r.tensors().size());
+  ASSERT_EQ((*copy)->tensors().size(), copied.size());
   EXPECT_TRUE((*copy)->VerifyContainer().ok());
   // Format 1.2: a copy that keeps line prefixes is a 1.2 file.
   bool prefixes = false;
@@ -457,8 +477,8 @@ void ExpectCopy(const std::string& vector, const Reader& r) {
     EXPECT_EQ((*copy)->version().minor, 2u) << vector;
   }
   std::set<std::string> copy_features((*copy)->required_features().begin(), (*copy)->required_features().end());
-  for (size_t t = 0; t < r.tensors().size(); ++t) {
-    const TensorInfo& a = r.tensors()[t];
+  for (size_t t = 0; t < copied.size(); ++t) {
+    const TensorInfo& a = r.tensors()[copied[t]];
     const TensorInfo& b = (*copy)->tensors()[t];
     EXPECT_EQ(a.name, b.name);
     EXPECT_EQ(a.shape, b.shape);

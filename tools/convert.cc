@@ -504,6 +504,10 @@ int RunConvert(const ConvertArgs& args) {
     PrintError(std::string(in.status().message()));
     return 1;
   }
+  if (absl::Status importable = CheckImportable(**in); !importable.ok()) {
+    PrintError(std::string(importable.message()));
+    return 1;
+  }
   if (args.view != "full") {
     // A view is a way to decode a .bolt file; other outputs copy or re-encode.
     if (ext != ".safetensors") {

@@ -9,6 +9,7 @@
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
+#include "format/output_rules.h"
 #include "io/mapped_file.h"
 
 namespace boltpack::tools {
@@ -63,10 +64,15 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
   auto in = std::make_unique<Inputs>();
   std::unordered_set<std::string> names;
   std::unordered_set<std::string> keys;
+  std::string path_of_meta;  // the input add_meta's keys come from
   auto add_meta = [&](const std::string& key, MetaValue v) {
-    if (keys.insert(key).second) in->metadata_.emplace_back(key, std::move(v));
+    if (keys.insert(key).second) {
+      in->metadata_.emplace_back(key, std::move(v));
+      in->metadata_files_.push_back(path_of_meta);
+    }
   };
   for (const auto& path : paths) {
+    path_of_meta = path;
     std::string ext = Extension(path);
     if (ext == ".safetensors" || ext == ".json") {
       BP_ASSIGN_OR_RETURN(auto model, io::SafetensorsModel::Open(path));
@@ -147,6 +153,17 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
   return in;
 }
 
+absl::Status CheckImportable(const Inputs& in) {
+  for (const auto& t : in.tensors()) {
+    if (t.kind == InputKind::kBolt) continue;
+    BP_RETURN_IF_ERROR(format::CheckWrittenName(t.name, "tensor name", t.file));
+  }
+  for (size_t k = 0; k < in.metadata().size(); ++k) {
+    BP_RETURN_IF_ERROR(format::CheckWrittenName(in.metadata()[k].first, "metadata key", in.metadata_file(k)));
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 // Stream roles and parameters a registered block codec writes, learnt once
@@ -206,6 +223,12 @@ absl::StatusOr<TensorInfo> GgufBlockRecord(const InputTensor& t) {
   s.length = t.bytes.size();
   info.streams.push_back(std::move(s));
   return info;
+}
+
+bool StoredNotDecoded(const TensorInfo& info) {
+  const Codec* codec = FindCodec(info.codec_id);
+  return codec != nullptr && codec->ValidateRecord(info).ok() &&
+         codec->DecodedBytes(info, OutputType::kF32).status().code() == absl::StatusCode::kUnimplemented;
 }
 
 absl::StatusOr<std::vector<uint8_t>> DecodeToLogical(const InputTensor& t, int threads) {

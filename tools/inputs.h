@@ -46,6 +46,8 @@ class Inputs {
 
   const std::vector<InputTensor>& tensors() const { return tensors_; }
   const Metadata& metadata() const { return metadata_; }
+  // The input metadata entry `k` comes from (the first that has its key).
+  const std::string& metadata_file(size_t k) const { return metadata_files_[k]; }
   // Every file read, so the output can refuse to overwrite one.
   const std::vector<std::string>& files() const { return files_; }
   uint64_t total_bytes() const;
@@ -60,8 +62,16 @@ class Inputs {
   std::vector<std::unique_ptr<io::GgufModel>> ggufs_;
   std::vector<InputTensor> tensors_;
   Metadata metadata_;
+  std::vector<std::string> metadata_files_;
   std::vector<std::string> files_;
 };
+
+// Whether a conversion may take these inputs: every tensor name and
+// metadata key of a GGUF or safetensors input is one a .bolt manifest holds
+// (1..4096 bytes of UTF-8 without NUL; spec/gguf-mapping.md §2), so a
+// name that would make an unreadable output is refused naming the input,
+// not the output. .bolt inputs were checked when they were opened.
+absl::Status CheckImportable(const Inputs& in);
 
 // Drops the pages of every stream of tensor `tensor` from the address space
 // (io::ReleaseMappedPages) when `reader` maps its file; nothing over a
@@ -77,6 +87,11 @@ std::string Extension(const std::string& path);
 // spec/gguf-mapping.md, one stream). Where the codec is registered, its
 // stream role and parameters are those its encoder produces.
 absl::StatusOr<TensorInfo> GgufBlockRecord(const InputTensor& t);
+
+// True for a record whose codec is registered, accepts it, and decodes no
+// tensor in this version (the ggml-* pass-through codecs): its bytes are
+// checked by checksum only, and `verify` reports it as "not decoded".
+bool StoredNotDecoded(const TensorInfo& info);
 
 // Decodes an input tensor into its logical element bytes (F32/F16/BF16 stay
 // themselves; other dtypes come out as their native bytes) for re-encoding.
