@@ -1,4 +1,5 @@
 // bolt-pack: convert, inspect, verify and slice model containers.
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <sys/stat.h>
@@ -35,6 +36,10 @@ const CLI::Validator kRegularFile(
 
 int main(int argc, char** argv) {
   using namespace boltpack::tools;
+  // Past a file-size limit (ulimit -f) the kernel would kill the process
+  // with SIGXFSZ, silently; ignored, the write fails with EFBIG and the
+  // command reports "OUT: write failed: File too large" and exits 1.
+  std::signal(SIGXFSZ, SIG_IGN);
   // Invalid input is reported by the reader as an error naming the file;
   // protobuf's own log lines would only repeat it less clearly.
   google::protobuf::SetLogHandler(nullptr);
