@@ -264,6 +264,29 @@ TEST_F(NoLeftovers, KillNineDuringSliceLeavesNothing) {
   KillDuringFsync(Slice(true));
 }
 
+// linkat cannot replace a file: the finished one is linked to a hidden
+// name and renamed over it. Killed before that, the old file stays as it was.
+TEST_F(NoLeftovers, KillNineLeavesAnExistingOutputAsItWas) {
+  const std::string output = OutputOf(Convert(false));
+  const std::vector<uint8_t> old = {'o', 'l', 'd'};
+  testing::WriteFileBytes(output, old);
+  pid_t pid = Spawn(Convert(false), false);
+  while (OutputBytes(pid, out_) < static_cast<int64_t>(kMid) && ::waitpid(pid, nullptr, WNOHANG) == 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+  EXPECT_EQ(Entries(out_), std::vector<std::string>{"m.bolt"});
+  EXPECT_EQ(testing::ReadFileBytes(output), old);
+  // Uninterrupted, the new file replaces it and no hidden name is left.
+  auto c = testing::RunCli(Convert(false));
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_EQ(Entries(out_), std::vector<std::string>{"m.bolt"});
+  EXPECT_TRUE(Reader::Open(output).ok());
+}
+
 TEST_F(NoLeftovers, CaughtSignalsLeaveNothingWithEitherKindOfTemporary) {
   for (bool named : {false, true}) {
     for (int sig : {SIGTERM, SIGINT, SIGHUP}) {

@@ -138,6 +138,18 @@ TEST_F(NonRegular, AShardThatIsAFifoFailsTheCommand) {
   }
 }
 
+TEST_F(NonRegular, AGgufSplitSiblingThatIsAFifoFailsTheCommand) {
+  const std::string gguf = testing::SourceDir() + "/testdata/tinystories-656k/TinyStories-656K.f16.gguf";
+  auto c = RunCliWithin({"convert", gguf, "-o", dir_ + "/s.gguf", "--split-max-tensors", "10", "--no-fsync"});
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  const std::string second = dir_ + "/s-00002-of-00002.gguf";
+  ASSERT_TRUE(std::filesystem::remove(second)) << c.output;
+  ASSERT_EQ(::mkfifo(second.c_str(), 0600), 0);
+  auto r = RunCliWithin({"inspect", dir_ + "/s-00001-of-00002.gguf"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(second + ": not a regular file (a FIFO)"), std::string::npos) << r.output;
+}
+
 TEST_F(NonRegular, EveryOpenOfTheLibraryRefusesThem) {
   for (const std::string& path : {fifo_, folder_, std::string("/dev/null")}) {
     SCOPED_TRACE(path);
