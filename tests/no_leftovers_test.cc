@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -24,9 +23,9 @@
 #include <thread>
 #include <vector>
 
+#include "boltpack/reader.h"
 #include "common/xxh3.h"
 #include "gtest/gtest.h"
-#include "boltpack/reader.h"
 #include "io/gguf.h"
 #include "io/mapped_file.h"
 #include "io/safetensors.h"
@@ -203,6 +202,7 @@ class NoLeftovers : public ::testing::Test {
         if (reached) ::kill(pid, sig);
         continue;
       }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));  // the CLI needs the cores
       std::string target;
       const int fd = OutputFd(pid, out_, &target);
       const bool visible = !Entries(out_).empty();
