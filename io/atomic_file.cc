@@ -1,6 +1,7 @@
 #include "io/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,9 +11,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <random>
+#include <utility>
 
 #include "common/status_macros.h"
 #include "common/str_cat.h"
+#include "io/mapped_file.h"
+#include "io/signal_cleanup.h"
 
 namespace boltpack::io {
 namespace {
@@ -42,6 +47,29 @@ std::string ParentDir(const std::string& path) {
   auto parent = p.parent_path();
   return parent.empty() ? std::string(".") : parent.string();
 }
+
+// Files are created with this mode less the umask (the kernel applies it).
+constexpr mode_t kFileMode = 0644;
+
+// `.NAME.tmp-XXXXXX`, NAME cut so the whole fits in a folder entry.
+std::string HiddenName(const std::string& name) {
+  constexpr size_t kMaxName = 255, kExtra = 1 + 5 + 6;  // ".", ".tmp-", XXXXXX
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  uint64_t bits = 0;
+  if (::getrandom(&bits, sizeof(bits), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(bits))) {
+    bits = std::random_device{}() ^ (static_cast<uint64_t>(::getpid()) << 32);
+  }
+  std::string out = StrCat(".", name.substr(0, kMaxName - kExtra), ".tmp-");
+  for (int i = 0; i < 6; ++i, bits /= 62) out += kChars[bits % 62];
+  return out;
+}
+
+bool ForcedNamedTemporary() {
+  const char* v = std::getenv("BOLTPACK_NAMED_TEMP");
+  return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+}
+
+std::string ProcFdPath(int fd) { return StrCat("/proc/self/fd/", fd); }
 
 }  // namespace
 
@@ -78,25 +106,62 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(StrCat(path, ": is a directory"));
   }
-  std::string dir = ParentDir(path);
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A FIFO or device would be replaced by the output, not written to.
+    return absl::InvalidArgumentError(StrCat(path, ": not a regular file (", FileKind(st.st_mode), ")"));
+  }
   std::string name = std::filesystem::path(path).filename().string();
-  std::string templ = StrCat(dir, "/.", name, ".tmp-XXXXXX");
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  int fd = ::mkstemp(buf.data());
-  if (fd < 0) return ErrnoError(path, "cannot create a temporary file beside it", errno);
-  ::fchmod(fd, 0644);
-  auto file = std::unique_ptr<AtomicFile>(new AtomicFile(path, std::string(buf.data()), fd));
+  if (name.empty() || name == "." || name == "..") {
+    return absl::InvalidArgumentError(StrCat(path, ": names a folder, not a file"));
+  }
+  int dir_fd = ::open(ParentDir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return ErrnoError(path, "cannot open its folder", errno);
+  auto file = std::unique_ptr<AtomicFile>(new AtomicFile(path, std::move(name), dir_fd));
+  BP_RETURN_IF_ERROR(ForcedNamedTemporary() ? file->OpenNamed() : file->OpenUnnamed());
   file->buffer_.reserve(kBufferBytes);
   file->durable_ = durable;
   return file;
 }
 
+absl::Status AtomicFile::OpenUnnamed() {
+  fd_ = ::openat(dir_fd_, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, kFileMode);
+  if (fd_ < 0) {
+    const int err = errno;
+    // Filesystems (or kernels) without O_TMPFILE; other errors would fail a
+    // named file too.
+    if (err == EOPNOTSUPP || err == EISDIR || err == EINVAL || err == ENOSYS) return OpenNamed();
+    return ErrnoError(path_, "cannot create the output file in its folder", err);
+  }
+  // Linked through /proc at Commit: without it the file could not be named.
+  if (::access(ProcFdPath(fd_).c_str(), F_OK) != 0) {
+    ::close(fd_);
+    fd_ = -1;
+    return OpenNamed();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFile::OpenNamed() {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string temp = HiddenName(name_);
+    fd_ = ::openat(dir_fd_, temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, kFileMode);
+    if (fd_ >= 0) {
+      temp_name_ = std::move(temp);
+      signal_slot_ = ArmRemovalOnSignal(dir_fd_, temp_name_);
+      return absl::OkStatus();
+    }
+    if (errno != EEXIST) break;
+  }
+  return ErrnoError(path_, "cannot create a temporary file beside it", errno);
+}
+
 AtomicFile::~AtomicFile() {
   behind_.reset();     // it writes to fd_ and requests writeback
   writeback_.reset();  // it uses fd_
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(temp_path_.c_str());
+  if (fd_ >= 0) ::close(fd_);  // an unnamed file is gone with it
+  if (!committed_ && !temp_name_.empty()) ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
+  DisarmRemovalOnSignal(signal_slot_);
+  ::close(dir_fd_);
 }
 
 // write(2) may write less than asked; loop until done or a real error.
@@ -158,7 +223,7 @@ absl::Status AtomicFile::Flush() {
 }
 
 absl::StatusOr<uint64_t> AtomicFile::QueueWrite(absl::Span<const uint8_t> bytes, std::shared_ptr<const void> keep) {
-  if (committed_) return absl::FailedPreconditionError(StrCat(path_, ": already committed"));
+  if (sealed_) return absl::FailedPreconditionError(StrCat(path_, ": already committed"));
   if (behind_ == nullptr) {
     behind_ = std::make_unique<WriteBehind>([this](absl::Span<const uint8_t> b) { return WriteOut(b); });
   }
@@ -189,6 +254,7 @@ absl::Status AtomicFile::Overwrite(uint64_t offset, absl::Span<const uint8_t> by
     return absl::InternalError(StrCat(path_, ": overwrite of [", offset, ", +", bytes.size(),
                                       ") beyond the ", position_, " bytes written"));
   }
+  if (sealed_) return absl::FailedPreconditionError(StrCat(path_, ": already committed"));
   BP_RETURN_IF_ERROR(Drain());
   size_t done = 0;
   while (done < bytes.size()) {
@@ -203,7 +269,7 @@ absl::Status AtomicFile::Overwrite(uint64_t offset, absl::Span<const uint8_t> by
 }
 
 absl::Status AtomicFile::Write(absl::Span<const uint8_t> bytes) {
-  if (committed_) return absl::FailedPreconditionError(StrCat(path_, ": already committed"));
+  if (sealed_) return absl::FailedPreconditionError(StrCat(path_, ": already committed"));
   const bool direct = bytes.size() >= kDirectBytes;
   if (direct || buffer_.size() + bytes.size() > kBufferBytes) {
     absl::Status s = Flush();
@@ -248,6 +314,12 @@ absl::Status AppendPieces(AtomicFile& file, PieceSource& pieces, std::shared_ptr
 }
 
 absl::Status AtomicFile::Commit() {
+  BP_RETURN_IF_ERROR(Seal());
+  return Publish();
+}
+
+absl::Status AtomicFile::Seal() {
+  if (sealed_) return absl::OkStatus();
   absl::Status s = Drain();
   if (!s.ok()) return s;
   behind_.reset();
@@ -257,20 +329,75 @@ absl::Status AtomicFile::Commit() {
   }
   writeback_.reset();  // before the fsync, which waits for all of it
   if (durable_ && ::fsync(fd_) != 0) return ErrnoError(path_, "fsync failed", errno);
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    return ErrnoError(path_, "close failed", errno);
+  sealed_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFile::LinkIntoPlace() {
+  const std::string proc = ProcFdPath(fd_);
+  if (::linkat(AT_FDCWD, proc.c_str(), dir_fd_, name_.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+    if (::close(std::exchange(fd_, -1)) != 0) {
+      const int err = errno;
+      ::unlinkat(dir_fd_, name_.c_str(), 0);
+      return ErrnoError(path_, "close failed", err);
+    }
+    return absl::OkStatus();
   }
-  fd_ = -1;
-  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    return ErrnoError(path_, "cannot rename the temporary file into place", errno);
+  if (errno != EEXIST) return ErrnoError(path_, "cannot link the finished file into place", errno);
+  // The destination exists: a hidden name, renamed over it. A caught
+  // signal between the two removes the hidden name.
+  for (int attempt = 0; attempt < 100 && temp_name_.empty(); ++attempt) {
+    std::string temp = HiddenName(name_);
+    if (::linkat(AT_FDCWD, proc.c_str(), dir_fd_, temp.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      temp_name_ = std::move(temp);
+      signal_slot_ = ArmRemovalOnSignal(dir_fd_, temp_name_);
+    } else if (errno != EEXIST) {
+      return ErrnoError(path_, "cannot link the finished file beside it", errno);
+    }
   }
-  committed_ = true;
-  if (!durable_) return absl::OkStatus();
-  int dir_fd = ::open(ParentDir(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
+  if (temp_name_.empty()) return ErrnoError(path_, "cannot link the finished file beside it", EEXIST);
+  if (::close(std::exchange(fd_, -1)) != 0) return ErrnoError(path_, "close failed", errno);
+  if (::renameat(dir_fd_, temp_name_.c_str(), dir_fd_, name_.c_str()) != 0) {
+    return ErrnoError(path_, "cannot rename the finished file into place", errno);
+  }
+  replaced_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFile::Publish(bool sync_folder) {
+  if (!sealed_) return absl::FailedPreconditionError(StrCat(path_, ": published before it was sealed"));
+  if (committed_) return absl::OkStatus();
+  if (temp_name_.empty()) {
+    BP_RETURN_IF_ERROR(LinkIntoPlace());
+  } else {
+    if (::close(std::exchange(fd_, -1)) != 0) return ErrnoError(path_, "close failed", errno);
+    struct stat st;
+    replaced_ = ::fstatat(dir_fd_, name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (::renameat(dir_fd_, temp_name_.c_str(), dir_fd_, name_.c_str()) != 0) {
+      return ErrnoError(path_, "cannot rename the temporary file into place", errno);
+    }
+  }
+  committed_ = true;  // the temporary name, if any, is gone
+  DisarmRemovalOnSignal(std::exchange(signal_slot_, -1));
+  if (sync_folder && durable_) ::fsync(dir_fd_);
+  return absl::OkStatus();
+}
+
+void AtomicFile::Unpublish() {
+  if (committed_ && !replaced_) ::unlinkat(dir_fd_, name_.c_str(), 0);
+}
+
+absl::Status CommitAll(absl::Span<AtomicFile* const> files) {
+  for (AtomicFile* f : files) BP_RETURN_IF_ERROR(f->Seal());
+  for (size_t i = 0; i < files.size(); ++i) {
+    absl::Status s = files[i]->Publish(/*sync_folder=*/false);
+    if (!s.ok()) {
+      for (size_t k = 0; k < i; ++k) files[k]->Unpublish();
+      return s;
+    }
+  }
+  for (AtomicFile* f : files) {
+    if (f->durable_) ::fsync(f->dir_fd_);  // one folder, in practice: cheap after the first
   }
   return absl::OkStatus();
 }

@@ -1,8 +1,24 @@
-// An output file that appears only when complete: bytes go to a temporary
-// file in the destination folder; Commit() fsyncs it, renames it over the
-// destination and fsyncs the folder. Destroyed uncommitted, it is removed.
+// An output file that appears only when complete, and never leaves a
+// trace otherwise. Its bytes go to an unnamed file in the destination folder
+// (O_TMPFILE); Commit() fsyncs it, links it into place (linkat through
+// /proc/self/fd: AT_EMPTY_PATH would need a capability) and fsyncs the
+// folder. Killed at any moment before that, even by SIGKILL, the process
+// leaves nothing: the file never had a name. Where a destination exists,
+// linkat cannot replace it: the file is linked to a hidden unique name and
+// renamed over it, and only between those two calls (and the close between
+// them) could a SIGKILL leave `.NAME.tmp-XXXXXX`; a caught signal removes
+// it (io/signal_cleanup.h).
+//
+// Where the folder's filesystem refuses O_TMPFILE (or /proc is not there),
+// the bytes go to a named temporary `.NAME.tmp-XXXXXX` beside the output,
+// renamed into place at Commit, removed when the file is destroyed
+// uncommitted or the process is killed by SIGINT, SIGTERM, SIGHUP or
+// SIGXFSZ; only SIGKILL (or a crash) can leave it. BOLTPACK_NAMED_TEMP=1 in
+// the environment forces this route (for tests).
+//
+// Files are created 0644 less the umask, as a plain create would.
 // Not durable (`--no-fsync`): no writeback requests and no fsyncs, as cp
-// does; the rename still shows only a complete file while the system runs,
+// does; the link still shows only a complete file while the system runs,
 // but a crash soon after may leave it empty or short under its name.
 //
 // Writes are made on the caller's thread until the first QueueWrite; from
@@ -29,7 +45,8 @@ namespace boltpack::io {
 class AtomicFile final : public QueuedSink {
  public:
   // Fails if `path` names one of `inputs` (same file, by device and inode,
-  // or the same path) or a folder that does not exist.
+  // or the same path), something that is not a regular file (a folder, a
+  // FIFO, a device), or a folder that does not exist.
   static absl::StatusOr<std::unique_ptr<AtomicFile>> Create(
       const std::string& path, const std::vector<std::string>& inputs, bool durable = true);
   ~AtomicFile();
@@ -44,8 +61,18 @@ class AtomicFile final : public QueuedSink {
   // Rewrites bytes already written (e.g. a header whose fields are known only
   // at the end); [offset, offset + size) must lie before position().
   absl::Status Overwrite(uint64_t offset, absl::Span<const uint8_t> bytes);
+  // Seal() then Publish(): the file appears under its name.
   absl::Status Commit();
+  // Everything Commit does before the file gets its name: the queued writes
+  // are made, the space reserved past the end is given back, and (durable)
+  // the bytes are fsynced. Nothing can be written after it.
+  absl::Status Seal();
+  // After Seal: links (or renames) the file into place, and when
+  // `sync_folder` (and durable) fsyncs its folder.
+  absl::Status Publish(bool sync_folder = true);
   const std::string& path() const { return path_; }
+  // True when the bytes go to a named temporary (see above).
+  bool named_temporary() const { return !temp_name_.empty(); }
 
   // Queues `bytes` to be written behind the caller and returns their
   // ticket; they must stay valid until WaitWritten(ticket) returns, and
@@ -57,8 +84,18 @@ class AtomicFile final : public QueuedSink {
   absl::Status Drain();
 
  private:
-  AtomicFile(std::string path, std::string temp_path, int fd)
-      : path_(std::move(path)), temp_path_(std::move(temp_path)), fd_(fd) {}
+  AtomicFile(std::string path, std::string name, int dir_fd)
+      : path_(std::move(path)), name_(std::move(name)), dir_fd_(dir_fd) {}
+  // Opens fd_: unnamed where it can, else a named temporary.
+  absl::Status OpenUnnamed();
+  absl::Status OpenNamed();
+  // Unnamed file to a name: linked, or where `name_` exists linked to a
+  // hidden name and renamed over it. Closes fd_.
+  absl::Status LinkIntoPlace();
+  // Removes a name that Publish gave (for CommitAll, when a later file
+  // fails); a destination that was replaced cannot come back.
+  void Unpublish();
+  friend absl::Status CommitAll(absl::Span<AtomicFile* const> files);
   // Writes the buffered bytes (queues them, once writes go behind).
   absl::Status Flush();
   // Writes `bytes` at the end of the file, on whichever thread writes.
@@ -70,8 +107,13 @@ class AtomicFile final : public QueuedSink {
   // last request, once that is kWritebackBytes or more.
   void StartWriteback();
   std::string path_;
-  std::string temp_path_;
-  int fd_;
+  std::string name_;       // path_'s last component, in dir_fd_
+  int dir_fd_;             // the destination folder
+  int fd_ = -1;
+  std::string temp_name_;  // the named temporary in dir_fd_, if one
+  int signal_slot_ = -1;   // io/signal_cleanup.h, while temp_name_ exists
+  bool sealed_ = false;
+  bool replaced_ = false;  // Publish replaced an existing file
   uint64_t position_ = 0;  // bytes written or queued
   uint64_t written_ = 0;   // bytes written to fd_ (by the thread that writes)
   uint64_t reserved_ = 0;  // blocks before this are allocated (by that thread)
@@ -92,6 +134,12 @@ class AtomicFile final : public QueuedSink {
 // for a large stream, fetches and checks the next parts (CopyPieces).
 absl::Status AppendPieces(AtomicFile& file, PieceSource& pieces, std::shared_ptr<PieceSource> behind,
                           std::unique_ptr<SideWorker>& side);
+
+// Commits several files so that they appear together: every one is sealed
+// (written, fsynced) before the first gets its name, then they are linked
+// in the order given with one fsync of each folder at the end. If one fails,
+// those already linked are removed again (those that replaced a file stay).
+absl::Status CommitAll(absl::Span<AtomicFile* const> files);
 
 // Fails (naming both) if `output` is the same file as one of `inputs`.
 absl::Status CheckNotAnInput(const std::string& output, const std::vector<std::string>& inputs);

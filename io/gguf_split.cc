@@ -189,9 +189,11 @@ absl::Status GgufSplitWriter::Finish() {
   }
   // Shards without tensors exist only when there are no tensors at all.
   while (w.files.size() < w.paths.size()) BP_RETURN_IF_ERROR(w.OpenShard(w.files.size()));
-  // The first shard (the one a loader opens) appears last.
-  for (size_t k = w.files.size(); k-- > 0;) BP_RETURN_IF_ERROR(w.files[k]->Commit());
-  return absl::OkStatus();
+  // Every shard is written and fsynced before any gets its name, then they
+  // are linked one after another; the first (the one a loader opens) last.
+  std::vector<AtomicFile*> last_first;
+  for (size_t k = w.files.size(); k-- > 0;) last_first.push_back(w.files[k].get());
+  return CommitAll(last_first);
 }
 
 const std::vector<std::string>& GgufSplitWriter::paths() const { return impl_->paths; }

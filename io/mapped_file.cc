@@ -13,13 +13,39 @@
 
 namespace boltpack::io {
 
-absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    std::string msg = StrCat(path, ": cannot open: ", std::strerror(err));
-    return err == ENOENT ? absl::NotFoundError(msg) : absl::PermissionDeniedError(msg);
-  }
+const char* FileKind(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "of an unknown kind";
+}
+
+namespace {
+
+absl::Status NotRegular(const std::string& path, mode_t mode) {
+  return absl::InvalidArgumentError(StrCat(path, ": not a regular file (", FileKind(mode), ")"));
+}
+
+absl::Status OpenError(const std::string& path, int err) {
+  std::string msg = StrCat(path, ": cannot open: ", std::strerror(err));
+  return err == ENOENT ? absl::NotFoundError(msg) : absl::PermissionDeniedError(msg);
+}
+
+}  // namespace
+
+absl::Status CheckRegularFile(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return OpenError(path, errno);
+  return S_ISREG(st.st_mode) ? absl::OkStatus() : NotRegular(path, st.st_mode);
+}
+
+absl::StatusOr<int> OpenRegularFile(const std::string& path, uint64_t* size) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return OpenError(path, errno);
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int err = errno;
@@ -28,9 +54,46 @@ absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& 
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return absl::InvalidArgumentError(StrCat(path, ": not a regular file"));
+    return NotRegular(path, st.st_mode);
   }
-  uint64_t size = static_cast<uint64_t>(st.st_size);
+  // Reads of a regular file never see O_NONBLOCK; cleared all the same, so
+  // the descriptor behaves as a plain open's wherever it goes.
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  if (size != nullptr) *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes) {
+  uint64_t size = 0;
+  absl::StatusOr<int> fd = OpenRegularFile(path, &size);
+  if (!fd.ok()) return fd.status();
+  if (size > max_bytes) {
+    ::close(*fd);
+    return absl::ResourceExhaustedError(StrCat(path, ": ", size, " bytes exceeds the limit of ", max_bytes));
+  }
+  std::string text(static_cast<size_t>(size), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::read(*fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      ::close(*fd);
+      return absl::DataLossError(StrCat(path, ": read failed after ", done, " of ", size, " bytes: ",
+                                        n < 0 ? std::strerror(err) : "the file got shorter"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(*fd);
+  return text;
+}
+
+absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
+  uint64_t size = 0;
+  absl::StatusOr<int> opened = OpenRegularFile(path, &size);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   const uint8_t* data = nullptr;
   if (size > 0) {
     void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);

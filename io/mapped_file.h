@@ -1,15 +1,34 @@
-// A read-only memory mapping of a whole file.
+// A read-only memory mapping of a whole file, and the one way every input
+// file is opened: OpenRegularFile.
 #ifndef BOLTPACK_IO_MAPPED_FILE_H_
 #define BOLTPACK_IO_MAPPED_FILE_H_
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
 namespace boltpack::io {
+
+// Opens `path` read-only and returns its descriptor (close-on-exec), or an
+// error: NotFound when it does not exist, PermissionDenied when it cannot be
+// opened, InvalidArgument "PATH: not a regular file (a FIFO)" for a FIFO,
+// device, directory or socket. The open does not block (O_NONBLOCK, cleared
+// once the file is known to be regular): a FIFO would otherwise wait for a
+// writer forever. `size`, if given, receives the file's size.
+absl::StatusOr<int> OpenRegularFile(const std::string& path, uint64_t* size = nullptr);
+// The same check by stat(2), opening nothing (for command-line arguments).
+absl::Status CheckRegularFile(const std::string& path);
+// "a FIFO", "a directory", "a character device", ... for a file's st_mode.
+const char* FileKind(mode_t mode);
+// The whole of a small file (a recipe, a JSON file): ResourceExhausted,
+// naming it, when it holds more than `max_bytes`.
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes);
 
 class MappedFile {
  public:

@@ -110,7 +110,9 @@ CommandResult RunCliWithFileSizeLimit(const std::vector<std::string>& args, uint
   struct rlimit limit = old_limit;
   limit.rlim_cur = max_file_bytes;
   ::setrlimit(RLIMIT_FSIZE, &limit);
-  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  // SIGXFSZ at its default (death): the CLI ignores it itself, so that the
+  // write fails with EFBIG and it reports the error.
+  auto old_handler = ::signal(SIGXFSZ, SIG_DFL);
   CommandResult result = RunCli(args);
   ::signal(SIGXFSZ, old_handler);
   ::setrlimit(RLIMIT_FSIZE, &old_limit);

@@ -25,7 +25,8 @@ struct CommandResult {
 // Runs the bolt-pack CLI with `args` (shell-quoted here).
 CommandResult RunCli(const std::vector<std::string>& args);
 // The same with files limited to `max_file_bytes` (RLIMIT_FSIZE, SIGXFSZ
-// ignored), so a write past it fails as on a full disk.
+// left at its default: the CLI ignores it), so a write past it fails as on
+// a full disk.
 CommandResult RunCliWithFileSizeLimit(const std::vector<std::string>& args, uint64_t max_file_bytes);
 // Runs the CLI with `args` (output discarded) and returns its peak resident
 // memory in KiB (its own, from wait4); -1 if it could not run or exited

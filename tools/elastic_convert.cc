@@ -1,12 +1,10 @@
 #include "tools/elastic_convert.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "boltpack/reader.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "format/elastic_validate.h"
+#include "io/mapped_file.h"
 
 namespace boltpack::tools {
 
@@ -53,16 +51,7 @@ bool Moves(const format::ElementMaps& maps) {
 
 absl::StatusOr<std::unique_ptr<io::ElasticAuthoring>> LoadElastic(const std::string& path, const Inputs& in,
                                                                    const std::vector<std::optional<CodecRule>>& plan) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(StrCat(path, ": cannot open the elastic JSON"));
-  f.seekg(0, std::ios::end);
-  auto size = static_cast<uint64_t>(f.tellg());
-  if (size > io::kMaxElasticJsonBytes) {
-    return absl::ResourceExhaustedError(StrCat(path, ": ", size, " bytes exceeds the limit of ", io::kMaxElasticJsonBytes));
-  }
-  f.seekg(0);
-  std::string text(size, '\0');
-  f.read(text.data(), static_cast<std::streamsize>(size));
+  BP_ASSIGN_OR_RETURN(std::string text, io::ReadRegularFile(path, io::kMaxElasticJsonBytes));
   std::vector<io::ElasticTensorShape> shapes;
   shapes.reserve(in.tensors().size());
   for (const auto& t : in.tensors()) shapes.push_back({t.name, t.shape});

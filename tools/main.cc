@@ -1,11 +1,14 @@
 // bolt-pack: convert, inspect, verify and slice model containers.
+#include <csignal>
 #include <cstdio>
 #include <string>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 
 #include "google/protobuf/stubs/logging.h"
 
+#include "io/mapped_file.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
 
@@ -19,8 +22,24 @@ constexpr const char* kNoFsyncHelp =
     "Do not fsync the output before renaming it into place (as cp does): faster; a crash soon after may leave it "
     "empty or short";
 
+// An input must be a regular file: a FIFO would block the open (and every
+// read) forever, a device or folder is not a model. A usage error (exit 2),
+// as a missing input is.
+const CLI::Validator kRegularFile(
+    [](std::string& path) -> std::string {
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0) return "File does not exist: " + path;
+      absl::Status regular = boltpack::io::CheckRegularFile(path);
+      return regular.ok() ? std::string() : std::string(regular.message());
+    },
+    "FILE");
+
 int main(int argc, char** argv) {
   using namespace boltpack::tools;
+  // Past a file-size limit (ulimit -f) the kernel would kill the process
+  // with SIGXFSZ, silently; ignored, the write fails with EFBIG and the
+  // command reports "OUT: write failed: File too large" and exits 1.
+  std::signal(SIGXFSZ, SIG_IGN);
   // Invalid input is reported by the reader as an error naming the file;
   // protobuf's own log lines would only repeat it less clearly.
   google::protobuf::SetLogHandler(nullptr);
@@ -30,7 +49,7 @@ int main(int argc, char** argv) {
 
   ConvertArgs convert;
   auto* c = app.add_subcommand("convert", "Convert between .safetensors, .gguf and .bolt (the output format follows -o's extension)");
-  c->add_option("inputs", convert.inputs, "Input files (.safetensors, .safetensors.index.json, .gguf, .bolt)")->required()->check(CLI::ExistingFile);
+  c->add_option("inputs", convert.inputs, "Input files (.safetensors, .safetensors.index.json, .gguf, .bolt)")->required()->check(kRegularFile);
   c->add_option("-o,--output", convert.output, "Output file (.bolt, .safetensors or .gguf)")->required();
   c->add_option("--codec", convert.codec_rules,
                 "PATTERN=CODEC[:key=value,...]; first matching rule wins; '*' matches any characters")->take_all();
@@ -38,10 +57,10 @@ int main(int argc, char** argv) {
   c->add_option("--alignment", convert.alignment, "Stream alignment in bytes (power of two, >= 64; default 4096)");
   c->add_option("--recipe", convert.recipe,
                 "Codec rules with fallbacks, protobuf text format (spec/recipe.proto); --codec rules come first")
-      ->check(CLI::ExistingFile);
+      ->check(kRegularFile);
   c->add_option("--imatrix,--activations", convert.imatrix,
                 "llama.cpp importance matrix (imatrix .gguf or legacy .dat) for codecs that use one (iq2_xxs; bf16-spec Wanda scores); --activations is an alias")
-      ->check(CLI::ExistingFile);
+      ->check(kRegularFile);
   c->add_option("--view", convert.view,
                 "Decode .bolt inputs as this view sees them (e.g. draft; default full); .safetensors output only");
   c->add_option("--split-max-size", convert.split_max_size,
@@ -52,7 +71,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   c->add_option("--elastic", convert.elastic,
                 "Elastic authoring JSON (spec/elastic.md): axes, bindings, importance, budgets; .bolt output only")
-      ->check(CLI::ExistingFile);
+      ->check(kRegularFile);
   c->add_flag("--no-fsync", convert.no_fsync, kNoFsyncHelp);
   c->add_flag("--no-verify", convert.no_verify,
               "Decode .bolt inputs without checking their checksums (for files verified before; copied streams "
@@ -61,12 +80,12 @@ int main(int argc, char** argv) {
 
   InspectArgs inspect;
   auto* i = app.add_subcommand("inspect", "Show metadata, tensors, codecs, sizes and bits per weight");
-  i->add_option("input", inspect.input, "A .bolt, .safetensors or .gguf file")->required()->check(CLI::ExistingFile);
+  i->add_option("input", inspect.input, "A .bolt, .safetensors or .gguf file")->required()->check(kRegularFile);
   i->add_flag("--json", inspect.json, "Machine-readable output");
 
   VerifyArgs verify;
   auto* v = app.add_subcommand("verify", "Check every checksum and decode every tensor in every view (full, draft, ...); non-zero exit on any problem");
-  v->add_option("input", verify.input, "A .bolt, .safetensors or .gguf file")->required()->check(CLI::ExistingFile);
+  v->add_option("input", verify.input, "A .bolt, .safetensors or .gguf file")->required()->check(kRegularFile);
   v->add_option("--threads", verify.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
   v->add_option("--target", verify.target,
                 "llama.cpp: check the metadata keys, types and tensor shapes llama.cpp needs (.gguf or .bolt)")
@@ -76,7 +95,7 @@ int main(int argc, char** argv) {
 
   SliceArgs slice;
   auto* s = app.add_subcommand("slice", "Cut a budget out of an elastic .bolt file");
-  s->add_option("input", slice.input, "An elastic .bolt file")->required()->check(CLI::ExistingFile);
+  s->add_option("input", slice.input, "An elastic .bolt file")->required()->check(kRegularFile);
   s->add_option("-o,--output", slice.output, "Output file (.bolt, .gguf or .safetensors)");
   s->add_option("--budget", slice.budget, "Budget name");
   s->add_flag("--list-budgets", slice.list_budgets, "List the file's budgets");

@@ -1,16 +1,17 @@
 #include "tools/recipe.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "boltpack/codec_registry.h"
 #include "boltpack_proto/recipe.pb.h"
 #include "common/str_cat.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "io/mapped_file.h"
 
 namespace boltpack::tools {
 namespace {
+
+// A recipe is a few rules; anything near this is not one.
+constexpr uint64_t kMaxRecipeBytes = uint64_t{16} << 20;
 
 // Collects the parser's complaints so the error names line and column.
 class ErrorCollector : public google::protobuf::io::ErrorCollector {
@@ -43,15 +44,13 @@ CodecParams Params(const recipe::v1::CodecChoice& c) {
 }  // namespace
 
 absl::StatusOr<std::vector<CodecRule>> LoadRecipe(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(StrCat(path, ": cannot read the recipe"));
-  std::stringstream text;
-  text << in.rdbuf();
+  absl::StatusOr<std::string> text = io::ReadRegularFile(path, kMaxRecipeBytes);
+  if (!text.ok()) return text.status();
   recipe::v1::Recipe recipe;
   google::protobuf::TextFormat::Parser parser;
   ErrorCollector errors;
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text.str(), &recipe)) {
+  if (!parser.ParseFromString(*text, &recipe)) {
     return absl::InvalidArgumentError(StrCat(path, ": not a recipe: ", errors.first()));
   }
   bool has_default = !recipe.default_fallback().codec().empty();
