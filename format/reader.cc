@@ -7,6 +7,7 @@
 
 #include <zstd.h>
 
+#include "common/escape.h"
 #include "common/str_cat.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/escaping.h"
@@ -58,7 +59,7 @@ struct Reader::Impl {
     return absl::NotFoundError(StrCat(path, ": no view \"", absl::CHexEscape(absl::string_view(name.data(), name.size())),
                                       "\" (the file has: ", known, ")"));
   }
-  std::string Where(size_t t) const { return StrCat(path, ": tensor \"", tensors[t].name, "\""); }
+  std::string Where(size_t t) const { return StrCat(path, ": tensor ", QuoteForDisplay(tensors[t].name)); }
   absl::Span<const uint8_t> Stored(const StreamInfo& s) const {
     return shard_bytes[s.shard].subspan(s.offset, s.length);
   }
