@@ -244,9 +244,9 @@ absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, 
       const Acc& a = acc[shard];
       if (a.read_begin == kNone) continue;
       if (a.read_end > a.unread_begin) {
-        return Invalid(file, StrCat("view \"", view.name(), "\": a stream of tensor \"", *a.unread_first,
-                                    "\" it does not read lies before a stream of tensor \"", *a.read_last,
-                                    "\" it reads (shard ", shard, ")"));
+        return Invalid(file, StrCat("view \"", view.name(), "\": a stream of tensor ", QuoteForDisplay(*a.unread_first),
+                                    " it does not read lies before a stream of tensor ", QuoteForDisplay(*a.read_last),
+                                    " it reads (shard ", shard, ")"));
       }
       bool match = r < view.ranges_size() && view.ranges(r).shard() == shard &&
                    view.ranges(r).offset() == a.read_begin && view.ranges(r).length() == a.read_end - a.read_begin;

@@ -339,8 +339,8 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
         a->parent[k] = units;
         parent_from[ai][k] = t.name;
       } else if (a->parent[k] != units) {
-        return ctx.Err(where, StrCat("dimension ", d, " has ", units, " units of axis \"", a->name, "\" but tensor \"",
-                                     parent_from[ai][k], "\" has ", a->parent[k],
+        return ctx.Err(where, StrCat("dimension ", d, " has ", units, " units of axis \"", a->name, "\" but tensor ",
+                                     QuoteForDisplay(parent_from[ai][k]), " has ", a->parent[k],
                                      a->scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string()));
       }
     }

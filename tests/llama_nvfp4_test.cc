@@ -3,12 +3,14 @@
 // beside block matmul weights and an NVFP4 output.weight, never beside
 // token_embd, so the export keeps the embedding out of NVFP4 and the check
 // reports a scale llama.cpp would refuse.
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "io/gguf.h"
+#include "io/safetensors.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
@@ -245,6 +247,41 @@ TEST(LlamaNvfp4, ReencodedGgufGetsTheFileTypeLlamaQuantizeWrites) {
       EXPECT_EQ(qv->u, 2u);
     }
   }
+}
+
+}  // namespace
+}  // namespace boltpack
+
+namespace boltpack {
+namespace {
+
+// Beside a *_exps weight llama.cpp reads one scale per expert (ne
+// {n_expert}); the export repeats the tensor scale for each.
+TEST(LlamaNvfp4, ExpertWeightsGetOneScalePerExpert) {
+  const std::string dir = MakeTempDir();
+  std::vector<float> x(2 * 64 * 64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.01f * static_cast<float>(static_cast<int>(i % 37) - 18);
+  {
+    auto w = io::SafetensorsWriter::Create(dir + "/moe.safetensors", {},
+                                           {{"blk.0.ffn_up_exps.weight", DType::kF32, {2, 64, 64}}}, {});
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE((*w)->WriteNext(absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(x.data()), x.size() * 4)).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  auto r = RunCli({"convert", dir + "/moe.safetensors", "-o", dir + "/moe.gguf", "--codec", "*=nvfp4"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto g = io::GgufModel::Open(dir + "/moe.gguf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto s = (*g)->FindTensor("blk.0.ffn_up_exps.scale");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ((*g)->tensors()[*s].ne, std::vector<uint64_t>{2});
+  const auto bytes = (*g)->TensorBytes(*s);
+  ASSERT_EQ(bytes.size(), 8u);
+  float a = 0, b = 0;
+  std::memcpy(&a, bytes.data(), 4);
+  std::memcpy(&b, bytes.data() + 4, 4);
+  EXPECT_EQ(a, b);
+  EXPECT_GT(a, 0.0f);
 }
 
 }  // namespace
