@@ -27,6 +27,7 @@
 #include "boltpack/tensor_info.h"
 #include "boltpack/types.h"
 #include "boltpack/version.h"
+#include "common/escape.h"
 #include "common/str_cat.h"
 
 struct bp_budget {
@@ -157,7 +158,7 @@ bp_status CheckTensor(const bp_reader* r, size_t tensor) {
 }
 
 std::string TensorWhere(const bp_reader* r, size_t tensor) {
-  return StrCat(PathOf(r), ": tensor \"", r->reader->tensors()[tensor].name, "\"");
+  return StrCat(PathOf(r), ": tensor ", boltpack::QuoteForDisplay(r->reader->tensors()[tensor].name));
 }
 
 bp_status CheckStream(const bp_reader* r, size_t tensor, size_t stream) {
@@ -817,7 +818,7 @@ bp_status bp_budget_decode(const bp_budget* b, size_t i, bp_output out, void* ds
     if (!need.ok()) return Fail(b->r, need.status());
     if (dst_size < *need) {
       return Fail(b->r, BP_ERR_INVALID_ARGUMENT,
-                  StrCat(PathOf(b->r), ": tensor \"", b->tensors[i].name, "\": the budget's part is ", *need,
+                  StrCat(PathOf(b->r), ": tensor ", boltpack::QuoteForDisplay(b->tensors[i].name), ": the budget's part is ", *need,
                          " bytes, buffer of ", dst_size));
     }
     absl::Span<uint8_t> span(static_cast<uint8_t*>(dst), static_cast<size_t>(*need));

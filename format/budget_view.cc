@@ -5,6 +5,7 @@
 
 #include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
+#include "common/escape.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -210,8 +211,8 @@ absl::Status CheckKept(const Reader& reader, const BudgetTensor& t) {
   bool ok = t.shape.size() == info.shape.size();
   for (size_t d = 0; ok && d < t.shape.size(); ++d) ok = t.shape[d] <= info.shape[d];
   if (!ok) {
-    return absl::InvalidArgumentError(StrCat(reader.path(), ": tensor \"", info.name,
-                                             "\": kept shape is not a prefix of its shape"));
+    return absl::InvalidArgumentError(StrCat(reader.path(), ": tensor ", QuoteForDisplay(info.name),
+                                             ": kept shape is not a prefix of its shape"));
   }
   // Runs, when given: ascending, disjoint, inside the dimension, adding up
   // to the kept size.
@@ -226,8 +227,8 @@ absl::Status CheckKept(const Reader& reader, const BudgetTensor& t) {
     ok &= sum == t.shape[d];
   }
   if (!ok) {
-    return absl::InvalidArgumentError(StrCat(reader.path(), ": tensor \"", info.name,
-                                             "\": kept runs do not match its shape and kept shape"));
+    return absl::InvalidArgumentError(StrCat(reader.path(), ": tensor ", QuoteForDisplay(info.name),
+                                             ": kept runs do not match its shape and kept shape"));
   }
   return absl::OkStatus();
 }
@@ -261,7 +262,7 @@ absl::StatusOr<BudgetTensorView> BudgetView(const Reader& reader, const BudgetTe
   BP_ASSIGN_OR_RETURN(std::string view, ResolveView(reader, view_name));
   BP_RETURN_IF_ERROR(CheckKept(reader, t));
   const TensorInfo& info = reader.tensors()[t.tensor];
-  std::string where = StrCat(reader.path(), ": tensor \"", info.name, "\"");
+  std::string where = StrCat(reader.path(), ": tensor ", QuoteForDisplay(info.name));
   auto layout = format::StoredCellLayout(info.codec_id, info.dtype, info.codec_params);
   if (!info.shape.empty() &&
       (!layout || layout->cell_bytes.size() != info.streams.size() ||
@@ -344,8 +345,8 @@ absl::StatusOr<uint64_t> BudgetDecodedBytes(const Reader& reader, const BudgetTe
   if (elems == 0) return 0;
   if (total % elems == 0) return Product(t.shape) * (total / elems);
   if (!InnerCut(info, t) && total % info.shape[0] == 0) return total / info.shape[0] * t.shape[0];
-  return absl::UnimplementedError(StrCat(reader.path(), ": tensor \"", info.name,
-                                         "\": this output has no whole bytes per element, so an inner cut "
+  return absl::UnimplementedError(StrCat(reader.path(), ": tensor ", QuoteForDisplay(info.name),
+                                         ": this output has no whole bytes per element, so an inner cut "
                                          "cannot be gathered; decode to F32, BF16 or F16"));
 }
 
@@ -355,7 +356,7 @@ absl::Status DecodeBudget(const Reader& reader, const BudgetTensor& t, std::stri
   BP_ASSIGN_OR_RETURN(uint64_t bytes, BudgetDecodedBytes(reader, t, out));
   const TensorInfo& info = reader.tensors()[t.tensor];
   if (dst.size() != bytes) {
-    return absl::InvalidArgumentError(StrCat(reader.path(), ": tensor \"", info.name, "\": the budget's part is ",
+    return absl::InvalidArgumentError(StrCat(reader.path(), ": tensor ", QuoteForDisplay(info.name), ": the budget's part is ",
                                              bytes, " bytes, buffer of ", dst.size()));
   }
   if (info.shape.empty() || t.shape == info.shape) return reader.Decode(t.tensor, view, out, dst);
@@ -429,7 +430,7 @@ absl::Status DecodeBudget(const Reader& reader, std::string_view budget, size_t 
     if (t.tensor == tensor) return DecodeBudget(reader, t, view, out, dst);
   }
   std::string name = tensor < reader.tensors().size() ? reader.tensors()[tensor].name : StrCat("#", tensor);
-  return absl::NotFoundError(StrCat(reader.path(), ": budget \"", budget, "\" drops tensor \"", name, "\""));
+  return absl::NotFoundError(StrCat(reader.path(), ": budget \"", budget, "\" drops tensor ", QuoteForDisplay(name)));
 }
 
 absl::StatusOr<uint64_t> BudgetBytes(const Reader& reader, std::string_view budget, std::string_view view_name) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "boltpack/codec_registry.h"
+#include "common/escape.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 
@@ -19,7 +20,7 @@ constexpr uint64_t kBatchDecodedBytes = uint64_t{8} << 20;
 absl::StatusOr<std::unique_ptr<DecodedCutPieces>> DecodedCutPieces::Create(CutInPlace& cut, OutputType out,
                                                                              int threads) {
   const TensorInfo& info = cut.info;
-  std::string where = StrCat("tensor \"", info.name, "\"");
+  std::string where = StrCat("tensor ", QuoteForDisplay(info.name));
   const Codec* codec = FindCodec(info.codec_id);
   if (codec == nullptr) return absl::UnimplementedError(StrCat(where, ": unknown codec \"", info.codec_id, "\""));
   BP_RETURN_IF_ERROR(codec->ValidateRecord(info));
@@ -63,7 +64,7 @@ absl::StatusOr<absl::Span<const uint8_t>> DecodedCutPieces::Next() {
       if (leftover_[k].empty()) {
         BP_ASSIGN_OR_RETURN(leftover_[k], cut_->streams[k]->Next());
         if (leftover_[k].empty()) {
-          return absl::InternalError(StrCat("tensor \"", batch.name, "\": stream ", k, " ended early"));
+          return absl::InternalError(StrCat("tensor ", QuoteForDisplay(batch.name), ": stream ", k, " ended early"));
         }
         // Stored bytes are verified before they are decoded.
         BP_RETURN_IF_ERROR(cut_->streams[k]->Check(leftover_[k]));

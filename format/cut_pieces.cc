@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "boltpack/reader.h"
+#include "common/escape.h"
 #include "common/checked_math.h"
 #include "common/piece_copy.h"
 #include "common/status_macros.h"
@@ -238,7 +239,7 @@ absl::Status StreamCutPieces::Verify(uint64_t begin, uint64_t end) {
     if (verified_[c]) continue;
     const ChunkInfo& chunk = s.chunks[c];
     if (Xxh3(stored_.subspan(chunk.stored_offset, chunk.stored_length)) != chunk.xxh3) {
-      return absl::DataLossError(StrCat(reader_.path(), ": tensor \"", reader_.tensors()[tensor_].name, "\" stream \"",
+      return absl::DataLossError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(reader_.tensors()[tensor_].name), " stream \"",
                                         s.role, "\": chunk ", c, " checksum mismatch"));
     }
     verified_[c] = true;
@@ -398,8 +399,8 @@ std::optional<uint64_t> StreamCutPieces::VerifiedXxh3(absl::Span<const uint8_t> 
 absl::Status StreamCutPieces::CheckPrefixes(absl::Span<const uint8_t> part) {
   while (!part.empty()) {
     if (unit_ >= prefix_units_.size()) {
-      return absl::InternalError(StrCat(reader_.path(), ": tensor \"", reader_.tensors()[tensor_].name,
-                                        "\": more bytes checked than the cut keeps"));
+      return absl::InternalError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(reader_.tensors()[tensor_].name),
+                                        ": more bytes checked than the cut keeps"));
     }
     const PrefixUnit& u = prefix_units_[unit_];
     uint64_t n = std::min<uint64_t>(part.size(), u.out_end - prefix_checked_);
@@ -409,8 +410,8 @@ absl::Status StreamCutPieces::CheckPrefixes(absl::Span<const uint8_t> part) {
     if (prefix_checked_ < u.out_end) break;
     if (unit_hash_.Digest() != u.xxh3) {
       const StreamInfo& s = reader_.tensors()[tensor_].streams[stream_];
-      return absl::DataLossError(StrCat(reader_.path(), ": tensor \"", reader_.tensors()[tensor_].name,
-                                        "\" stream \"", s.role, "\": chunk ", u.chunk,
+      return absl::DataLossError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(reader_.tensors()[tensor_].name),
+                                        " stream \"", s.role, "\": chunk ", u.chunk,
                                         " line-prefix checksum mismatch (prefix ", prefix_, ": the first ",
                                         s.prefix_bytes[prefix_], " bytes of each ", s.line_bytes, "-byte line)"));
     }

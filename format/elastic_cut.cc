@@ -8,6 +8,7 @@
 #include "boltpack/reader.h"
 #include "boltpack/writer.h"
 #include "codecs/encoded_record.h"
+#include "common/escape.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -138,7 +139,7 @@ absl::StatusOr<std::vector<uint8_t>> GatherCells(absl::Span<const uint8_t> src, 
 
 absl::StatusOr<CutTensor> CutRawTensor(const TensorInfo& info, const std::vector<absl::Span<const uint8_t>>& streams,
                                        const ElementMaps& maps, std::string new_name) {
-  std::string where = StrCat("tensor \"", info.name, "\"");
+  std::string where = StrCat("tensor ", QuoteForDisplay(info.name));
   if (maps.size() != info.shape.size() || streams.size() != info.streams.size()) {
     return absl::InvalidArgumentError(StrCat(where, ": ", maps.size(), " maps for ", info.shape.size(), " dimensions"));
   }
@@ -213,7 +214,7 @@ absl::StatusOr<CutTensor> CutStoredTensor(const Reader& reader, size_t tensor, c
     BP_RETURN_IF_ERROR(reader.VerifyStream(tensor, k));
     BP_ASSIGN_OR_RETURN(auto stored, reader.StoredStream(tensor, k));
     const StreamInfo& s = info.streams[k];
-    std::string where = StrCat(reader.path(), ": tensor \"", info.name, "\" stream \"", s.role, "\"");
+    std::string where = StrCat(reader.path(), ": tensor ", QuoteForDisplay(info.name), " stream \"", s.role, "\"");
     if (s.compression == Compression::kNone) {
       raw[k] = stored;
     } else if (s.compression == Compression::kZstd) {

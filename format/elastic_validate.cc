@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
+#include "common/escape.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -315,7 +316,7 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
     ElasticBound bound = index.Resolve(t.name);
     if (bound.binding == nullptr) continue;
     used.insert(bound.binding);
-    std::string where = StrCat("tensor \"", t.name, "\"");
+    std::string where = StrCat("tensor ", QuoteForDisplay(t.name));
     if (bound.in_layer && bound.layer >= m.layer_count) {
       return Bad(file, StrCat(where, ": layer ", bound.layer, " is past layer_count ", m.layer_count));
     }
@@ -499,7 +500,7 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
           if (groups > 1 && ((c / groups) * a.unit_elems % use.block != 0 ||
                              (a.parent[k] / groups) * a.unit_elems % use.block != 0)) {
             std::string at = a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string();
-            return Bad(file, StrCat(where, ": tensor \"", use.tensor, "\" keeps ", (c / groups) * a.unit_elems,
+            return Bad(file, StrCat(where, ": tensor ", QuoteForDisplay(use.tensor), " keeps ", (c / groups) * a.unit_elems,
                                     " elements at the start of each of ", groups, " groups of ",
                                     (a.parent[k] / groups) * a.unit_elems,
                                     " elements of its innermost dimension (axis \"", a.name, "\"", at,
@@ -508,7 +509,7 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
           }
           if (elems % use.block != 0) {
             std::string at = a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string();
-            return Bad(file, StrCat(where, ": tensor \"", use.tensor, "\" keeps ", elems, " of ",
+            return Bad(file, StrCat(where, ": tensor ", QuoteForDisplay(use.tensor), " keeps ", elems, " of ",
                                     a.parent[k] * a.unit_elems, " elements of its innermost dimension (axis \"",
                                     a.name, "\"", at, "), not a multiple of its codec's block of ", use.block,
                                     " elements; choose a count that is a multiple of ", use.block,
@@ -529,12 +530,12 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
       for (const ElasticRun& r : inner) {
         if (r.start % use.block != 0 || r.length % use.block != 0) {
           if (!use.product.empty()) {
-            return Bad(file, StrCat("budget ", Quoted(b.name), ": tensor \"", use.tensor->name, "\" keeps elements [",
+            return Bad(file, StrCat("budget ", Quoted(b.name), ": tensor ", QuoteForDisplay(use.tensor->name), " keeps elements [",
                                     r.start, ", ", r.start + r.length, ") of its innermost dimension (product ",
                                     Quoted(use.product), "), which splits its codec's blocks of ", use.block,
                                     " elements; every kept run must start and end on a block boundary"));
           }
-          return Bad(file, StrCat("budget ", Quoted(b.name), ": tensor \"", use.tensor->name, "\" keeps elements [",
+          return Bad(file, StrCat("budget ", Quoted(b.name), ": tensor ", QuoteForDisplay(use.tensor->name), " keeps elements [",
                                   r.start, ", ", r.start + r.length,
                                   ") of its segmented innermost dimension, which splits its codec's blocks of ",
                                   use.block, " elements; every kept run must start and end on a block boundary"));

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/escaping.h"
+#include "common/escape.h"
 #include "common/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "boltpack/codec_registry.h"
@@ -92,7 +93,7 @@ absl::Status ValidateName(std::string_view name, std::string_view kind, const st
     return TooMany(file, StrCat(kind, " of ", name.size(), " bytes exceeds the limit of ", kMaxNameBytes));
   }
   if (name.find('\0') != std::string_view::npos) {
-    return Invalid(file, StrCat(kind, " \"", absl::CHexEscape(absl::string_view(name.data(), name.size())), "\" contains a NUL byte"));
+    return Invalid(file, StrCat(kind, " ", QuoteForDisplay(name, 200), " contains a NUL byte"));
   }
   return absl::OkStatus();
 }
@@ -243,9 +244,9 @@ absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, 
       const Acc& a = acc[shard];
       if (a.read_begin == kNone) continue;
       if (a.read_end > a.unread_begin) {
-        return Invalid(file, StrCat("view \"", view.name(), "\": a stream of tensor \"", *a.unread_first,
-                                    "\" it does not read lies before a stream of tensor \"", *a.read_last,
-                                    "\" it reads (shard ", shard, ")"));
+        return Invalid(file, StrCat("view \"", view.name(), "\": a stream of tensor ", QuoteForDisplay(*a.unread_first),
+                                    " it does not read lies before a stream of tensor ", QuoteForDisplay(*a.read_last),
+                                    " it reads (shard ", shard, ")"));
       }
       bool match = r < view.ranges_size() && view.ranges(r).shard() == shard &&
                    view.ranges(r).offset() == a.read_begin && view.ranges(r).length() == a.read_end - a.read_begin;
@@ -310,7 +311,7 @@ absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t t
                             const std::vector<uint64_t>& shard_data_end, bool zstd_declared,
                             const std::string& file, std::vector<std::vector<Extent>>* extents) {
   // Built only on error: validation runs for every stream of every tensor.
-  auto where = [&] { return StrCat(file, ": tensor \"", t.name(), "\" stream \"", s.role(), "\""); };
+  auto where = [&] { return StrCat(file, ": tensor ", QuoteForDisplay(t.name()), " stream \"", s.role(), "\""); };
   if (s.role().empty() || s.role().size() > 64) {
     return absl::DataLossError(StrCat(where(), ": role must be 1..64 bytes"));
   }
@@ -459,7 +460,7 @@ absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
     keys.reserve(m.metadata_size());
     for (const auto& e : m.metadata()) {
       BP_RETURN_IF_ERROR(ValidateName(e.key(), "metadata key", file));
-      if (!keys.insert(e.key()).second) return Invalid(file, StrCat("duplicate metadata key \"", e.key(), "\""));
+      if (!keys.insert(e.key()).second) return Invalid(file, StrCat("duplicate metadata key ", QuoteForDisplay(e.key(), 200)));
       BP_RETURN_IF_ERROR(ValidateValue(e.value(), 0, [&] { return StrCat(file, ": metadata \"", e.key(), "\""); }));
     }
   }
@@ -476,8 +477,8 @@ absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
   names.reserve(m.tensors_size());
   for (const auto& t : m.tensors()) {
     BP_RETURN_IF_ERROR(ValidateName(t.name(), "tensor name", file));
-    if (!names.insert(t.name()).second) return Invalid(file, StrCat("duplicate tensor name \"", t.name(), "\""));
-    auto where = [&] { return StrCat(file, ": tensor \"", t.name(), "\""); };
+    if (!names.insert(t.name()).second) return Invalid(file, StrCat("duplicate tensor name ", QuoteForDisplay(t.name(), 200)));
+    auto where = [&] { return StrCat(file, ": tensor ", QuoteForDisplay(t.name())); };
     if (static_cast<uint64_t>(t.shape_size()) > kMaxDims) {
       return absl::ResourceExhaustedError(StrCat(where(), ": ", t.shape_size(), " dimensions exceed the limit of 8"));
     }

@@ -17,6 +17,7 @@
 #include "absl/types/span.h"
 #include "boltpack/reader.h"
 #include "boltpack_proto/boltpack.pb.h"
+#include "common/escape.h"
 #include "common/str_cat.h"
 #include "format/layout.h"
 #include "format/stream_checks.h"
@@ -57,12 +58,12 @@ struct Reader::Impl {
     return absl::NotFoundError(StrCat(path, ": no view \"", absl::CHexEscape(absl::string_view(name.data(), name.size())),
                                       "\" (the file has: ", known, ")"));
   }
-  std::string Where(size_t t) const { return StrCat(path, ": tensor \"", tensors[t].name, "\""); }
+  std::string Where(size_t t) const { return StrCat(path, ": tensor ", QuoteForDisplay(tensors[t].name)); }
   absl::Span<const uint8_t> Stored(const StreamInfo& s) const {
     return shard_bytes[s.shard].subspan(s.offset, s.length);
   }
   std::string WhereStream(size_t t, size_t s) const {
-    return StrCat(Where(t), " stream \"", tensors[t].streams[s].role, "\"");
+    return StrCat(Where(t), " stream ", QuoteForDisplay(tensors[t].streams[s].role));
   }
 
   // Decoding (format/reader_decode.cc).

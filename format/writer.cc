@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_format.h"
 
+#include "common/escape.h"
 #include "common/str_cat.h"
 #include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
@@ -123,7 +124,7 @@ struct Writer::Impl {
   absl::Status CheckName(const std::string& name) {
     BP_RETURN_IF_ERROR(format::CheckWrittenName(name, "tensor name", file->path()));
     if (!tensor_names.insert(name).second) {
-      return absl::InvalidArgumentError(StrCat(file->path(), ": duplicate tensor name \"", name, "\""));
+      return absl::InvalidArgumentError(StrCat(file->path(), ": duplicate tensor name ", QuoteForDisplay(name, 200)));
     }
     if (tensor_names.size() > format::kMaxTensors) {
       return absl::ResourceExhaustedError(StrCat(file->path(), ": more than ", format::kMaxTensors, " tensors"));
@@ -519,7 +520,7 @@ absl::Status Writer::AddMetadata(std::string key, MetaValue value) {
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
   BP_RETURN_IF_ERROR(format::CheckWrittenName(key, "metadata key", impl_->file->path()));
   if (!impl_->metadata_keys.insert(key).second) {
-    return absl::InvalidArgumentError(StrCat(impl_->file->path(), ": duplicate metadata key \"", key, "\""));
+    return absl::InvalidArgumentError(StrCat(impl_->file->path(), ": duplicate metadata key ", QuoteForDisplay(key, 200)));
   }
   auto* e = impl_->manifest.add_metadata();
   e->set_key(key);
@@ -531,7 +532,7 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
                                EncodedTensor encoded) {
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
   BP_RETURN_IF_ERROR(impl_->CheckName(name));
-  std::string where = StrCat(impl_->file->path(), ": tensor \"", name, "\"");
+  std::string where = StrCat(impl_->file->path(), ": tensor ", QuoteForDisplay(name));
   BP_RETURN_IF_ERROR(CheckShape(shape, where));
   const Codec* codec = FindCodec(codec_id);
   if (codec == nullptr) return absl::NotFoundError(StrCat(where, ": unknown codec \"", codec_id, "\""));
@@ -583,7 +584,7 @@ absl::Status Writer::AddStoredTensorBehind(TensorInfo info,
 absl::Status Writer::AddStored(TensorInfo info, const std::vector<PieceSource*>& streams,
                                const std::vector<std::shared_ptr<PieceSource>>& behind) {
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
-  std::string where = StrCat(impl_->file->path(), ": tensor \"", info.name, "\"");
+  std::string where = StrCat(impl_->file->path(), ": tensor ", QuoteForDisplay(info.name));
   if (streams.size() != info.streams.size()) {
     return absl::InvalidArgumentError(StrCat(where, ": ", streams.size(), " stream buffers for ",
                                              info.streams.size(), " streams"));
@@ -638,7 +639,7 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
       impl_->inherited_features.push_back(f);
     }
   }
-  BP_RETURN_IF_ERROR(impl_->CheckViews(info, StrCat(impl_->file->path(), ": tensor \"", info.name, "\""),
+  BP_RETURN_IF_ERROR(impl_->CheckViews(info, StrCat(impl_->file->path(), ": tensor ", QuoteForDisplay(info.name)),
                                         &reader.views()));
   BP_RETURN_IF_ERROR(impl_->CheckName(info.name));
   for (size_t k = 0; k < info.streams.size(); ++k) {
@@ -718,10 +719,10 @@ absl::StatusOr<EncodedTensor> EncodeTensor(std::string_view codec_id, const Tens
                                            const CodecParams& params, const ExecOptions& exec) {
   const Codec* codec = FindCodec(codec_id);
   if (codec == nullptr) {
-    return absl::NotFoundError(StrCat("tensor \"", source.name, "\": unknown codec \"", codec_id, "\""));
+    return absl::NotFoundError(StrCat("tensor ", QuoteForDisplay(source.name), ": unknown codec \"", codec_id, "\""));
   }
   absl::Status can = codec->CanEncode(source.dtype, source.shape, params);
-  if (!can.ok()) return absl::Status(can.code(), StrCat("tensor \"", source.name, "\": ", can.message()));
+  if (!can.ok()) return absl::Status(can.code(), StrCat("tensor ", QuoteForDisplay(source.name), ": ", can.message()));
   return codec->Encode(source, params, exec);
 }
 

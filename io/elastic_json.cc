@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "common/escape.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -312,7 +313,7 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
   for (const auto& t : tensors) {
     format::ElasticBound bound = index.Resolve(t.name);
     if (bound.binding == nullptr) continue;
-    std::string where = StrCat("tensor \"", t.name, "\"");
+    std::string where = StrCat("tensor ", QuoteForDisplay(t.name));
     if (bound.in_layer && bound.layer >= m.layer_count) {
       return ctx.Err(where, StrCat("layer ", bound.layer, " is past layers.count ", m.layer_count));
     }
@@ -338,8 +339,8 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
         a->parent[k] = units;
         parent_from[ai][k] = t.name;
       } else if (a->parent[k] != units) {
-        return ctx.Err(where, StrCat("dimension ", d, " has ", units, " units of axis \"", a->name, "\" but tensor \"",
-                                     parent_from[ai][k], "\" has ", a->parent[k],
+        return ctx.Err(where, StrCat("dimension ", d, " has ", units, " units of axis \"", a->name, "\" but tensor ",
+                                     QuoteForDisplay(parent_from[ai][k]), " has ", a->parent[k],
                                      a->scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string()));
       }
     }
@@ -416,7 +417,7 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
     for (size_t d = 0; d < t.shape.size(); ++d) {
       const std::string& entry = bound.binding->dims[d];
       if (!SplitElasticProduct(entry)) continue;
-      BP_RETURN_IF_ERROR(size_product(StrCat("tensor \"", t.name, "\""), d, entry, bound, t.shape[d]));
+      BP_RETURN_IF_ERROR(size_product(StrCat("tensor ", QuoteForDisplay(t.name)), d, entry, bound, t.shape[d]));
     }
   }
   // Segmented dimensions: their segments add up to the dimension; one axis
@@ -424,7 +425,7 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
   for (const auto& t : tensors) {
     format::ElasticBound bound = index.Resolve(t.name);
     if (bound.binding == nullptr) continue;
-    std::string where = StrCat("tensor \"", t.name, "\"");
+    std::string where = StrCat("tensor ", QuoteForDisplay(t.name));
     for (const ElasticSegmentedDim& sd : bound.binding->segmented) {
       uint64_t known = 0, repeats = 0;
       ElasticAxis* unknown = nullptr;

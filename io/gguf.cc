@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "common/checked_math.h"
+#include "common/escape.h"
 #include "common/piece_copy.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -21,14 +22,8 @@
 namespace boltpack::io {
 namespace {
 
-// Names in messages are quoted and cut short.
-std::string Quoted(std::string_view s) {
-  constexpr size_t kMax = 200;
-  if (s.size() <= kMax) return JsonQuote(s);
-  size_t cut = kMax;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return StrCat(JsonQuote(s.substr(0, cut)), "...");
-}
+// Names in messages are quoted, escaped (common/escape.h) and cut short.
+std::string Quoted(std::string_view s) { return QuoteForDisplay(s, 200); }
 
 // GGUF value type ids (enum gguf_type).
 enum GgufType : int32_t {
@@ -355,7 +350,7 @@ absl::StatusOr<SplitKeys> ReadSplitKeys(const ParsedFile& f) {
   auto check = [&](std::string_view key, ValueType want) -> absl::StatusOr<const MetaValue*> {
     const MetaValue* v = FindKey(f.kv, key);
     if (v != nullptr && v->type != want) {
-      return absl::InvalidArgumentError(StrCat(f.path, ": key \"", key, "\" has type ", ValueTypeName(v->type),
+      return absl::InvalidArgumentError(StrCat(f.path, ": key ", Quoted(key), " has type ", ValueTypeName(v->type),
                                                ", must be ", ValueTypeName(want)));
     }
     return v;

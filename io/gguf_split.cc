@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "common/escape.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -122,10 +123,10 @@ absl::StatusOr<std::unique_ptr<GgufSplitWriter>> GgufSplitWriter::Create(const s
   for (const auto& t : tensors) {
     const GgmlType* type = GgmlTypeById(t.type);
     if (type == nullptr) {
-      return absl::InvalidArgumentError(StrCat(output, ": tensor \"", t.name, "\": unknown ggml type ", t.type));
+      return absl::InvalidArgumentError(StrCat(output, ": tensor ", QuoteForDisplay(t.name), ": unknown ggml type ", t.type));
     }
     auto n = GgmlTensorBytes(*type, t.ne);
-    if (!n.ok()) return absl::InvalidArgumentError(StrCat(output, ": tensor \"", t.name, "\": ", n.status().message()));
+    if (!n.ok()) return absl::InvalidArgumentError(StrCat(output, ": tensor ", QuoteForDisplay(t.name), ": ", n.status().message()));
     impl->sizes.push_back(*n);
   }
   impl->first = PlanGgufSplit(impl->sizes, options.max_bytes, options.max_tensors, alignment0);
@@ -171,7 +172,7 @@ absl::Status GgufSplitWriter::WriteNext(absl::Span<const uint8_t> bytes) {
   }
   const GgufTensorDecl& t = w.decls[shard][w.next - w.first[shard]];
   if (bytes.size() != w.sizes[w.next]) {
-    return absl::InvalidArgumentError(StrCat(w.paths[shard], ": tensor \"", t.name, "\": ", bytes.size(),
+    return absl::InvalidArgumentError(StrCat(w.paths[shard], ": tensor ", QuoteForDisplay(t.name), ": ", bytes.size(),
                                              " bytes given, its type and shape need ", w.sizes[w.next]));
   }
   AtomicFile& f = *w.files.back();

@@ -558,10 +558,24 @@ absl::StatusOr<JsonValue> ParseJson(std::string_view text, const JsonLimits& lim
 
 void AppendJsonQuoted(std::string_view s, std::string* out) {
   static const char kHex[] = "0123456789abcdef";
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   out->push_back('"');
   size_t run = 0;
   for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
+    unsigned char c = p[i];
+    if (c >= 0x80) {
+      // JSON text is UTF-8 and has no escape for a byte: a byte that is not
+      // part of well-formed UTF-8 is written as U+FFFD, as decoders show it.
+      const size_t len = Utf8SequenceLength(p + i, s.size() - i);
+      if (len > 0) {
+        i += len - 1;
+        continue;
+      }
+      out->append(s.data() + run, i - run);
+      out->append("\\ufffd");
+      run = i + 1;
+      continue;
+    }
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out->append(s.data() + run, i - run);
     run = i + 1;

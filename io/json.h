@@ -99,7 +99,9 @@ absl::StatusOr<JsonValue> ParseJson(std::string_view text, const JsonLimits& lim
 // `s` as a JSON string literal, quotes included, escaped the way serde_json
 // (and so Hugging Face's safetensors writer) does: only '"', '\\' and control
 // characters; \b \t \n \f \r short forms, other controls as lowercase \u00xx.
-// Bytes >= 0x80 pass through, so `s` must be valid UTF-8 for valid output.
+// Valid UTF-8 passes through; a byte that is not part of well-formed UTF-8
+// becomes \ufffd (U+FFFD), so the output is always valid JSON (writers of
+// files should refuse such a string rather than change it).
 std::string JsonQuote(std::string_view s);
 void AppendJsonQuoted(std::string_view s, std::string* out);
 

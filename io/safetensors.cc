@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/checked_math.h"
+#include "common/escape.h"
 #include "common/piece_copy.h"
 #include "common/status_macros.h"
 #include "format/limits.h"
@@ -31,13 +32,7 @@ constexpr std::string_view kUnsupportedDTypes[] = {"F4", "F6_E2M3", "F6_E3M2"};
 
 // Names in error messages are quoted (they may hold control characters) and
 // cut short (they may be megabytes long).
-std::string Quoted(std::string_view s) {
-  constexpr size_t kMax = 200;
-  if (s.size() <= kMax) return JsonQuote(s);
-  size_t cut = kMax;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return absl::StrCat(JsonQuote(s.substr(0, cut)), "...");
-}
+std::string Quoted(std::string_view s) { return QuoteForDisplay(s, 200); }
 
 std::string ShapeText(const std::vector<uint64_t>& shape) {
   std::string out = "[";

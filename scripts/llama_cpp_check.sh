@@ -11,7 +11,12 @@
 #      the original and the round-tripped file must give the same tokens/text;
 #   3. the F16 file re-encoded to Q8_0 (GGUF -> GGUF, norms kept F32 as
 #      llama-quantize does) must load and write a story, not garbage, and match
-#      llama.cpp's own Q8_0 conversion of the same model token for token.
+#      llama.cpp's own Q8_0 conversion of the same model token for token;
+#   4. the F16 file exported as two-level NVFP4 (--codec '*.weight=nvfp4':
+#      ggml NVFP4 blocks plus a <name>.scale F32 tensor beside each matrix,
+#      the embedding in Q8_0 since llama.cpp reads no token_embd.scale),
+#      directly and through a .bolt, must pass verify --target llama.cpp,
+#      load in llama.cpp and write a story, not garbage.
 # Prints "SKIP: ..." and exits 0 when node/npm are missing or too old, the
 # machine is not linux-x64, or the npm registry cannot be reached (and the
 # packages are not cached); any other failure exits non-zero.
@@ -92,6 +97,21 @@ Q8=TinyStories-656K.f16.bolt-pack-q8_0.gguf
 "$BP" convert "$DATA/$F16" -o "$OUT/$Q8" --codec '*=q8_0'
 "$BP" inspect "$OUT/$Q8" | sed -n '/^totals by codec/,$p'
 JOBS+=("sane:$OUT/$Q8,$DATA/$F16" "same:$OUT/$Q8,$DATA/$Q8_LLAMA")
+# Two-level NVFP4 (spec/gguf-mapping.md §3): verify --target llama.cpp must
+# pass (it predicts what llama.cpp's loader accepts), and llama.cpp must load
+# the file and write a story (checked loosely below: 4-bit weights of a tiny
+# model drift from the F16 greedy text sooner than Q8_0 does).
+NV=TinyStories-656K.f16.bolt-pack-nvfp4.gguf
+NV_BOLT=TinyStories-656K.f16.nvfp4.bolt
+NV_FROM_BOLT=TinyStories-656K.f16.nvfp4-bolt-to.gguf
+"$BP" convert "$DATA/$F16" -o "$OUT/$NV" --codec '*.weight=nvfp4'
+"$BP" convert "$DATA/$F16" -o "$OUT/$NV_BOLT" --codec '*.weight=nvfp4'
+"$BP" convert "$OUT/$NV_BOLT" -o "$OUT/$NV_FROM_BOLT"
+for f in "$NV_BOLT" "$NV" "$NV_FROM_BOLT"; do
+  "$BP" verify --target llama.cpp --strict "$OUT/$f" || fail "$f: verify --target llama.cpp failed"
+done
+"$BP" inspect "$OUT/$NV" | sed -n '/^totals by codec/,$p'
+NV_JOBS=("sane:$OUT/$NV,$DATA/$F16" "sane:$OUT/$NV_FROM_BOLT,$DATA/$F16")
 # Elastic (spec/elastic.md): FFN channels and query heads (inside their GQA
 # group) stored in importance order (recipes/tinystories-656k-elastic.json);
 # the permuted full model must give the same tokens. Every slice (FFN 75% and
@@ -119,6 +139,9 @@ echo "== llama.cpp (node-llama-cpp, CPU, $THREADS thread(s)): greedy generation"
 echo "== llama.cpp: elastic FFN slices (75%, 50%) still write English"
 (cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 48 --prompt "Once upon a time" --min-agree 0.15 \
   "${SLICE_JOBS[@]}") || fail "see the FAIL lines above"
+echo "== llama.cpp: two-level NVFP4 exports write English"
+(cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 48 --prompt "Once upon a time" \
+  --min-agree 0.5 "${NV_JOBS[@]}") || fail "see the FAIL lines above"
 # build: "never" in check.mjs; make sure nothing was cloned or compiled anyway.
 for d in llama/llama.cpp llama/localBuilds; do
   [ ! -e "$APP/node_modules/node-llama-cpp/$d" ] || fail "node-llama-cpp fetched or built llama.cpp ($d exists)"

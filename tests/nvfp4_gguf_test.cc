@@ -29,7 +29,7 @@ std::vector<Src> Sources() {
   std::normal_distribution<float> g(0.0f, 0.02f);
   std::vector<Src> s = {{"blk.0.attn_q.weight", {4, 128}, {}},  // tensor scale amax/2688
                         {"blk.0.ffn_up.weight", {3, 64}, {}},   // tensor scale 1: all zeros
-                        {"x", {3, 64}, {}}};                    // no ".weight" suffix
+                        {"x", {3, 64}, {}}};                    // llama.cpp reads no scale beside it
   for (auto& t : s) {
     uint64_t n = 1;
     for (uint64_t d : t.shape) n *= d;
@@ -83,15 +83,22 @@ TEST(Nvfp4Gguf, BoltToGgufWritesBlocksAndScaleTensors) {
   auto direct = io::GgufModel::Open(dir + "/direct.gguf");
   ASSERT_TRUE(direct.ok()) << direct.status();
   const io::GgufModel& m = **gguf;
-  // NVFP4 tensor, then its scale tensor unless the scale is exactly 1.
-  ASSERT_EQ(m.tensors().size(), 5u);
-  const std::vector<std::string> names = {"blk.0.attn_q.weight", "blk.0.attn_q.scale", "blk.0.ffn_up.weight",
-                                          "x", "x.scale"};
+  // NVFP4 tensor, then its scale tensor unless the scale is exactly 1. "x"
+  // has a scale but llama.cpp reads none beside it ("x.scale" would make it
+  // refuse the file): it goes to Q8_0, in both exports, and says so.
+  ASSERT_EQ(m.tensors().size(), 4u);
+  const std::vector<std::string> names = {"blk.0.attn_q.weight", "blk.0.attn_q.scale", "blk.0.ffn_up.weight", "x"};
   for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(m.tensors()[i].name, names[i]);
+  EXPECT_NE(r.output.find("bolt-pack: note: x: nvfp4 -> q8_0 (llama.cpp reads no x.scale"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(m.tensors()[3].type->id, 8);
+  EXPECT_EQ((*direct)->tensors()[*(*direct)->FindTensor("x")].type->id, 8);
+  EXPECT_FALSE((*direct)->FindTensor("x.scale").has_value());
 
   for (size_t k = 0; k < srcs.size(); ++k) {
     const Src& s = srcs[k];
     SCOPED_TRACE(s.name);
+    if (s.name == "x") continue;
     const size_t ti = *m.FindTensor(s.name);
     EXPECT_EQ(m.tensors()[ti].type->id, 40);
     EXPECT_EQ(m.tensors()[ti].Shape(), s.shape);
@@ -99,7 +106,7 @@ TEST(Nvfp4Gguf, BoltToGgufWritesBlocksAndScaleTensors) {
     ASSERT_EQ(info.codec_id, "nvfp4");
     const float ts = info.codec_params.at(0).second.f32;
     float scale = 1.0f;
-    const std::string scale_name = s.name == "x" ? "x.scale" : s.name.substr(0, s.name.size() - 7) + ".scale";
+    const std::string scale_name = s.name.substr(0, s.name.size() - 7) + ".scale";
     auto si = m.FindTensor(scale_name);
     if (ts == 1.0f) {
       EXPECT_FALSE(si.has_value()) << "a unit scale is omitted, as llama.cpp's converter does";

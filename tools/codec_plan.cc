@@ -1,6 +1,7 @@
 #include "tools/codec_plan.h"
 
 #include "boltpack/codec_registry.h"
+#include "common/escape.h"
 #include "common/str_cat.h"
 
 namespace boltpack::tools {
@@ -46,10 +47,11 @@ std::vector<std::optional<CodecRule>> PlanCodecs(const Inputs& in, const std::ve
       CodecRule fb = *rule;
       fb.codec_id = rule->fallback_codec_id;
       fb.params = rule->fallback_params;
-      fallbacks->push_back(StrCat(t.name, ": ", rule->codec_id, " -> ", fb.codec_id, " (", why, ")"));
+      fallbacks->push_back(StrCat(EscapeForDisplay(t.name), ": ", rule->codec_id, " -> ", fb.codec_id, " (", why, ")"));
       plan.emplace_back(std::move(fb));
     } else {
-      fallbacks->push_back(StrCat(t.name, ": ", rule->codec_id, " -> kept as ", DTypeName(t.dtype), " (", why, ")"));
+      fallbacks->push_back(
+          StrCat(EscapeForDisplay(t.name), ": ", rule->codec_id, " -> kept as ", DTypeName(t.dtype), " (", why, ")"));
       plan.emplace_back();
     }
   }

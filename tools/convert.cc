@@ -7,6 +7,7 @@
 #include "boltpack/codec_registry.h"
 #include "boltpack/writer.h"
 #include "codecs/float_convert.h"
+#include "common/escape.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -45,13 +46,13 @@ const CodecRule* PlannedRule(const CodecPlan& plan, const Inputs& in, const Inpu
   return entry ? &*entry : nullptr;
 }
 
-std::string Where(const InputTensor& t) { return StrCat(t.file, ": tensor \"", t.name, "\""); }
+std::string Where(const InputTensor& t) { return StrCat(t.file, ": tensor ", QuoteForDisplay(t.name)); }
 
 absl::Status PrefixError(const absl::Status& s, const InputTensor& t) {
   if (s.ok()) return s;
   std::string msg(s.message());
   // Library errors about a tensor already name it; others get the context.
-  if (msg.find(t.name) == std::string::npos) msg = StrCat(Where(t), ": ", msg);
+  if (msg.find(EscapeForDisplay(t.name)) == std::string::npos) msg = StrCat(Where(t), ": ", msg);
   return absl::Status(s.code(), msg);
 }
 
@@ -335,37 +336,53 @@ int LlamaFileType(int ggml_type) {
     case 16: return 19;  // MOSTLY_IQ2_XXS
     case 30: return 32;  // MOSTLY_BF16
     case 39: return 38;  // MOSTLY_MXFP4_MOE
+    case 40: return 39;  // MOSTLY_NVFP4
     default: return -1;
   }
 }
 
-// A re-encoded model is no longer the source's file type: the key names the
-// type of most matrix weights (1-D tensors stay float, as llama-quantize
-// keeps them), or goes when llama.h has no name for it, so llama.cpp guesses
-// it instead of printing a wrong one.
+// Sets `key` to a UINT32, in place if present, else appended.
+void SetU32(Metadata* kv, std::string_view key, uint64_t value) {
+  auto it = std::find_if(kv->begin(), kv->end(), [&](const auto& e) { return e.first == key; });
+  MetaValue v = MetaValue::Uint(ValueType::kUint32, value);
+  if (it == kv->end()) kv->emplace_back(std::string(key), std::move(v));
+  else it->second = std::move(v);
+}
+
+// A re-encoded model is no longer the source's file type: as llama-quantize
+// does, the export writes general.file_type naming the type of most matrix
+// weights (1-D tensors stay float, as llama-quantize keeps them), and
+// general.quantization_version 2 when quantized tensors are present. The
+// file type goes when llama.h has no name for it, so llama.cpp guesses it
+// instead of printing a wrong one.
 void UpdateGgufFileType(const Inputs& in, const std::vector<const io::GgmlType*>& types, Metadata* kv) {
   std::map<int, uint64_t> weights_by_type;
+  bool quantized = false;
   for (size_t i = 0; i < in.tensors().size(); ++i) {
     const auto& t = in.tensors()[i];
     if (t.shape.size() >= 2) weights_by_type[types[i]->id] += t.element_count();
+    quantized |= types[i]->block_size > 1;
   }
-  auto it = kv->begin();
-  for (; it != kv->end() && it->first != "general.file_type"; ++it) {
-  }
-  if (it == kv->end() || weights_by_type.empty()) return;  // a source without the key keeps none
+  if (weights_by_type.empty()) return;
   auto most = std::max_element(weights_by_type.begin(), weights_by_type.end(),
                                [](const auto& a, const auto& b) { return a.second < b.second; });
   const int ftype = LlamaFileType(most->first);
-  if (ftype < 0) {
-    kv->erase(it);
+  if (quantized) SetU32(kv, "general.quantization_version", 2);  // GGML_QNT_VERSION
+  if (ftype >= 0) {
+    SetU32(kv, "general.file_type", static_cast<uint64_t>(ftype));
   } else {
-    it->second = MetaValue::Uint(ValueType::kUint32, static_cast<uint64_t>(ftype));
+    kv->erase(std::remove_if(kv->begin(), kv->end(), [](const auto& e) { return e.first == "general.file_type"; }),
+              kv->end());
   }
 }
 
-absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args,
+absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& planned, const ConvertArgs& args,
                            const io::Imatrix* imatrix, uint64_t split_max_bytes) {
   bool split_output = split_max_bytes > 0 || args.split_max_tensors > 0;
+  CodecPlan plan = planned;
+  std::vector<std::string> notes;
+  AdaptNvfp4PlanForGguf(in, &plan, &notes);
+  for (const auto& n : notes) std::fprintf(stderr, "bolt-pack: note: %s\n", n.c_str());
   Metadata kv;
   uint32_t version = 3;
   bool padded = true;
@@ -383,7 +400,7 @@ absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const Conver
   std::vector<io::GgufTensorDecl> decls;
   std::vector<const io::GgmlType*> types;
   std::vector<uint64_t> sizes;
-  std::vector<bool> scale_tensors;  // an F32 <name>.scale follows (two-level nvfp4)
+  std::vector<uint64_t> scale_counts;  // elements of the F32 <name>.scale that follows (two-level nvfp4)
   for (const auto& t : in.tensors()) {
     const CodecRule* rule = PlannedRule(plan, in, t);
     BP_ASSIGN_OR_RETURN(const io::GgmlType* type, GgufTypeOf(t, rule));
@@ -400,10 +417,9 @@ absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const Conver
     sizes.push_back(*n);
     types.push_back(type);
     decls.push_back(std::move(d));
-    auto scale = IsTwoLevelNvfp4(t, rule) ? Nvfp4HasScaleTensor(t, rule) : absl::StatusOr<bool>(false);
-    if (!scale.ok()) return scale.status();
-    scale_tensors.push_back(*scale);
-    if (*scale) decls.push_back(io::GgufTensorDecl{Nvfp4ScaleTensorName(t.name), {1}, 0});
+    BP_ASSIGN_OR_RETURN(std::vector<uint64_t> scale_ne, Nvfp4GgufScaleNe(t, rule));
+    scale_counts.push_back(scale_ne.empty() ? 0 : scale_ne[0]);
+    if (!scale_ne.empty()) decls.push_back(io::GgufTensorDecl{Nvfp4ScaleTensorName(t.name), scale_ne, 0});
   }
   if (std::any_of(plan.begin(), plan.end(), [](const auto& r) { return r.has_value(); })) {
     UpdateGgufFileType(in, types, &kv);
@@ -431,10 +447,10 @@ absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& plan, const Conver
     BP_RETURN_IF_ERROR(PrefixError(FillGgufData(t, PlannedRule(plan, in, t), types[i], sizes[i], imatrix,
                                                 args.threads, &data), t));
     BP_RETURN_IF_ERROR(PrefixError(split ? split->WriteNext(data.bytes) : writer->WriteNext(data.bytes), t));
-    if (scale_tensors[i]) {
-      uint8_t le[4];  // F32, little-endian
+    if (scale_counts[i] > 0) {
+      std::vector<uint8_t> le(4 * scale_counts[i]);  // F32, little-endian, once per expert
       const uint32_t u = FloatBits(data.nvfp4_scale);
-      for (int b = 0; b < 4; ++b) le[b] = static_cast<uint8_t>(u >> (8 * b));
+      for (size_t b = 0; b < le.size(); ++b) le[b] = static_cast<uint8_t>(u >> (8 * (b % 4)));
       BP_RETURN_IF_ERROR(PrefixError(split ? split->WriteNext(le) : writer->WriteNext(le), t));
     }
     Done(in, t, progress, InputBytes(t));

@@ -5,8 +5,10 @@
 
 #include "boltpack/writer.h"
 #include "codecs/encoded_record.h"
+#include "common/escape.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
+#include "tools/llama_check.h"
 
 namespace boltpack::tools {
 namespace {
@@ -50,20 +52,57 @@ std::string Nvfp4ScaleTensorName(std::string_view name) {
 
 absl::StatusOr<bool> Nvfp4HasScaleTensor(const InputTensor& t, const CodecRule* rule) {
   double ts = 0.0;
-  if (rule != nullptr) return !(NumericScale(rule->params, &ts) && ts == 1.0);
+  if (rule != nullptr) return Nvfp4RecordHasScaleTensor(rule->params);
   const TensorInfo& info = t.reader->tensors()[t.index];
   if (!NumericScale(info.codec_params, &ts)) {
-    return absl::InvalidArgumentError(StrCat(t.file, ": tensor \"", t.name,
-                                             "\": nvfp4 record without a numeric tensor_scale"));
+    return absl::InvalidArgumentError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name),
+                                             ": nvfp4 record without a numeric tensor_scale"));
   }
   return ts != 1.0;
+}
+
+bool Nvfp4RecordHasScaleTensor(const CodecParams& params) {
+  double ts = 0.0;
+  return !(NumericScale(params, &ts) && ts == 1.0);
+}
+
+bool Nvfp4StaysNvfp4InGguf(std::string_view name, const std::vector<uint64_t>& ne, bool has_scale_tensor) {
+  return !has_scale_tensor || LlamaScaleNe(name, ne).has_value();
+}
+
+absl::StatusOr<std::vector<uint64_t>> Nvfp4GgufScaleNe(const InputTensor& t, const CodecRule* rule) {
+  if (!IsTwoLevelNvfp4(t, rule)) return std::vector<uint64_t>();
+  BP_ASSIGN_OR_RETURN(bool has, Nvfp4HasScaleTensor(t, rule));
+  if (!has) return std::vector<uint64_t>();
+  std::vector<uint64_t> ne(t.shape.rbegin(), t.shape.rend());
+  // The planned export keeps only those NVFP4 that llama.cpp reads a scale for.
+  return LlamaScaleNe(t.name, ne).value_or(std::vector<uint64_t>{1});
+}
+
+void AdaptNvfp4PlanForGguf(const Inputs& in, std::vector<std::optional<CodecRule>>* plan,
+                           std::vector<std::string>* notes) {
+  for (size_t i = 0; i < in.tensors().size(); ++i) {
+    const InputTensor& t = in.tensors()[i];
+    const CodecRule* rule = (*plan)[i] ? &*(*plan)[i] : nullptr;
+    if (!IsTwoLevelNvfp4(t, rule)) continue;
+    auto has = Nvfp4HasScaleTensor(t, rule);
+    if (!has.ok()) continue;  // the export reports it
+    if (Nvfp4StaysNvfp4InGguf(t.name, {t.shape.rbegin(), t.shape.rend()}, *has)) continue;
+    CodecRule q8;
+    q8.pattern = rule != nullptr ? rule->pattern : t.name;
+    q8.codec_id = "q8_0";
+    (*plan)[i] = std::move(q8);
+    notes->push_back(StrCat(EscapeForDisplay(t.name), ": nvfp4 -> q8_0 (llama.cpp reads no ",
+                            EscapeForDisplay(Nvfp4ScaleTensorName(t.name)),
+                            ", so NVFP4 would lose the tensor scale)"));
+  }
 }
 
 absl::StatusOr<GgmlNvfp4Tensor> Nvfp4GgufBlocks(const InputTensor& t, const CodecRule* rule, int threads) {
   if (rule == nullptr) {
     const TensorInfo& info = t.reader->tensors()[t.index];
     if (info.streams.size() != 2) {
-      return absl::InvalidArgumentError(StrCat(t.file, ": tensor \"", t.name, "\": nvfp4 record with ",
+      return absl::InvalidArgumentError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name), ": nvfp4 record with ",
                                                info.streams.size(), " streams, expected 2"));
     }
     absl::Span<const uint8_t> streams[2];

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "boltpack/codec_registry.h"
+#include "common/escape.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -147,7 +148,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
   }
   for (const auto& t : in->tensors_) {
     if (!names.insert(t.name).second) {
-      return absl::InvalidArgumentError(StrCat(t.file, ": tensor \"", t.name, "\" also exists in an earlier input"));
+      return absl::InvalidArgumentError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name), " also exists in an earlier input"));
     }
   }
   return in;
@@ -213,7 +214,7 @@ absl::StatusOr<TensorInfo> GgufBlockRecord(const InputTensor& t) {
   s.role = "data";
   if (shape.known) {
     if (shape.roles.size() != 1) {
-      return absl::UnimplementedError(StrCat(t.file, ": tensor \"", t.name, "\": codec \"", info.codec_id,
+      return absl::UnimplementedError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name), ": codec \"", info.codec_id,
                                              "\" stores ", shape.roles.size(), " streams, GGUF blocks are one"));
     }
     s.role = shape.roles[0];
@@ -240,7 +241,7 @@ absl::StatusOr<std::vector<uint8_t>> DecodeToLogical(const InputTensor& t, int t
     }
     const Codec* codec = FindCodec(codec_id);
     if (codec == nullptr) {
-      return absl::UnimplementedError(StrCat(t.file, ": tensor \"", t.name, "\": GGUF type ", t.ggml_type->name,
+      return absl::UnimplementedError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name), ": GGUF type ", t.ggml_type->name,
                                              " cannot be decoded (no codec \"", codec_id, "\" is registered)"));
     }
     BP_ASSIGN_OR_RETURN(TensorInfo info, GgufBlockRecord(t));

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "boltpack/budget_view.h"
+#include "common/escape.h"
 #include "common/str_cat.h"
 #include "io/gguf.h"
 #include "io/json.h"
@@ -117,15 +118,18 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
+// The text output shows every string read from the file through
+// EscapeForDisplay (common/escape.h): a name is data, not terminal commands.
 void PrintText(const Summary& s) {
+  const auto esc = [](std::string_view v) { return EscapeForDisplay(v); };
   std::printf("%s: %s", s.format.c_str(), s.format_version.c_str());
   if (s.alignment) std::printf(", alignment %llu", static_cast<unsigned long long>(s.alignment));
   std::printf(", %llu bytes", static_cast<unsigned long long>(s.file_size));
-  if (!s.writer.empty()) std::printf(", written by %s", s.writer.c_str());
+  if (!s.writer.empty()) std::printf(", written by %s", esc(s.writer).c_str());
   std::printf("\n");
   if (!s.required_features.empty()) {
     std::string f;
-    for (const auto& x : s.required_features) f += (f.empty() ? "" : ", ") + x;
+    for (const auto& x : s.required_features) f += (f.empty() ? "" : ", ") + esc(x);
     std::printf("required features: %s\n", f.c_str());
   }
   if (s.views.size() > 1) {
@@ -136,40 +140,43 @@ void PrintText(const Summary& s) {
         ranges += StrCat(ranges.empty() ? "" : " ", r.shard ? StrCat("shard ", r.shard, " ") : "", "[", r.offset,
                          ", ", r.offset + r.length, ")");
       }
-      std::printf("  %-10s %14llu bytes  %s%s%s\n", v.name.c_str(), static_cast<unsigned long long>(v.bytes),
-                  ranges.c_str(), v.description.empty() ? "" : "  ", v.description.c_str());
+      std::printf("  %-10s %14llu bytes  %s%s%s\n", esc(v.name).c_str(), static_cast<unsigned long long>(v.bytes),
+                  ranges.c_str(), v.description.empty() ? "" : "  ", esc(v.description).c_str());
     }
   }
   if (!s.budgets.empty()) {
     std::printf("budgets (%zu):\n", s.budgets.size());
     for (const auto& b : s.budgets) {
       std::string axes;
-      for (const auto& [axis, n] : b.axes) axes += StrCat(" ", axis, " ", n.first, "/", n.second);
+      for (const auto& [axis, n] : b.axes) axes += StrCat(" ", esc(axis), " ", n.first, "/", n.second);
       std::string bytes;
-      for (const auto& [view, n] : b.bytes) bytes += StrCat(bytes.empty() ? "" : ", ", view, " ", n, " bytes");
-      std::printf("  %-10s %llu/%llu layers, %llu tensors,%s; reads: %s%s%s\n", b.name.c_str(),
+      for (const auto& [view, n] : b.bytes) bytes += StrCat(bytes.empty() ? "" : ", ", esc(view), " ", n, " bytes");
+      std::printf("  %-10s %llu/%llu layers, %llu tensors,%s; reads: %s%s%s\n", esc(b.name).c_str(),
                   static_cast<unsigned long long>(b.kept_layers), static_cast<unsigned long long>(b.layers),
                   static_cast<unsigned long long>(b.tensors), axes.c_str(), bytes.c_str(),
-                  b.nested_in.empty() ? "" : "; nested in ", b.nested_in.c_str());
+                  b.nested_in.empty() ? "" : "; nested in ", esc(b.nested_in).c_str());
     }
   }
   for (const auto& x : s.missing_features) {
-    std::printf("warning: this reader lacks required feature \"%s\": tensors can be listed, not decoded\n", x.c_str());
+    std::printf("warning: this reader lacks required feature \"%s\": tensors can be listed, not decoded\n",
+                esc(x).c_str());
   }
   std::printf("metadata (%zu):\n", s.metadata->size());
   for (const auto& [k, v] : *s.metadata) {
-    std::printf("  %-40s %-8s %s\n", k.c_str(), std::string(ValueTypeName(v.type)).c_str(), MetaValueSummary(v).c_str());
+    std::printf("  %-40s %-8s %s\n", esc(k).c_str(), std::string(ValueTypeName(v.type)).c_str(),
+                esc(MetaValueSummary(v)).c_str());
   }
   std::printf("tensors (%zu):\n", s.rows.size());
   size_t w = 4;
-  for (const auto& r : s.rows) w = std::max(w, r.name.size());
+  for (const auto& r : s.rows) w = std::max(w, esc(r.name).size());
   w = std::min<size_t>(w, 60);
   std::printf("  %-*s %-20s %-6s %-10s %14s %8s\n", static_cast<int>(w), "name", "shape", "dtype", "codec", "stored bytes", "bpw");
   std::map<std::string, std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> totals;
   uint64_t all_bytes = 0, all_elems = 0;
   for (const auto& r : s.rows) {
-    std::printf("  %-*s %-20s %-6s %-10s %14llu %8s\n", static_cast<int>(w), r.name.c_str(), ShapeText(r.shape).c_str(),
-                std::string(DTypeName(r.dtype)).c_str(), r.codec.c_str(), static_cast<unsigned long long>(r.stored_bytes),
+    std::printf("  %-*s %-20s %-6s %-10s %14llu %8s\n", static_cast<int>(w), esc(r.name).c_str(),
+                ShapeText(r.shape).c_str(), std::string(DTypeName(r.dtype)).c_str(), esc(r.codec).c_str(),
+                static_cast<unsigned long long>(r.stored_bytes),
                 Fixed(BitsPerWeight(r.stored_bytes, r.elements), 3).c_str());
     auto& t = totals[r.codec];
     t.first += 1;
@@ -180,7 +187,7 @@ void PrintText(const Summary& s) {
   }
   std::printf("totals by codec:\n");
   for (const auto& [codec, t] : totals) {
-    std::printf("  %-10s %6llu tensors %14llu weights %14llu bytes %8s bpw\n", codec.c_str(),
+    std::printf("  %-10s %6llu tensors %14llu weights %14llu bytes %8s bpw\n", esc(codec).c_str(),
                 static_cast<unsigned long long>(t.first), static_cast<unsigned long long>(t.second.first),
                 static_cast<unsigned long long>(t.second.second), Fixed(BitsPerWeight(t.second.second, t.second.first), 3).c_str());
   }

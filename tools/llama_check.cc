@@ -8,6 +8,17 @@
 // load_tensors: per-architecture tensor shapes), src/llama-vocab.cpp
 // (tokenizer.ggml.model required; tokens required; scores/token_type read
 // for every token; merges required for BPE).
+// The `.scale` rules follow the loader of llama.cpp 80fb11ac73e6 (2026-09-12,
+// the source node-llama-cpp 3.21.1 ships as llama/gitRelease.bundle):
+// llama_model::load_tensors, after load_arch_tensors, creates "<w>.scale" and
+// "<w>.input_scale" as optional tensors of ne {1} beside each block matmul
+// weight the architecture created (attn_q/k/v/output/qkv/gate, ffn_gate/down/
+// up and their _shexp forms, ssm_in/out/alpha/beta, nextn.eh_proj,
+// nextn.shared_head_head), {n_expert} beside ffn_{gate,down,up}_exps, and
+// "output.scale" only when output.weight is NVFP4; never beside token_embd.
+// A tied NVFP4 output (no output.weight) with an output.scale aborts
+// (GGML_ASSERT), and build_ffn aborts on an NVFP4 weight with both a scale
+// and a bias. No scale is required: an absent one means 1.
 #include "tools/llama_check.h"
 
 #include <algorithm>
@@ -17,12 +28,37 @@
 #include <set>
 #include <string_view>
 
+#include "common/escape.h"
 #include "common/str_cat.h"
 
 namespace boltpack::tools {
 namespace {
 
 constexpr uint64_t kLlamaMaxLayers = 512;  // LLAMA_MAX_LAYERS
+constexpr int kGgmlNvfp4 = 40;              // GGML_TYPE_NVFP4
+
+// Block weights ("blk.N.<local>.weight") beside which llama.cpp reads a
+// per-tensor scale of ne {1}, and those (experts) that take one per expert.
+constexpr std::string_view kScaledBlockWeights[] = {
+    "attn_q",         "attn_k",         "attn_v",        "attn_output", "attn_qkv", "attn_gate",
+    "ffn_gate",       "ffn_down",       "ffn_up",        "ffn_gate_shexp", "ffn_down_shexp", "ffn_up_shexp",
+    "ssm_in",         "ssm_out",        "ssm_alpha",     "ssm_beta",    "nextn.eh_proj", "nextn.shared_head_head",
+};
+constexpr std::string_view kScaledExpertWeights[] = {"ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"};
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// "blk.0.attn_q.scale" -> "blk.0.attn_q"; nullopt for other names.
+std::optional<std::string> ScaleBase(std::string_view name) {
+  for (std::string_view suffix : {".input_scale", ".scale"}) {
+    if (name.size() > suffix.size() && EndsWith(name, suffix)) {
+      return std::string(name.substr(0, name.size() - suffix.size()));
+    }
+  }
+  return std::nullopt;
+}
 
 enum class Norm { kRms, kLayer };
 
@@ -58,7 +94,7 @@ const std::vector<ArchSpec>& Archs() {
   return *archs;
 }
 
-std::string Quoted(std::string_view s) { return StrCat("\"", s, "\""); }
+std::string Quoted(std::string_view s) { return QuoteForDisplay(s, 200); }
 
 std::string Dims(const std::vector<uint64_t>& d) {
   std::string s = "[";
@@ -529,7 +565,101 @@ class Checker {
     if (!names.count("token_embd.weight") && spec_ != nullptr) {
       Error("", "token_embd.weight", "missing (llama.cpp: \"missing tensor\")");
     }
+    Scales();
     if (spec_ != nullptr && spec_->complete) LlamaTable(names);
+  }
+
+  static std::vector<uint64_t> Ne(const LlamaCheckTensor& t) { return {t.shape.rbegin(), t.shape.rend()}; }
+
+  // Every "<base>.scale" / "<base>.input_scale": one llama.cpp reads (see
+  // the top of this file), of the ne it expects; and NVFP4 weights whose
+  // scale looks lost.
+  void Scales() {
+    std::map<std::string, const LlamaCheckTensor*> by_name;
+    for (const auto& t : tensors_) by_name.emplace(t.name, &t);
+    const bool complete = spec_ != nullptr && spec_->complete;
+    for (const auto& t : tensors_) {
+      auto base = ScaleBase(t.name);
+      if (!base) continue;
+      const std::string weight_name = *base + ".weight";
+      auto it = by_name.find(weight_name);
+      const LlamaCheckTensor* weight = it == by_name.end() ? nullptr : it->second;
+      if (weight == nullptr) {
+        ScaleWithoutWeight(t, weight_name, by_name);
+        continue;
+      }
+      auto want = LlamaScaleNe(weight_name, Ne(*weight));
+      if (!want) {
+        // Other architectures may read scales of their own beside other
+        // weights; the embedding and 1-D tensors never take one.
+        if (complete || weight_name == "token_embd.weight" || weight->shape.size() < 2) {
+          Error("", t.name, StrCat("llama.cpp reads no scale beside ", Quoted(weight_name),
+                                   " (only beside block matmul weights and an NVFP4 output.weight), so it never "
+                                   "loads this tensor and fails with \"wrong number of tensors\"",
+                                   weight_name == "token_embd.weight"
+                                       ? "; an embedding needs a type without a tensor scale (F16, Q8_0, ...)"
+                                       : ""));
+        }
+        continue;
+      }
+      if (weight_name == "output.weight" && weight->ggml_type != kGgmlNvfp4) {
+        Error("", t.name, "llama.cpp reads output's scale only when output.weight is NVFP4, so it never loads this "
+                          "tensor and fails with \"wrong number of tensors\"");
+        continue;
+      }
+      if (Ne(t) != *want) {
+        Error("", t.name, StrCat("GGUF ne ", Dims(Ne(t)), " but llama.cpp expects ne ", Dims(*want), " beside ",
+                                 Quoted(weight_name), " (\"tensor has wrong shape\")"));
+      }
+      if (weight->ggml_type == kGgmlNvfp4 && EndsWith(t.name, ".scale") && FfnWeight(weight_name) &&
+          by_name.count(*base + ".bias")) {
+        Error("", t.name, StrCat(Quoted(weight_name), " is NVFP4 with both a scale and a bias; llama.cpp aborts "
+                                 "building the graph (build_ffn: GGML_ASSERT, the scale would apply after the bias)"));
+      }
+    }
+    LostScales(by_name);
+  }
+
+  static bool FfnWeight(const std::string& weight_name) {
+    std::string local;
+    if (!BlockOf(weight_name, &local)) return false;
+    for (std::string_view w : {"ffn_gate", "ffn_down", "ffn_up", "ffn_gate_shexp", "ffn_down_shexp", "ffn_up_shexp"}) {
+      if (local == StrCat(w, ".weight")) return true;
+    }
+    return false;
+  }
+
+  void ScaleWithoutWeight(const LlamaCheckTensor& t, const std::string& weight_name,
+                          const std::map<std::string, const LlamaCheckTensor*>& by_name) {
+    if (weight_name == "output.weight") {
+      auto embd = by_name.find("token_embd.weight");
+      if (embd != by_name.end() && embd->second->ggml_type == kGgmlNvfp4) {
+        Error("", t.name, "the output is tied to an NVFP4 token_embd.weight (no output.weight): llama.cpp reads "
+                          "this scale for it and then aborts (GGML_ASSERT: a tied NVFP4 output takes no scale)");
+        return;
+      }
+    }
+    Error("", t.name, StrCat("is a scale without its weight ", Quoted(weight_name),
+                             "; llama.cpp never loads it and fails with \"wrong number of tensors\""));
+  }
+
+  // llama.cpp requires no scale (absent means 1), so a missing one cannot
+  // make it refuse the file; but NVFP4 weights without one beside others
+  // that have one most likely lost theirs, and compute with a wrong scale.
+  void LostScales(const std::map<std::string, const LlamaCheckTensor*>& by_name) {
+    std::vector<std::string> without;
+    size_t with = 0;
+    for (const auto& t : tensors_) {
+      if (t.ggml_type != kGgmlNvfp4 || !EndsWith(t.name, ".weight")) continue;
+      if (!LlamaScaleNe(t.name, Ne(t))) continue;
+      std::string scale = t.name.substr(0, t.name.size() - 7) + ".scale";
+      if (by_name.count(scale)) ++with;
+      else without.push_back(std::move(scale));
+    }
+    if (with == 0 || without.empty()) return;
+    Warn("", without[0], StrCat("missing, while ", with, " other NVFP4 weight", with == 1 ? " has" : "s have",
+                                " a scale (", without.size(), " without one); llama.cpp does not require it and uses "
+                                "1, which is wrong if it was lost"));
   }
 
   // The complete tensor set of LLM_ARCH_LLAMA (load_tensors): required ones
@@ -572,17 +702,11 @@ class Checker {
                                      : std::string()));
     }
     if (!n_layer_) return;  // block_count unusable: already reported
-    // NVFP4 weights may carry an F32 "<name>.scale" (convert_hf_to_gguf's
-    // _write_scale_tensor), which llama.cpp loads as optional.
-    std::vector<std::string> scales;
-    for (const auto& n : allowed) {
-      if (n.size() > 7 && n.compare(n.size() - 7, 7, ".weight") == 0) scales.push_back(n.substr(0, n.size() - 7) + ".scale");
-    }
-    allowed.insert(scales.begin(), scales.end());
     for (const auto& n : names) {
       std::string local;
       auto layer = BlockOf(n, &local);
       if (layer && *layer >= layers) continue;  // reported above
+      if (ScaleBase(n)) continue;               // judged by Scales()
       if (!allowed.count(n)) {
         Error("", n, StrCat("is not a tensor llama.cpp's ", Quoted(arch_), " architecture", moe ? " (MoE)" : "",
                             " creates; it fails with \"wrong number of tensors\""));
@@ -601,6 +725,26 @@ class Checker {
 };
 
 }  // namespace
+
+std::optional<std::vector<uint64_t>> LlamaScaleNe(std::string_view weight_name,
+                                                  const std::vector<uint64_t>& weight_ne) {
+  if (weight_name == "output.weight") return std::vector<uint64_t>{1};
+  if (weight_name.rfind("blk.", 0) != 0 || !EndsWith(weight_name, ".weight")) return std::nullopt;
+  std::string_view rest = weight_name.substr(4, weight_name.size() - 4 - 7);  // "N.<local>"
+  size_t dot = rest.find('.');
+  if (dot == std::string_view::npos || dot == 0) return std::nullopt;
+  for (size_t i = 0; i < dot; ++i) {
+    if (rest[i] < '0' || rest[i] > '9') return std::nullopt;
+  }
+  std::string_view local = rest.substr(dot + 1);
+  for (std::string_view w : kScaledBlockWeights) {
+    if (local == w) return std::vector<uint64_t>{1};
+  }
+  for (std::string_view w : kScaledExpertWeights) {
+    if (local == w) return std::vector<uint64_t>{weight_ne.size() >= 3 ? weight_ne[2] : 1};
+  }
+  return std::nullopt;
+}
 
 size_t LlamaCheckResult::errors() const {
   return static_cast<size_t>(std::count_if(problems.begin(), problems.end(), [](const LlamaProblem& p) {

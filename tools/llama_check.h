@@ -11,7 +11,9 @@
 #define BOLTPACK_TOOLS_LLAMA_CHECK_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "boltpack/types.h"
@@ -24,6 +26,7 @@ struct LlamaCheckTensor {
   // Non-empty when the tensor has no GGUF type (a .bolt codec GGUF lacks).
   std::string type_problem;
   bool quantized = false;  // a block-quantized GGUF type
+  int ggml_type = -1;      // the GGUF type id (-1: none)
 };
 
 struct LlamaProblem {
@@ -49,6 +52,15 @@ LlamaCheckResult CheckForLlamaCpp(const Metadata& kv, const std::vector<LlamaChe
 // llama.cpp reads one number, so it refuses the file: what `slice` warns
 // about when a budget's per-layer counts differ and it writes a .gguf.
 std::vector<std::string> LlamaScalarKeysGivenAsArrays(const Metadata& kv);
+
+// The GGUF ne of the "<base>.scale" tensor llama.cpp reads beside the NVFP4
+// weight "<base>.weight" (GGUF ne `weight_ne`): {1}, or {n_expert} beside a
+// *_exps weight; nullopt where it reads none (token_embd.weight, norms, ...).
+// Its ".input_scale" follows the same rule. The same for every architecture
+// (a generic pass of the loader), except that a few architectures read
+// scales of their own beside other weights.
+std::optional<std::vector<uint64_t>> LlamaScaleNe(std::string_view weight_name,
+                                                  const std::vector<uint64_t>& weight_ne);
 
 // The architectures with their own rules (others get the generic checks).
 std::vector<std::string> LlamaCheckKnownArchitectures();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "common/escape.h"
 #include "common/str_cat.h"
 #include "io/json.h"
 
@@ -41,8 +42,8 @@ std::string MetaValueToJson(const MetaValue& v) {
 std::string MetaValueSummary(const MetaValue& v) {
   constexpr size_t kMaxShown = 8;
   if (v.type == ValueType::kString) {
-    std::string s = v.s.size() > 80 ? v.s.substr(0, 77) + "..." : v.s;
-    return io::JsonQuote(s);
+    // Shown on a terminal: control bytes and invalid UTF-8 as \xNN.
+    return v.s.size() > 80 ? QuoteForDisplay(v.s, 77) : QuoteForDisplay(v.s);
   }
   if (v.type != ValueType::kArray) return MetaValueToJson(v);
   std::string out = StrCat(ValueTypeName(v.element_type), "[", v.elements.size(), "] [");

@@ -8,6 +8,7 @@
 #include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
 #include "boltpack/writer.h"
+#include "common/escape.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "common/parallel_for.h"
@@ -81,7 +82,7 @@ OutputType ElementOutput(DType d) {
 // Decodes a cut tensor to the elements of its dtype.
 absl::StatusOr<std::vector<uint8_t>> DecodeCut(const format::CutTensor& cut) {
   const Codec* codec = FindCodec(cut.info.codec_id);
-  std::string where = StrCat("tensor \"", cut.info.name, "\"");
+  std::string where = StrCat("tensor ", QuoteForDisplay(cut.info.name));
   if (codec == nullptr) return absl::UnimplementedError(StrCat(where, ": unknown codec \"", cut.info.codec_id, "\""));
   BP_RETURN_IF_ERROR(codec->ValidateRecord(cut.info));
   OutputType out = ElementOutput(cut.info.dtype);
@@ -238,7 +239,7 @@ absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const S
   std::vector<bool> decode;  // element types GGUF has, reached by decoding
   for (const auto& p : plan.tensors) {
     const TensorInfo& info = r.tensors()[p.source];
-    std::string where = StrCat(r.path(), ": tensor \"", info.name, "\"");
+    std::string where = StrCat(r.path(), ": tensor ", QuoteForDisplay(info.name));
     const io::GgmlType* type = io::GgmlTypeForCodec(info.codec_id, info.dtype, info.codec_params);
     bool via_decode = false;
     if (type == nullptr && (info.dtype == DType::kF32 || info.dtype == DType::kF16 || info.dtype == DType::kBF16)) {

@@ -6,6 +6,7 @@
 
 #include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
+#include "common/escape.h"
 #include "common/buffer_pool.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
@@ -15,6 +16,7 @@
 #include "io/safetensors.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
+#include "tools/gguf_nvfp4.h"
 #include "tools/llama_check.h"
 #include "tools/progress.h"
 
@@ -172,8 +174,8 @@ int VerifyBolt(const VerifyArgs& args) {
     if (p.view.empty()) {
       std::fprintf(stderr, "bolt-pack: %s\n", p.message.c_str());
     } else {
-      std::fprintf(stderr, "bolt-pack: tensor \"%s\", view \"%s\": %s\n", p.tensor.c_str(), p.view.c_str(),
-                   p.message.c_str());
+      std::fprintf(stderr, "bolt-pack: tensor %s, view %s: %s\n", QuoteForDisplay(p.tensor).c_str(),
+                   QuoteForDisplay(p.view).c_str(), p.message.c_str());
     }
   }
   std::string per_view;
@@ -259,7 +261,7 @@ absl::Status LoadForLlamaCheck(const std::string& path, const std::string& ext, 
     if (!model.ok()) return model.status();
     *kv = (*model)->metadata();
     for (const auto& t : (*model)->tensors()) {
-      tensors->push_back({t.name, t.Shape(), "", t.type->block_size > 1});
+      tensors->push_back({t.name, t.Shape(), "", t.type->block_size > 1, t.type->id});
     }
     return absl::OkStatus();
   }
@@ -267,10 +269,14 @@ absl::Status LoadForLlamaCheck(const std::string& path, const std::string& ext, 
   if (!reader.ok()) return reader.status();
   *kv = (*reader)->metadata();
   for (const auto& t : (*reader)->tensors()) {
-    // Two-level nvfp4 exports as GGUF NVFP4 plus a "<name>.scale" tensor.
-    const io::GgmlType* type = t.codec_id == "nvfp4" ? io::GgmlTypeById(40)
-                                                     : io::GgmlTypeForCodec(t.codec_id, t.dtype, t.codec_params);
-    LlamaCheckTensor c{t.name, t.shape, "", type != nullptr && type->block_size > 1};
+    // Two-level nvfp4 exports as GGUF NVFP4 plus a "<name>.scale" tensor, or
+    // as Q8_0 where llama.cpp reads no scale (tools/gguf_nvfp4.h).
+    const std::vector<uint64_t> ne(t.shape.rbegin(), t.shape.rend());
+    const bool two_level = t.codec_id == "nvfp4", scaled = two_level && Nvfp4RecordHasScaleTensor(t.codec_params);
+    const bool stays = two_level && Nvfp4StaysNvfp4InGguf(t.name, ne, scaled);
+    const io::GgmlType* type = two_level ? io::GgmlTypeById(stays ? 40 : 8)
+                                         : io::GgmlTypeForCodec(t.codec_id, t.dtype, t.codec_params);
+    LlamaCheckTensor c{t.name, t.shape, "", type != nullptr && type->block_size > 1, type ? type->id : -1};
     if (type == nullptr) {
       c.type_problem = StrCat("codec \"", t.codec_id, "\" (dtype ", DTypeName(t.dtype),
                               ") has no GGUF type, so a GGUF export (and llama.cpp) cannot hold it; re-encode it "
@@ -283,6 +289,10 @@ absl::Status LoadForLlamaCheck(const std::string& path, const std::string& ext, 
       c.type_problem = StrCat("GGUF type ", type->name, ": ", n.status().message());
     }
     tensors->push_back(std::move(c));
+    if (stays && scaled) {
+      auto scale_ne = LlamaScaleNe(t.name, ne).value_or(std::vector<uint64_t>{1});
+      tensors->push_back({Nvfp4ScaleTensorName(t.name), {scale_ne.rbegin(), scale_ne.rend()}, "", false, 0});
+    }
   }
   return absl::OkStatus();
 }
@@ -321,13 +331,13 @@ int VerifyForLlamaCpp(const VerifyArgs& args) {
     return failed ? 1 : 0;
   }
   for (const auto& p : r.problems) {
-    std::string subject = !p.tensor.empty() ? StrCat("tensor \"", p.tensor, "\": ")
-                          : !p.key.empty()  ? StrCat("key \"", p.key, "\": ")
+    std::string subject = !p.tensor.empty() ? StrCat("tensor ", QuoteForDisplay(p.tensor), ": ")
+                          : !p.key.empty()  ? StrCat("key ", QuoteForDisplay(p.key), ": ")
                                             : std::string();
     std::printf("%s: %s: %s%s\n", args.input.c_str(), severity(p), subject.c_str(), p.message.c_str());
   }
-  std::printf("%s: %s for llama.cpp (architecture \"%s\", %zu tensors; %zu error%s, %zu warning%s)\n",
-              args.input.c_str(), failed ? "FAILED" : "OK", r.architecture.c_str(), tensors.size(), errors,
+  std::printf("%s: %s for llama.cpp (architecture %s, %zu tensors; %zu error%s, %zu warning%s)\n",
+              args.input.c_str(), failed ? "FAILED" : "OK", QuoteForDisplay(r.architecture).c_str(), tensors.size(), errors,
               errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
   return failed ? 1 : 0;
 }
