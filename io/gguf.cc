@@ -15,6 +15,7 @@
 #include "common/str_cat.h"
 #include "format/limits.h"
 #include "io/atomic_file.h"
+#include "io/gguf_kv_scan.h"
 #include "io/json.h"
 #include "io/mapped_file.h"
 
@@ -101,9 +102,11 @@ uint64_t MinSize(int32_t t) {
   return ScalarSize(t);
 }
 
-// All metadata elements a file may hold, in total (each becomes a MetaValue;
-// a bolt-pack manifest could not hold more anyway).
-constexpr uint64_t kMaxMetadataElements = 16ull << 20;
+// All metadata array elements a file may hold, in total: each becomes a
+// 112-byte MetaValue, so the bytes left alone (1 per U8) would let a 16 MB
+// file ask for 1.8 GB. The container's reader limit, so that what imports
+// also opens as a .bolt.
+constexpr uint64_t kMaxMetadataElements = format::kMaxMetadataArrayElements;
 
 class Cursor {
  public:
@@ -205,8 +208,8 @@ absl::Status ReadValue(Cursor& c, int32_t type, const std::string& key, int dept
                              " bytes left"));
       }
       if (n > *budget) {
-        return absl::ResourceExhaustedError(StrCat(c.file(), ": ", where(), ": more than ", kMaxMetadataElements,
-                                                   " metadata array elements in the file"));
+        return absl::ResourceExhaustedError(StrCat(c.file(), ": ", where(), ": array of ", n, " elements: more than ",
+                                                   kMaxMetadataElements, " metadata array elements in the file"));
       }
       *budget -= n;
       out->element_type = ToValueType(et);
@@ -250,6 +253,13 @@ absl::Status ParseGguf(ParsedFile* f) {
   }
   if (static_cast<uint64_t>(n_tensors) > format::kMaxTensors) {
     return absl::ResourceExhaustedError(StrCat(f->path, ": ", n_tensors, " tensors (limit ", format::kMaxTensors, ")"));
+  }
+  // Counted before any value is built, so a file past the limit costs one
+  // pass over its key/values, not a MetaValue per element.
+  if (GgufArrayCount count = CountGgufArrayElements(f->bytes.subspan(c.pos()), n_kv, kMaxMetadataElements);
+      count.elements > kMaxMetadataElements) {
+    return absl::ResourceExhaustedError(StrCat(f->path, ": key ", Quoted(count.key), ": more than ",
+                                               kMaxMetadataElements, " metadata array elements in the file"));
   }
   uint64_t budget = kMaxMetadataElements;
   absl::flat_hash_set<std::string> keys;
@@ -520,13 +530,16 @@ struct GgufModel::Impl {
 
   absl::Status AddTensors(size_t shard) {
     ParsedFile& f = files[shard];
+    // Moved, not copied: the model keeps one list of its tensors.
+    tensors.reserve(tensors.size() + f.tensors.size());
     for (auto& t : f.tensors) {
       t.shard = static_cast<uint32_t>(shard);
       if (!index.emplace(t.name, tensors.size()).second) {
         return absl::InvalidArgumentError(StrCat(f.path, ": tensor ", Quoted(t.name), " also exists in an earlier shard"));
       }
-      tensors.push_back(t);
+      tensors.push_back(std::move(t));
     }
+    f.tensors = {};
     return absl::OkStatus();
   }
 };
