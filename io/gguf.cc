@@ -254,6 +254,12 @@ absl::Status ParseGguf(ParsedFile* f) {
   if (static_cast<uint64_t>(n_tensors) > format::kMaxTensors) {
     return absl::ResourceExhaustedError(StrCat(f->path, ": ", n_tensors, " tensors (limit ", format::kMaxTensors, ")"));
   }
+  // The container's limits (GGUF has none of its own), so that what opens
+  // here also converts.
+  if (static_cast<uint64_t>(n_kv) > format::kMaxMetadataEntries) {
+    return absl::ResourceExhaustedError(
+        StrCat(f->path, ": ", n_kv, " key/values (limit ", format::kMaxMetadataEntries, ")"));
+  }
   // Counted before any value is built, so a file past the limit costs one
   // pass over its key/values, not a MetaValue per element.
   if (GgufArrayCount count = CountGgufArrayElements(f->bytes.subspan(c.pos()), n_kv, kMaxMetadataElements);

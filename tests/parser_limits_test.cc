@@ -130,6 +130,16 @@ TEST_F(ParserLimits, GgufOneTensorPastTheTensorLimitIsRefused) {
   ExpectRefused(Write("too-many-tensors.gguf", g.b), {"1000001 tensors (limit 1000000)"});
 }
 
+TEST_F(ParserLimits, GgufKeyValuesPastTheMetadataLimitAreRefused) {
+  // 13 bytes each: 1,000,001 of them fit in 13 MB (each a key, a MetaValue
+  // and a set entry: about 190 bytes in memory).
+  constexpr int64_t n = static_cast<int64_t>(format::kMaxMetadataEntries) + 1;
+  Gguf g;
+  g.Header(0, n);
+  for (int64_t i = 0; i < n; ++i) g.Str("k").Put<int32_t>(0).Put<uint8_t>(0);
+  ExpectRefused(Write("too-many-keys.gguf", g.b), {"1000001 key/values (limit 1000000)"});
+}
+
 TEST_F(ParserLimits, SafetensorsShapeOf10MEntriesIsRefusedWhileParsed) {
   // 20 MB header: one tensor whose shape lists 10M dimensions (1.9 GB before).
   constexpr size_t n = 10'000'000;
