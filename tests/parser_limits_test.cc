@@ -151,7 +151,32 @@ TEST_F(ParserLimits, SafetensorsShapeOf10MEntriesIsRefusedWhileParsed) {
   std::vector<uint8_t> file(8 + len + 4, 0);
   std::memcpy(file.data(), &len, 8);
   std::memcpy(file.data() + 8, header.data(), len);
-  ExpectRefused(Write("long-shape.safetensors", file), {"header JSON", "more than 1048576 values"});
+  ExpectRefused(Write("long-shape.safetensors", file), {"header JSON", "more than 524288 values"});
+}
+
+TEST_F(ParserLimits, SafetensorsMetadataAtTheValueLimitIsAcceptedWithinBounds) {
+  // The largest header the value limit lets through: the root, __metadata__
+  // and 2^19 - 2 short strings (309 MB at 2^20 values, the limit's first value).
+  constexpr size_t n = (size_t{1} << 19) - 2;
+  std::string header = "{\"__metadata__\":{";
+  for (size_t i = 0; i < n; ++i) header += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":\"\"";
+  header += "}}";
+  const uint64_t len = header.size();
+  std::vector<uint8_t> file(8 + len, 0);
+  std::memcpy(file.data(), &len, 8);
+  std::memcpy(file.data() + 8, header.data(), len);
+  const std::string path = Write("max-metadata.safetensors", file);
+  // verify parses as inspect does, without printing half a million keys.
+  const auto run = RunCliMeasured({"verify", path}, kHeapCap);
+  EXPECT_EQ(run.exit_code, 0) << run.output.substr(0, 400);
+  EXPECT_LT(run.peak_rss_kib, kMaxPeakKib);
+  // One value more is refused.
+  header.insert(header.size() - 2, ",\"one_more\":\"\"");
+  const uint64_t len2 = header.size();
+  file.assign(8 + len2, 0);
+  std::memcpy(file.data(), &len2, 8);
+  std::memcpy(file.data() + 8, header.data(), len2);
+  ExpectRefused(Write("one-more.safetensors", file), {"header JSON", "more than 524288 values"});
 }
 
 TEST_F(ParserLimits, BoltManifestOf16MEmptyTensorsIsRefusedBeforeParsing) {
