@@ -54,6 +54,7 @@ class Wire {
     if (p_ == end_ || !Varint(&tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX) return false;
     f->number = static_cast<uint32_t>(tag >> 3);
     f->wire = static_cast<int>(tag & 7);
+    f->bytes = {};
     return SkipPayload(*f, f, 0);
   }
   bool malformed() const { return malformed_; }
@@ -186,7 +187,9 @@ class Scanner {
     Wire w(bytes);
     Field f;
     while (w.Next(&f)) {
-      switch (f.number) {
+      // A known field of another wire type is an unknown field to protobuf.
+      const uint32_t number = f.wire == kLength || f.number == field::kTensorShape ? f.number : 0;
+      switch (number) {
         case field::kTensorName: name = f.bytes; break;
         case field::kTensorShape: dims += RepeatedCount(f, 0); break;
         case field::kTensorStreams:
@@ -197,7 +200,8 @@ class Scanner {
           Wire c(f.bytes);
           Field p;
           while (c.Next(&p)) {
-            if (p.number == field::kCodecParams && ++params <= kMaxCodecParams) param_bytes.push_back(p.bytes);
+            if (p.number != field::kCodecParams || p.wire != kLength) continue;
+            if (++params <= kMaxCodecParams) param_bytes.push_back(p.bytes);
           }
           break;
         }
@@ -224,13 +228,13 @@ class Scanner {
     Wire w(bytes);
     Field f;
     while (w.Next(&f)) {
-      if (f.number == field::kStreamChunks) {
+      if (f.number == field::kStreamChunks && f.wire == kLength) {
         ++chunks;
         if (++chunks_ > kMaxManifestChunks) {
           return absl::ResourceExhaustedError(
               StrCat(file_, ": ", where(), ": the manifest's streams hold more than ", kMaxManifestChunks, " chunks"));
         }
-      } else if (f.number == field::kStreamViews) {
+      } else if (f.number == field::kStreamViews && f.wire == kLength) {
         ++views;
       } else if (f.number == field::kStreamPrefixBytes) {
         prefixes += RepeatedCount(f, 0);
@@ -243,7 +247,7 @@ class Scanner {
     BP_RETURN_IF_ERROR(More(prefixes, kMaxLinePrefixes, "prefix_bytes", where));
     Wire again(bytes);
     while (again.Next(&f)) {
-      if (f.number == field::kStreamChunks) BP_RETURN_IF_ERROR(Chunk(f.bytes, where));
+      if (f.number == field::kStreamChunks && f.wire == kLength) BP_RETURN_IF_ERROR(Chunk(f.bytes, where));
     }
     return absl::OkStatus();
   }
