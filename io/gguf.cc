@@ -538,6 +538,7 @@ struct GgufModel::Impl {
     ParsedFile& f = files[shard];
     // Moved, not copied: the model keeps one list of its tensors.
     tensors.reserve(tensors.size() + f.tensors.size());
+    index.reserve(index.size() + f.tensors.size());
     for (auto& t : f.tensors) {
       t.shard = static_cast<uint32_t>(shard);
       if (!index.emplace(t.name, tensors.size()).second) {
