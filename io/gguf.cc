@@ -532,21 +532,31 @@ struct GgufModel::Impl {
   std::vector<ParsedFile> files;
   std::vector<std::string> paths;
   std::vector<GgufTensor> tensors;
-  absl::flat_hash_map<std::string, size_t> index;
+  // Views of the names in `tensors`, built once every shard is read (when
+  // the vector no longer moves): no copy of a name per tensor.
+  absl::flat_hash_map<std::string_view, size_t> index;
 
-  absl::Status AddTensors(size_t shard) {
+  // Moved, not copied: the model keeps one list of its tensors.
+  void AddTensors(size_t shard) {
     ParsedFile& f = files[shard];
-    // Moved, not copied: the model keeps one list of its tensors.
-    tensors.reserve(tensors.size() + f.tensors.size());
-    index.reserve(index.size() + f.tensors.size());
-    for (auto& t : f.tensors) {
-      t.shard = static_cast<uint32_t>(shard);
-      if (!index.emplace(t.name, tensors.size()).second) {
-        return absl::InvalidArgumentError(StrCat(f.path, ": tensor ", Quoted(t.name), " also exists in an earlier shard"));
-      }
-      tensors.push_back(std::move(t));
+    for (auto& t : f.tensors) t.shard = static_cast<uint32_t>(shard);
+    if (tensors.empty()) {
+      tensors = std::move(f.tensors);
+    } else {
+      tensors.reserve(tensors.size() + f.tensors.size());
+      for (auto& t : f.tensors) tensors.push_back(std::move(t));
     }
     f.tensors = {};
+  }
+  // Names are unique within a file (ParseGguf checks); across shards here.
+  absl::Status IndexTensors() {
+    index.reserve(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (!index.emplace(tensors[i].name, i).second) {
+        return absl::InvalidArgumentError(StrCat(files[tensors[i].shard].path, ": tensor ", Quoted(tensors[i].name),
+                                                 " also exists in an earlier shard"));
+      }
+    }
     return absl::OkStatus();
   }
 };
@@ -564,7 +574,8 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::OpenBuffer(absl::Span<cons
   BP_RETURN_IF_ERROR(ReadSplitKeys(f).status());
   impl->paths.push_back(f.path);
   impl->files.push_back(std::move(f));
-  BP_RETURN_IF_ERROR(impl->AddTensors(0));
+  impl->AddTensors(0);
+  BP_RETURN_IF_ERROR(impl->IndexTensors());
   return std::unique_ptr<GgufModel>(new GgufModel(std::move(impl)));
 }
 
@@ -582,7 +593,7 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::Open(const std::string& pa
   BP_ASSIGN_OR_RETURN(SplitKeys split, ReadSplitKeys(first));
   impl->paths.push_back(path);
   impl->files.push_back(std::move(first));
-  BP_RETURN_IF_ERROR(impl->AddTensors(0));
+  impl->AddTensors(0);
   uint64_t count = split.count.value_or(0);
   if (count > 1) {
     uint64_t no = split.no.value_or(0);
@@ -612,9 +623,10 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::Open(const std::string& pa
       }
       impl->paths.push_back(p);
       impl->files.push_back(std::move(*f));
-      BP_RETURN_IF_ERROR(impl->AddTensors(k));
+      impl->AddTensors(k);
     }
   }
+  BP_RETURN_IF_ERROR(impl->IndexTensors());
   if (split.tensors_count && count > 1 && static_cast<uint64_t>(*split.tensors_count) != impl->tensors.size()) {
     return absl::InvalidArgumentError(StrCat(path, ": split.tensors.count is ", *split.tensors_count, " but the ",
                                              count, " shards hold ", impl->tensors.size(), " tensors"));
@@ -632,7 +644,7 @@ uint64_t GgufModel::data_offset(size_t shard) const { return impl_->files[shard]
 size_t GgufModel::shard_count() const { return impl_->files.size(); }
 
 std::optional<size_t> GgufModel::FindTensor(std::string_view name) const {
-  auto it = impl_->index.find(std::string(name));
+  auto it = impl_->index.find(name);
   if (it == impl_->index.end()) return std::nullopt;
   return it->second;
 }
