@@ -27,6 +27,18 @@ inline constexpr uint64_t kMinAlignment = 64;
 inline constexpr uint64_t kMaxAlignment = 1ull << 30;
 inline constexpr uint64_t kDefaultAlignment = 4096;
 
+// Lower limits this reader imposes (spec §9 allows them, reported the same
+// way): not format limits, so a writer may exceed them, but no real model
+// comes near. Each bounds what parsing builds in memory before any record
+// is validated (an array element becomes a 112-byte MetaValue, a chunk a
+// ~100-byte message), so a small file cannot ask for gigabytes.
+// Metadata array elements in one file, all arrays together (GGUF and .bolt
+// metadata alike); the largest tokenizers hold about 1M (262K tokens with
+// their scores and types, or 200K tokens and 450K merges).
+inline constexpr uint64_t kMaxMetadataArrayElements = 1ull << 22;
+// Chunks in one manifest, all streams together: 4 TiB of 1 MiB chunks.
+inline constexpr uint64_t kMaxManifestChunks = 1ull << 22;
+
 }  // namespace boltpack::format
 
 #endif  // BOLTPACK_FORMAT_LIMITS_H_

@@ -15,6 +15,7 @@
 #include "format/line_prefix.h"
 #include "format/limits.h"
 #include "format/manifest_convert.h"
+#include "format/manifest_scan.h"
 #include "format/manifest_validate.h"
 #include "format/reader_impl.h"
 #include "io/mapped_file.h"
@@ -59,6 +60,7 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   // allocation pattern, freed at once after conversion.
   google::protobuf::Arena arena;
   v1::Manifest& manifest = *google::protobuf::Arena::CreateMessage<v1::Manifest>(&arena);
+  BP_RETURN_IF_ERROR(format::ScanManifestLimits(manifest_bytes, path));  // before parsing builds anything
   if (!manifest.ParseFromArray(manifest_bytes.data(), static_cast<int>(manifest_bytes.size()))) {
     return absl::DataLossError(StrCat(path, ": manifest is not a valid boltpack.v1.Manifest"));
   }

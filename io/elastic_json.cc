@@ -159,6 +159,11 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
   JsonLimits limits;
   limits.max_depth = 16;
   limits.max_bytes = kMaxElasticJsonBytes;
+  // Importance scores come one per unit and layer: per-channel scores of a
+  // 100-layer model 32K channels wide are 3.3M values. The user's own
+  // authoring file, so a higher bound than a model's header gets (about
+  // 470 MB of DOM at the limit).
+  limits.max_values = uint64_t{1} << 22;
   auto parsed = ParseJson(text, limits);
   if (!parsed.ok()) return absl::Status(parsed.status().code(), StrCat(file, ": ", parsed.status().message()));
   const JsonValue& root = *parsed;

@@ -16,6 +16,7 @@
 #include "common/str_cat.h"
 #include "format/limits.h"
 #include "io/atomic_file.h"
+#include "io/gguf_kv_scan.h"
 #include "io/json.h"
 #include "io/mapped_file.h"
 
@@ -68,9 +69,11 @@ uint64_t MinSize(int32_t t) {
   return ScalarSize(t);
 }
 
-// All metadata elements a file may hold, in total (each becomes a MetaValue;
-// a bolt-pack manifest could not hold more anyway).
-constexpr uint64_t kMaxMetadataElements = 16ull << 20;
+// All metadata array elements a file may hold, in total: each becomes a
+// 112-byte MetaValue, so the bytes left alone (1 per U8) would let a 16 MB
+// file ask for 1.8 GB. The container's reader limit, so that what imports
+// also opens as a .bolt.
+constexpr uint64_t kMaxMetadataElements = format::kMaxMetadataArrayElements;
 
 class Cursor {
  public:
@@ -172,8 +175,8 @@ absl::Status ReadValue(Cursor& c, int32_t type, const std::string& key, int dept
                              " bytes left"));
       }
       if (n > *budget) {
-        return absl::ResourceExhaustedError(StrCat(c.file(), ": ", where(), ": more than ", kMaxMetadataElements,
-                                                   " metadata array elements in the file"));
+        return absl::ResourceExhaustedError(StrCat(c.file(), ": ", where(), ": array of ", n, " elements: more than ",
+                                                   kMaxMetadataElements, " metadata array elements in the file"));
       }
       *budget -= n;
       out->element_type = ToValueType(et);
@@ -217,6 +220,19 @@ absl::Status ParseGguf(ParsedFile* f) {
   }
   if (static_cast<uint64_t>(n_tensors) > format::kMaxTensors) {
     return absl::ResourceExhaustedError(StrCat(f->path, ": ", n_tensors, " tensors (limit ", format::kMaxTensors, ")"));
+  }
+  // The container's limits (GGUF has none of its own), so that what opens
+  // here also converts.
+  if (static_cast<uint64_t>(n_kv) > format::kMaxMetadataEntries) {
+    return absl::ResourceExhaustedError(
+        StrCat(f->path, ": ", n_kv, " key/values (limit ", format::kMaxMetadataEntries, ")"));
+  }
+  // Counted before any value is built, so a file past the limit costs one
+  // pass over its key/values, not a MetaValue per element.
+  if (GgufArrayCount count = CountGgufArrayElements(f->bytes.subspan(c.pos()), n_kv, kMaxMetadataElements);
+      count.elements > kMaxMetadataElements) {
+    return absl::ResourceExhaustedError(StrCat(f->path, ": key ", Quoted(count.key), ": more than ",
+                                               kMaxMetadataElements, " metadata array elements in the file"));
   }
   uint64_t budget = kMaxMetadataElements;
   absl::flat_hash_set<std::string> keys;
@@ -443,16 +459,30 @@ struct GgufModel::Impl {
   std::vector<ParsedFile> files;
   std::vector<std::string> paths;
   std::vector<GgufTensor> tensors;
-  absl::flat_hash_map<std::string, size_t> index;
+  // Views of the names in `tensors`, built once every shard is read (when
+  // the vector no longer moves): no copy of a name per tensor.
+  absl::flat_hash_map<std::string_view, size_t> index;
 
-  absl::Status AddTensors(size_t shard) {
+  // Moved, not copied: the model keeps one list of its tensors.
+  void AddTensors(size_t shard) {
     ParsedFile& f = files[shard];
-    for (auto& t : f.tensors) {
-      t.shard = static_cast<uint32_t>(shard);
-      if (!index.emplace(t.name, tensors.size()).second) {
-        return absl::InvalidArgumentError(StrCat(f.path, ": tensor ", Quoted(t.name), " also exists in an earlier shard"));
+    for (auto& t : f.tensors) t.shard = static_cast<uint32_t>(shard);
+    if (tensors.empty()) {
+      tensors = std::move(f.tensors);
+    } else {
+      tensors.reserve(tensors.size() + f.tensors.size());
+      for (auto& t : f.tensors) tensors.push_back(std::move(t));
+    }
+    f.tensors = {};
+  }
+  // Names are unique within a file (ParseGguf checks); across shards here.
+  absl::Status IndexTensors() {
+    index.reserve(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (!index.emplace(tensors[i].name, i).second) {
+        return absl::InvalidArgumentError(StrCat(files[tensors[i].shard].path, ": tensor ", Quoted(tensors[i].name),
+                                                 " also exists in an earlier shard"));
       }
-      tensors.push_back(t);
     }
     return absl::OkStatus();
   }
@@ -471,7 +501,8 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::OpenBuffer(absl::Span<cons
   BP_RETURN_IF_ERROR(ReadSplitKeys(f).status());
   impl->paths.push_back(f.path);
   impl->files.push_back(std::move(f));
-  BP_RETURN_IF_ERROR(impl->AddTensors(0));
+  impl->AddTensors(0);
+  BP_RETURN_IF_ERROR(impl->IndexTensors());
   return std::unique_ptr<GgufModel>(new GgufModel(std::move(impl)));
 }
 
@@ -489,7 +520,7 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::Open(const std::string& pa
   BP_ASSIGN_OR_RETURN(SplitKeys split, ReadSplitKeys(first));
   impl->paths.push_back(path);
   impl->files.push_back(std::move(first));
-  BP_RETURN_IF_ERROR(impl->AddTensors(0));
+  impl->AddTensors(0);
   uint64_t count = split.count.value_or(0);
   if (count > 1) {
     uint64_t no = split.no.value_or(0);
@@ -519,9 +550,10 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::Open(const std::string& pa
       }
       impl->paths.push_back(p);
       impl->files.push_back(std::move(*f));
-      BP_RETURN_IF_ERROR(impl->AddTensors(k));
+      impl->AddTensors(k);
     }
   }
+  BP_RETURN_IF_ERROR(impl->IndexTensors());
   if (split.tensors_count && count > 1 && static_cast<uint64_t>(*split.tensors_count) != impl->tensors.size()) {
     return absl::InvalidArgumentError(StrCat(path, ": split.tensors.count is ", *split.tensors_count, " but the ",
                                              count, " shards hold ", impl->tensors.size(), " tensors"));
@@ -539,7 +571,7 @@ uint64_t GgufModel::data_offset(size_t shard) const { return impl_->files[shard]
 size_t GgufModel::shard_count() const { return impl_->files.size(); }
 
 std::optional<size_t> GgufModel::FindTensor(std::string_view name) const {
-  auto it = impl_->index.find(std::string(name));
+  auto it = impl_->index.find(name);
   if (it == impl_->index.end()) return std::nullopt;
   return it->second;
 }

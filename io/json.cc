@@ -232,6 +232,10 @@ class JsonParser {
 
   absl::Status ParseValue(int depth, JsonValue* out) {
     if (pos_ >= n_) return Unexpected("a value");
+    if (++values_ > limits_.max_values) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("byte ", pos_, ": more than ", limits_.max_values, " values (the limit of a document)"));
+    }
     unsigned char c = p_[pos_];
     switch (c) {
       case '{': return ParseObject(depth + 1, out);
@@ -544,6 +548,7 @@ class JsonParser {
   size_t n_;
   size_t pos_ = 0;
   const JsonLimits& limits_;
+  uint64_t values_ = 0;
 };
 
 absl::StatusOr<JsonValue> ParseJson(std::string_view text, const JsonLimits& limits) {

@@ -25,6 +25,12 @@ struct JsonLimits {
   // Whole-document size; callers with their own bound (a 100 MB safetensors
   // header) pass it here too.
   uint64_t max_bytes = uint64_t{256} << 20;
+  // Values in the document (every array element and member counts). A value
+  // costs 112 bytes in the DOM (144 as a member) whatever its text ("0," is
+  // 2 bytes), and a growing array briefly holds 1.5 times that, so the byte
+  // limit alone would let 100 MB of "[0,0,..." take 5.6 GB. 2^19 values peak
+  // near 160 MB: a safetensors header of about 65K tensors (7-8 values each).
+  uint64_t max_values = uint64_t{1} << 19;
 };
 
 enum class JsonType : uint8_t { kNull, kBool, kNumber, kString, kArray, kObject };

@@ -25,12 +25,12 @@ inline v1::Manifest ManifestOf(const std::vector<uint8_t>& file) {
   return m;
 }
 
-// `file` with its manifest replaced by `m` (stored where the old one was).
-inline std::vector<uint8_t> WithManifest(const std::vector<uint8_t>& file, const v1::Manifest& m) {
+// `file` with its manifest replaced by the serialized `bytes` (stored where
+// the old one was, which may be any wire data: a test's hand-made records).
+inline std::vector<uint8_t> WithManifestBytes(const std::vector<uint8_t>& file, const std::string& bytes) {
   auto footer = format::ParseFooter(absl::MakeConstSpan(file).subspan(file.size() - format::kFooterSize), "test");
   EXPECT_TRUE(footer.ok()) << footer.status();
   if (!footer.ok()) return file;
-  std::string bytes = m.SerializeAsString();
   std::vector<uint8_t> out(file.begin(), file.begin() + static_cast<long>(footer->manifest_offset));
   out.insert(out.end(), bytes.begin(), bytes.end());
   format::Footer f = *footer;
@@ -40,6 +40,11 @@ inline std::vector<uint8_t> WithManifest(const std::vector<uint8_t>& file, const
   auto encoded = format::EncodeFooter(f);
   out.insert(out.end(), encoded.begin(), encoded.end());
   return out;
+}
+
+// `file` with its manifest replaced by `m`.
+inline std::vector<uint8_t> WithManifest(const std::vector<uint8_t>& file, const v1::Manifest& m) {
+  return WithManifestBytes(file, m.SerializeAsString());
 }
 
 inline std::vector<uint8_t> RewriteManifest(const std::vector<uint8_t>& file,

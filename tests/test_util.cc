@@ -1,11 +1,13 @@
 #include "tests/test_util.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -120,27 +122,51 @@ CommandResult RunCliWithFileSizeLimit(const std::vector<std::string>& args, uint
 }
 
 int64_t CliPeakResidentKib(const std::vector<std::string>& args) {
+  MeasuredCommand run = RunCliMeasured(args);
+  return run.exit_code == 0 ? run.peak_rss_kib : -1;
+}
+
+MeasuredCommand RunCliMeasured(const std::vector<std::string>& args, uint64_t max_data_bytes) {
+  MeasuredCommand result;
   std::vector<std::string> argv_strings = {BOLTPACK_CLI_PATH};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
+  int out[2];
+  if (::pipe(out) != 0) return result;
+  // The child's peak counts the pages it shares with this process at fork:
+  // free heap goes back first, so it measures the CLI, not the tests run
+  // before it.
+  ::malloc_trim(0);
+  const auto start = std::chrono::steady_clock::now();
   pid_t pid = ::fork();
-  if (pid < 0) return -1;
+  if (pid < 0) return result;
   if (pid == 0) {
-    int null_fd = ::open("/dev/null", O_RDWR);
-    if (null_fd >= 0) {
-      ::dup2(null_fd, 0);
-      ::dup2(null_fd, 1);
-      ::dup2(null_fd, 2);
+    int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, 0);
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    ::close(out[0]);
+    if (max_data_bytes > 0) {
+      struct rlimit limit = {max_data_bytes, max_data_bytes};
+      ::setrlimit(RLIMIT_DATA, &limit);
     }
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
+  ::close(out[1]);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(out[0], buf, sizeof(buf))) > 0) result.output.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
   int status = 0;
   struct rusage usage {};
-  if (::wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
-  return usage.ru_maxrss;
+  if (::wait4(pid, &status, 0, &usage) != pid) return result;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.peak_rss_kib = usage.ru_maxrss;
+  return result;
 }
 
 size_t PresentPages(const void* data, size_t size) {

@@ -33,6 +33,17 @@ CommandResult RunCliWithFileSizeLimit(const std::vector<std::string>& args, uint
 // non-zero.
 int64_t CliPeakResidentKib(const std::vector<std::string>& args);
 
+struct MeasuredCommand {
+  int exit_code = -1;         // 128 + signal when killed
+  std::string output;         // stdout and stderr together
+  int64_t peak_rss_kib = -1;  // the CLI's own, from wait4
+  double seconds = 0;         // wall clock
+};
+// Runs the CLI with `args` and measures it. `max_data_bytes` > 0 caps its
+// heap (RLIMIT_DATA), so a regression that would allocate gigabytes fails
+// fast instead of swapping the machine.
+MeasuredCommand RunCliMeasured(const std::vector<std::string>& args, uint64_t max_data_bytes = 0);
+
 // How many pages of [data, data + size) this process has mapped in
 // (present in its page table: /proc/self/pagemap bit 63).
 size_t PresentPages(const void* data, size_t size);

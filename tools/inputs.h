@@ -48,6 +48,9 @@ class Inputs {
   const Metadata& metadata() const { return metadata_; }
   // The input metadata entry `k` comes from (the first that has its key).
   const std::string& metadata_file(size_t k) const { return metadata_files_[k]; }
+  // The GGUF models opened, in the order of their paths (inspect reads its
+  // facts from the one it opened rather than parsing the file again).
+  const std::vector<std::unique_ptr<io::GgufModel>>& gguf_models() const { return ggufs_; }
   // Every file read, so the output can refuse to overwrite one.
   const std::vector<std::string>& files() const { return files_; }
   uint64_t total_bytes() const;

@@ -391,18 +391,16 @@ int RunInspect(const InspectArgs& args) {
     if (args.json) PrintJson(s, args.input, /*entropy=*/true);
     else PrintText(s);
   } else if (ext == ".gguf") {
-    // The metadata seen through Inputs carries bolt-pack's gguf.* facts too.
-    auto model = io::GgufModel::Open(args.input);
-    if (!model.ok()) {
-      PrintError(std::string(model.status().message()));
-      return 1;
-    }
+    // The metadata seen through Inputs carries bolt-pack's gguf.* facts too,
+    // so it is the model's that is shown (the model Inputs opened: parsing
+    // the file again cost as much memory again).
+    const io::GgufModel& model = *(*in)->gguf_models().front();
     s.format = "gguf";
-    s.format_version = StrCat((*model)->version());
-    s.alignment = (*model)->alignment();
-    for (size_t k = 0; k < (*model)->shard_count(); ++k) s.file_size += (*model)->file_size(k);
-    if ((*model)->shard_count() > 1) s.writer = StrCat("(", (*model)->shard_count(), " split files)");
-    s.metadata = &(*model)->metadata();
+    s.format_version = StrCat(model.version());
+    s.alignment = model.alignment();
+    for (size_t k = 0; k < model.shard_count(); ++k) s.file_size += model.file_size(k);
+    if (model.shard_count() > 1) s.writer = StrCat("(", model.shard_count(), " split files)");
+    s.metadata = &model.metadata();
     if (args.json) PrintJson(s, args.input, /*entropy=*/false);
     else PrintText(s);
   } else {

@@ -1,0 +1,234 @@
+// Sizes and counts a file declares are limited before anything is built
+// from them: each case here is a small file that once made a parser build
+// gigabytes (issue 15 item 2), run through `bolt-pack inspect` with its peak
+// resident memory measured (wait4, as bounded_memory_test.cc does). Each is
+// refused cleanly (exit 1, the file and the limit named) or accepted, in
+// well under 256 MiB. The CLI's heap is capped at 1 GiB so that a
+// regression fails here fast instead of swapping the machine.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/sanitizers.h"
+#include "format/limits.h"
+#include "gtest/gtest.h"
+#include "io/json.h"
+#include "tests/manifest_rewrite.h"
+#include "tests/test_util.h"
+
+namespace boltpack {
+namespace {
+
+using testing::MakeTempDir;
+using testing::ReadFileBytes;
+using testing::RunCliMeasured;
+using testing::SourceDir;
+using testing::WriteFileBytes;
+
+constexpr int64_t kMaxPeakKib = 256 * 1024;     // issue 15's bound for a file of <= 64 MB
+constexpr uint64_t kHeapCap = uint64_t{1} << 30;  // RLIMIT_DATA of the CLI under test
+
+// Little-endian GGUF fields.
+struct Gguf {
+  std::vector<uint8_t> b;
+  template <typename T>
+  Gguf& Put(T v) {
+    const size_t at = b.size();
+    b.resize(at + sizeof(T));
+    std::memcpy(b.data() + at, &v, sizeof(T));
+    return *this;
+  }
+  Gguf& Str(std::string_view s) {
+    Put<uint64_t>(s.size());
+    b.insert(b.end(), s.begin(), s.end());
+    return *this;
+  }
+  Gguf& Header(int64_t n_tensors, int64_t n_kv) {
+    b.insert(b.end(), {'G', 'G', 'U', 'F'});
+    return Put<uint32_t>(3).Put(n_tensors).Put(n_kv);
+  }
+  Gguf& PadTo(size_t a) {
+    b.resize((b.size() + a - 1) / a * a, 0);
+    return *this;
+  }
+};
+
+// Protobuf wire fields (spec/boltpack.proto), for manifests no writer makes.
+std::string Varint(uint64_t v) {
+  std::string s;
+  while (v >= 0x80) {
+    s.push_back(static_cast<char>((v & 0x7F) | 0x80));
+    v >>= 7;
+  }
+  s.push_back(static_cast<char>(v));
+  return s;
+}
+std::string Field(uint32_t number, const std::string& payload) {
+  return Varint(uint64_t{number} << 3 | 2) + Varint(payload.size()) + payload;
+}
+
+class ParserLimits : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifdef BOLTPACK_ASAN
+    GTEST_SKIP() << "ASan keeps freed buffers in quarantine: resident memory would measure the sanitizer";
+#endif
+    dir_ = MakeTempDir();
+  }
+  std::string Write(const std::string& name, const std::vector<uint8_t>& bytes) {
+    const std::string path = dir_ + "/" + name;
+    WriteFileBytes(path, bytes);
+    return path;
+  }
+  // `inspect path` exits 1 with a message naming the file and `words`,
+  // within the memory bound.
+  void ExpectRefused(const std::string& path, std::initializer_list<std::string_view> words) {
+    const auto run = RunCliMeasured({"inspect", path}, kHeapCap);
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_NE(run.output.find(path), std::string::npos) << run.output;
+    for (auto w : words) EXPECT_NE(run.output.find(w), std::string::npos) << "no \"" << w << "\" in: " << run.output;
+    EXPECT_LT(run.peak_rss_kib, kMaxPeakKib) << path;
+  }
+  // A .bolt whose manifest is a valid one followed by `extra` wire fields.
+  std::string BoltWithExtraManifestFields(const std::string& name, const std::string& extra) {
+    const auto base = ReadFileBytes(SourceDir() + "/spec/vectors/valid/f32.bolt");
+    const v1::Manifest m = testing::ManifestOf(base);
+    return Write(name, testing::WithManifestBytes(base, m.SerializeAsString() + extra));
+  }
+  std::string dir_;
+};
+
+TEST_F(ParserLimits, GgufArrayOf16MBytesIsRefusedBeforeItIsBuilt) {
+  // 16.8 MB: one U8 array of 2^24 elements, which the bytes left allow
+  // (5.5 GB and 11.6 s before: a MetaValue per byte, three copies).
+  constexpr uint64_t n = uint64_t{1} << 24;
+  Gguf g;
+  g.Header(0, 1).Str("tokenizer.ggml.bytes").Put<int32_t>(9).Put<int32_t>(0).Put<uint64_t>(n);
+  g.b.resize(g.b.size() + n, 0);
+  ExpectRefused(Write("u8-array.gguf", g.b),
+                {"key \"tokenizer.ggml.bytes\"", "more than 4194304 metadata array elements in the file"});
+}
+
+TEST_F(ParserLimits, GgufArraysPastTheLimitTogetherAreRefused) {
+  // Many arrays, each small, add up: the limit is per file.
+  constexpr int kArrays = 5;
+  constexpr uint64_t n = uint64_t{1} << 20;
+  Gguf g;
+  g.Header(0, kArrays);
+  for (int k = 0; k < kArrays; ++k) {
+    g.Str("a." + std::to_string(k)).Put<int32_t>(9).Put<int32_t>(0).Put<uint64_t>(n);
+    g.b.resize(g.b.size() + n, 0);
+  }
+  ExpectRefused(Write("u8-arrays.gguf", g.b), {"\"a.4\"", "more than 4194304 metadata array elements"});
+}
+
+TEST_F(ParserLimits, GgufOneTensorPastTheTensorLimitIsRefused) {
+  constexpr int64_t n = static_cast<int64_t>(format::kMaxTensors) + 1;
+  Gguf g;
+  g.Header(n, 0);
+  for (int64_t i = 0; i < n; ++i) g.Str("t").Put<uint32_t>(0).Put<int32_t>(0).Put<uint64_t>(0);
+  ExpectRefused(Write("too-many-tensors.gguf", g.b), {"1000001 tensors (limit 1000000)"});
+}
+
+TEST_F(ParserLimits, GgufKeyValuesPastTheMetadataLimitAreRefused) {
+  // 13 bytes each: 1,000,001 of them fit in 13 MB (each a key, a MetaValue
+  // and a set entry: about 190 bytes in memory).
+  constexpr int64_t n = static_cast<int64_t>(format::kMaxMetadataEntries) + 1;
+  Gguf g;
+  g.Header(0, n);
+  for (int64_t i = 0; i < n; ++i) g.Str("k").Put<int32_t>(0).Put<uint8_t>(0);
+  ExpectRefused(Write("too-many-keys.gguf", g.b), {"1000001 key/values (limit 1000000)"});
+}
+
+TEST_F(ParserLimits, SafetensorsShapeOf10MEntriesIsRefusedWhileParsed) {
+  // 20 MB header: one tensor whose shape lists 10M dimensions (1.9 GB before).
+  constexpr size_t n = 10'000'000;
+  std::string header = "{\"x\":{\"dtype\":\"F32\",\"shape\":[";
+  header.reserve(header.size() + 2 * n + 64);
+  for (size_t i = 0; i < n; ++i) header += i ? ",1" : "1";
+  header += "],\"data_offsets\":[0,4]}}";
+  const uint64_t len = header.size();
+  std::vector<uint8_t> file(8 + len + 4, 0);
+  std::memcpy(file.data(), &len, 8);
+  std::memcpy(file.data() + 8, header.data(), len);
+  ExpectRefused(Write("long-shape.safetensors", file), {"header JSON", "more than 524288 values"});
+}
+
+TEST_F(ParserLimits, SafetensorsMetadataAtTheValueLimitIsAcceptedWithinBounds) {
+  // The largest header the value limit lets through: the root, __metadata__
+  // and 2^19 - 2 short strings (309 MB at 2^20 values, the limit's first value).
+  constexpr size_t n = (size_t{1} << 19) - 2;
+  std::string header = "{\"__metadata__\":{";
+  for (size_t i = 0; i < n; ++i) header += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":\"\"";
+  header += "}}";
+  const uint64_t len = header.size();
+  std::vector<uint8_t> file(8 + len, 0);
+  std::memcpy(file.data(), &len, 8);
+  std::memcpy(file.data() + 8, header.data(), len);
+  const std::string path = Write("max-metadata.safetensors", file);
+  // verify parses as inspect does, without printing half a million keys.
+  const auto run = RunCliMeasured({"verify", path}, kHeapCap);
+  EXPECT_EQ(run.exit_code, 0) << run.output.substr(0, 400);
+  EXPECT_LT(run.peak_rss_kib, kMaxPeakKib);
+  // One value more is refused.
+  header.insert(header.size() - 2, ",\"one_more\":\"\"");
+  const uint64_t len2 = header.size();
+  file.assign(8 + len2, 0);
+  std::memcpy(file.data(), &len2, 8);
+  std::memcpy(file.data() + 8, header.data(), len2);
+  ExpectRefused(Write("one-more.safetensors", file), {"header JSON", "more than 524288 values"});
+}
+
+TEST_F(ParserLimits, BoltManifestOf16MEmptyTensorsIsRefusedBeforeParsing) {
+  // 32 MiB of 2-byte empty Tensor messages (2.3 GB before).
+  constexpr size_t n = size_t{1} << 24;
+  std::string extra;
+  extra.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) extra += std::string("\x42\x00", 2);
+  ExpectRefused(BoltWithExtraManifestFields("empty-tensors.bolt", extra),
+                {"16777224 tensors exceed the limit of 1000000"});
+}
+
+TEST_F(ParserLimits, BoltManifestChunksPastTheReaderLimitAreRefused) {
+  // One tensor, one stream, 2^22 + 1 empty chunks (8 MB of manifest).
+  constexpr size_t n = (size_t{1} << 22) + 1;
+  std::string chunks;
+  chunks.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) chunks += std::string("\x4a\x00", 2);
+  const std::string tensor = Field(1, "bomb") + Field(5, chunks);
+  ExpectRefused(BoltWithExtraManifestFields("chunks.bolt", Field(8, tensor)),
+                {"tensor \"bomb\"", "more than 4194304 chunks"});
+}
+
+TEST_F(ParserLimits, BoltMetadataArrayPastTheElementLimitIsRefused) {
+  // A UINT8 array of 2^23 packed varints (8 MB): 0.9 GB as MetaValues.
+  const std::string packed(size_t{1} << 23, '\0');
+  const std::string array = Varint(1 << 3) + Varint(1) + Field(2, packed);     // element_type UINT8
+  const std::string value = Varint(1 << 3) + Varint(13) + Field(8, array);     // type ARRAY
+  const std::string entry = Field(1, "big") + Field(2, value);
+  ExpectRefused(BoltWithExtraManifestFields("metadata-array.bolt", Field(7, entry)),
+                {"metadata \"big\"", "more than 4194304 elements"});
+}
+
+TEST_F(ParserLimits, BoltManifestArraysNestedTooDeepAreRefused) {
+  std::string array = Varint(1 << 3) + Varint(1);
+  for (int d = 0; d < 9; ++d) array = Varint(1 << 3) + Varint(13) + Field(8, array);
+  const std::string value = Varint(1 << 3) + Varint(13) + Field(8, array);
+  ExpectRefused(BoltWithExtraManifestFields("deep.bolt", Field(7, Field(1, "deep") + Field(2, value))),
+                {"metadata \"deep\"", "arrays nested deeper than 8"});
+}
+
+TEST(JsonLimits, ValuesPastMaxValuesAreRefused) {
+  io::JsonLimits limits;
+  limits.max_values = 4;  // the array and three elements
+  EXPECT_TRUE(io::ParseJson("[1,2,3]", limits).ok());
+  auto s = io::ParseJson("[1,2,3,4]", limits);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(s.status().message().find("byte 7: more than 4 values"), std::string::npos) << s.status();
+  limits.max_values = 3;  // members count too
+  EXPECT_FALSE(io::ParseJson("{\"a\":{\"b\":[1]}}", limits).ok());
+}
+
+}  // namespace
+}  // namespace boltpack
