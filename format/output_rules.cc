@@ -10,6 +10,7 @@
 #include "common/utf8.h"
 #include "format/limits.h"
 #include "format/manifest_convert.h"
+#include "format/manifest_scan.h"
 #include "format/manifest_validate.h"
 #include "google/protobuf/arena.h"
 
@@ -106,6 +107,9 @@ absl::Status CheckWrittenName(std::string_view text, std::string_view kind, cons
 
 absl::Status ValidateAsReader(const std::string& serialized, const std::string& file, uint64_t data_end,
                               bool check_records) {
+  // The reader's limits first, as the reader checks them (format/manifest_scan.h).
+  BP_RETURN_IF_ERROR(ScanManifestLimits(
+      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(serialized.data()), serialized.size()), file));
   // An arena, as the reader parses: one allocation pattern, freed at once.
   google::protobuf::Arena arena;
   v1::Manifest& m = *google::protobuf::Arena::CreateMessage<v1::Manifest>(&arena);
