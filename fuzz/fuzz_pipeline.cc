@@ -48,7 +48,7 @@ std::vector<uint32_t> Widened(DType dtype, const std::vector<uint8_t>& bytes) {
   std::vector<uint32_t> out;
   if (dtype == DType::kF32) {
     out.resize(bytes.size() / 4);
-    std::memcpy(out.data(), bytes.data(), out.size() * 4);
+    if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * 4);
   } else if (dtype == DType::kBF16) {
     out.resize(bytes.size() / 2);
     for (size_t i = 0; i < out.size(); ++i) out[i] = (uint32_t{bytes[2 * i]} | uint32_t{bytes[2 * i + 1]} << 8) << 16;

@@ -12,12 +12,6 @@
 #include "tools/commands.h"
 #include "tools/inputs.h"
 
-namespace boltpack::tools {
-
-void PrintError(const std::string& message) { std::fprintf(stderr, "bolt-pack: %s\n", message.c_str()); }
-
-}  // namespace boltpack::tools
-
 constexpr const char* kNoFsyncHelp =
     "Do not fsync the output before renaming it into place (as cp does): faster; a crash soon after may leave it "
     "empty or short";
