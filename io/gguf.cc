@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -564,6 +565,7 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::Open(const std::string& pa
 uint32_t GgufModel::version() const { return impl_->files[0].version; }
 uint32_t GgufModel::alignment() const { return impl_->files[0].alignment; }
 const Metadata& GgufModel::metadata() const { return impl_->files[0].kv; }
+Metadata GgufModel::ReleaseMetadata() { return std::exchange(impl_->files[0].kv, {}); }
 const std::vector<GgufTensor>& GgufModel::tensors() const { return impl_->tensors; }
 const std::vector<std::string>& GgufModel::files() const { return impl_->paths; }
 uint64_t GgufModel::file_size(size_t shard) const { return impl_->files[shard].bytes.size(); }

@@ -16,17 +16,20 @@
 namespace boltpack::tools {
 namespace {
 
+// A row views its input tensor rather than copying its name and shape: a
+// model of 1M tensors has 1M rows (176 bytes and three allocations each
+// when they were copies).
 struct Row {
-  std::string name;
-  std::vector<uint64_t> shape;
-  DType dtype;
-  std::string codec;
-  uint64_t stored_bytes;
-  uint64_t elements;
-  const TensorInfo* info;  // null for safetensors
-  std::string ggml_type = {};  // GGUF inputs
-  const Reader* reader = nullptr;  // .bolt inputs
-  size_t index = 0;
+  const InputTensor* input;
+  std::string codec;  // a codec id fits the string's inline buffer
+  uint64_t stored_bytes = 0;
+  uint64_t elements = 0;
+  const TensorInfo* info = nullptr;  // .bolt inputs
+
+  std::string_view name() const { return input->name; }
+  const std::vector<uint64_t>& shape() const { return input->shape; }
+  DType dtype() const { return input->dtype; }
+  std::string_view ggml_type() const { return input->ggml_type != nullptr ? input->ggml_type->name : ""; }
 };
 
 struct Summary {
@@ -38,6 +41,9 @@ struct Summary {
   std::vector<std::string> required_features;
   std::vector<std::string> missing_features;
   const Metadata* metadata = nullptr;
+  // How many entries of *metadata to show, from the first (a GGUF's own keys,
+  // before the gguf.* facts Inputs appends to them).
+  size_t metadata_count = 0;
   std::vector<Row> rows;
   // .bolt: the file's views ("full" first); empty otherwise (only "full").
   std::vector<ViewInfo> views;
@@ -161,21 +167,22 @@ void PrintText(const Summary& s) {
     std::printf("warning: this reader lacks required feature \"%s\": tensors can be listed, not decoded\n",
                 esc(x).c_str());
   }
-  std::printf("metadata (%zu):\n", s.metadata->size());
-  for (const auto& [k, v] : *s.metadata) {
+  std::printf("metadata (%zu):\n", s.metadata_count);
+  for (size_t i = 0; i < s.metadata_count; ++i) {
+    const auto& [k, v] = (*s.metadata)[i];
     std::printf("  %-40s %-8s %s\n", esc(k).c_str(), std::string(ValueTypeName(v.type)).c_str(),
                 esc(MetaValueSummary(v)).c_str());
   }
   std::printf("tensors (%zu):\n", s.rows.size());
   size_t w = 4;
-  for (const auto& r : s.rows) w = std::max(w, esc(r.name).size());
+  for (const auto& r : s.rows) w = std::max(w, esc(r.name()).size());
   w = std::min<size_t>(w, 60);
   std::printf("  %-*s %-20s %-6s %-10s %14s %8s\n", static_cast<int>(w), "name", "shape", "dtype", "codec", "stored bytes", "bpw");
   std::map<std::string, std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> totals;
   uint64_t all_bytes = 0, all_elems = 0;
   for (const auto& r : s.rows) {
-    std::printf("  %-*s %-20s %-6s %-10s %14llu %8s\n", static_cast<int>(w), esc(r.name).c_str(),
-                ShapeText(r.shape).c_str(), std::string(DTypeName(r.dtype)).c_str(), esc(r.codec).c_str(),
+    std::printf("  %-*s %-20s %-6s %-10s %14llu %8s\n", static_cast<int>(w), esc(r.name()).c_str(),
+                ShapeText(r.shape()).c_str(), std::string(DTypeName(r.dtype())).c_str(), esc(r.codec).c_str(),
                 static_cast<unsigned long long>(r.stored_bytes),
                 Fixed(BitsPerWeight(r.stored_bytes, r.elements), 3).c_str());
     auto& t = totals[r.codec];
@@ -208,12 +215,12 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
   };
   o += StrCat(",\"required_features\":", list(s.required_features), ",\"missing_features\":", list(s.missing_features));
   o += ",\"metadata\":{";
-  for (size_t i = 0; i < s.metadata->size(); ++i) {
+  for (size_t i = 0; i < s.metadata_count; ++i) {
     const auto& [k, v] = (*s.metadata)[i];
     o += StrCat(i ? "," : "", io::JsonQuote(k), ":", MetaValueToJson(v));
   }
   o += "},\"metadata_types\":{";
-  for (size_t i = 0; i < s.metadata->size(); ++i) {
+  for (size_t i = 0; i < s.metadata_count; ++i) {
     const auto& [k, v] = (*s.metadata)[i];
     std::string t(ValueTypeName(v.type));
     if (v.type == ValueType::kArray) t = StrCat("array<", ValueTypeName(v.element_type), ">");
@@ -229,12 +236,12 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
     t.first += 1;
     t.second.first += r.elements;
     t.second.second += r.stored_bytes;
-    o += StrCat(i ? "," : "", "{\"name\":", io::JsonQuote(r.name), ",\"shape\":[");
-    for (size_t d = 0; d < r.shape.size(); ++d) o += StrCat(d ? "," : "", r.shape[d]);
-    o += StrCat("],\"dtype\":", io::JsonQuote(DTypeName(r.dtype)), ",\"codec\":", io::JsonQuote(r.codec),
+    o += StrCat(i ? "," : "", "{\"name\":", io::JsonQuote(r.name()), ",\"shape\":[");
+    for (size_t d = 0; d < r.shape().size(); ++d) o += StrCat(d ? "," : "", r.shape()[d]);
+    o += StrCat("],\"dtype\":", io::JsonQuote(DTypeName(r.dtype())), ",\"codec\":", io::JsonQuote(r.codec),
                 ",\"elements\":", r.elements, ",\"stored_bytes\":", r.stored_bytes,
                 ",\"bits_per_weight\":", Fixed(BitsPerWeight(r.stored_bytes, r.elements), 4));
-    if (!r.ggml_type.empty()) o += StrCat(",\"ggml_type\":", io::JsonQuote(r.ggml_type));
+    if (!r.ggml_type().empty()) o += StrCat(",\"ggml_type\":", io::JsonQuote(r.ggml_type()));
     if (r.info != nullptr) {
       o += ",\"codec_params\":{";
       for (size_t p = 0; p < r.info->codec_params.size(); ++p) {
@@ -262,8 +269,8 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
         o += "}";
       }
       o += "]";
-      if (entropy && r.reader != nullptr && CodesExponents(r.info->codec_id)) {
-        if (auto h = ExponentEntropy(*r.reader, r.index)) o += StrCat(",\"exponent_entropy\":", Fixed(*h, 4));
+      if (entropy && r.input->reader != nullptr && CodesExponents(r.info->codec_id)) {
+        if (auto h = ExponentEntropy(*r.input->reader, r.input->index)) o += StrCat(",\"exponent_entropy\":", Fixed(*h, 4));
       }
     }
     o += "}";
@@ -329,14 +336,13 @@ int RunInspect(const InspectArgs& args) {
   }
   Summary s;
   s.metadata = &(*in)->metadata();
+  s.metadata_count = s.metadata->size();
+  s.rows.reserve((*in)->tensors().size());
   for (const auto& t : (*in)->tensors()) {
-    Row r{t.name, t.shape, t.dtype, t.SourceCodec(), 0, t.element_count(), nullptr};
-    if (t.ggml_type != nullptr) r.ggml_type = std::string(t.ggml_type->name);
+    Row r{&t, t.SourceCodec(), 0, t.element_count()};
     if (t.kind == InputKind::kBolt) {
       r.info = &t.reader->tensors()[t.index];
       r.stored_bytes = r.info->stored_bytes();
-      r.reader = t.reader;
-      r.index = t.index;
     } else {
       r.stored_bytes = t.bytes.size();
     }
@@ -391,16 +397,24 @@ int RunInspect(const InspectArgs& args) {
     if (args.json) PrintJson(s, args.input, /*entropy=*/true);
     else PrintText(s);
   } else if (ext == ".gguf") {
-    // The metadata seen through Inputs carries bolt-pack's gguf.* facts too,
-    // so it is the model's that is shown (the model Inputs opened: parsing
-    // the file again cost as much memory again).
+    // The facts come from the model Inputs opened (parsing the file again
+    // cost as much memory again).
     const io::GgufModel& model = *(*in)->gguf_models().front();
     s.format = "gguf";
     s.format_version = StrCat(model.version());
     s.alignment = model.alignment();
     for (size_t k = 0; k < model.shard_count(); ++k) s.file_size += model.file_size(k);
     if (model.shard_count() > 1) s.writer = StrCat("(", model.shard_count(), " split files)");
-    s.metadata = &model.metadata();
+    if (model.shard_count() > 1) {
+      s.metadata = &model.metadata();  // with its split.* keys, which Inputs drops
+      s.metadata_count = s.metadata->size();
+    } else {
+      // Moved to Inputs (not copied): the file's keys come first, then the
+      // gguf.* facts, which are bolt-pack's and not the file's.
+      size_t facts = 0;
+      for (const auto& [k, v] : *s.metadata) facts += k.rfind(io::kGgufKeyPrefix, 0) == 0 ? 1 : 0;
+      s.metadata_count = s.metadata->size() - facts;
+    }
     if (args.json) PrintJson(s, args.input, /*entropy=*/false);
     else PrintText(s);
   } else {
