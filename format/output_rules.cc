@@ -89,7 +89,7 @@ absl::Status CheckCopyable(const Reader& reader, size_t tensor) {
   return absl::OkStatus();
 }
 
-absl::Status CheckWrittenName(std::string_view text, std::string_view kind, const std::string& file) {
+absl::Status CheckWrittenName(std::string_view text, std::string_view kind, std::string_view file) {
   if (text.empty() || text.size() > kMaxNameBytes) {
     return absl::InvalidArgumentError(StrCat(file, ": ", kind, " of ", text.size(), " bytes (\"",
                                              Escaped(text.substr(0, 64)), text.size() > 64 ? "...\"" : "\"",

@@ -26,7 +26,7 @@ absl::Status CheckCopyable(const Reader& reader, size_t tensor);
 // without NUL (protobuf refuses to parse a `string` field that is not UTF-8,
 // so such a name makes a manifest no reader opens). `kind` is e.g. "tensor
 // name"; the error shows the name with \xNN escapes.
-absl::Status CheckWrittenName(std::string_view text, std::string_view kind, const std::string& file);
+absl::Status CheckWrittenName(std::string_view text, std::string_view kind, std::string_view file);
 
 // Parses `serialized` back as the reader does and applies the reader's
 // checks to what it reads: ValidateManifest (`data_end`: where the data

@@ -693,6 +693,10 @@ absl::Status Writer::Finish() {
   uint64_t manifest_offset = impl_->file->position();
   std::string bytes;
   if (!m.SerializeToString(&bytes)) return absl::InternalError(StrCat(impl_->file->path(), ": cannot serialize the manifest"));
+  // The message is done with: freed before the read-back parses its bytes
+  // again, the two copies are never held at once (1M tensors: 370 MB and
+  // 530 MB). Clear() would keep every record for reuse.
+  v1::Manifest().Swap(&m);
   if (bytes.size() > format::kMaxManifestBytes) {
     return absl::ResourceExhaustedError(StrCat(impl_->file->path(), ": manifest of ", bytes.size(),
                                                      " bytes exceeds the 256 MiB limit"));

@@ -4,8 +4,10 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -459,9 +461,11 @@ struct GgufModel::Impl {
   std::vector<ParsedFile> files;
   std::vector<std::string> paths;
   std::vector<GgufTensor> tensors;
-  // Views of the names in `tensors`, built once every shard is read (when
-  // the vector no longer moves): no copy of a name per tensor.
-  absl::flat_hash_map<std::string_view, size_t> index;
+  // Views of the names in `tensors`, built by the first FindTensor (the
+  // vector no longer moves then): inspect, verify and convert never look a
+  // name up, and 1M tensors' index is 52 MB.
+  mutable std::once_flag index_once;
+  mutable absl::flat_hash_map<std::string_view, size_t> index;
 
   // Moved, not copied: the model keeps one list of its tensors.
   void AddTensors(size_t shard) {
@@ -475,11 +479,14 @@ struct GgufModel::Impl {
     }
     f.tensors = {};
   }
-  // Names are unique within a file (ParseGguf checks); across shards here.
-  absl::Status IndexTensors() {
-    index.reserve(tensors.size());
+  // Names are unique within a file (ParseGguf checks); across shards here,
+  // through a set that lives only as long as the check.
+  absl::Status IndexTensors() const {
+    if (files.size() < 2) return absl::OkStatus();
+    absl::flat_hash_set<std::string_view> names;
+    names.reserve(tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
-      if (!index.emplace(tensors[i].name, i).second) {
+      if (!names.insert(tensors[i].name).second) {
         return absl::InvalidArgumentError(StrCat(files[tensors[i].shard].path, ": tensor ", Quoted(tensors[i].name),
                                                  " also exists in an earlier shard"));
       }
@@ -564,6 +571,7 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::Open(const std::string& pa
 uint32_t GgufModel::version() const { return impl_->files[0].version; }
 uint32_t GgufModel::alignment() const { return impl_->files[0].alignment; }
 const Metadata& GgufModel::metadata() const { return impl_->files[0].kv; }
+Metadata GgufModel::ReleaseMetadata() { return std::exchange(impl_->files[0].kv, {}); }
 const std::vector<GgufTensor>& GgufModel::tensors() const { return impl_->tensors; }
 const std::vector<std::string>& GgufModel::files() const { return impl_->paths; }
 uint64_t GgufModel::file_size(size_t shard) const { return impl_->files[shard].bytes.size(); }
@@ -571,6 +579,10 @@ uint64_t GgufModel::data_offset(size_t shard) const { return impl_->files[shard]
 size_t GgufModel::shard_count() const { return impl_->files.size(); }
 
 std::optional<size_t> GgufModel::FindTensor(std::string_view name) const {
+  std::call_once(impl_->index_once, [this] {
+    impl_->index.reserve(impl_->tensors.size());
+    for (size_t i = 0; i < impl_->tensors.size(); ++i) impl_->index.emplace(impl_->tensors[i].name, i);
+  });
   auto it = impl_->index.find(name);
   if (it == impl_->index.end()) return std::nullopt;
   return it->second;

@@ -100,6 +100,9 @@ class GgufModel {
   uint32_t alignment() const;  // general.alignment or 32
   // Key/value pairs of the first file, in file order.
   const Metadata& metadata() const;
+  // Moves the key/values out (metadata() is empty afterwards), so that a
+  // caller that keeps them does not hold a second copy.
+  Metadata ReleaseMetadata();
   // Tensors in file order, shards in order.
   const std::vector<GgufTensor>& tensors() const;
   std::optional<size_t> FindTensor(std::string_view name) const;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "boltpack/types.h"
 #include "common/sanitizers.h"
 #include "format/limits.h"
 #include "gtest/gtest.h"
@@ -138,6 +139,62 @@ TEST_F(ParserLimits, GgufKeyValuesPastTheMetadataLimitAreRefused) {
   g.Header(0, n);
   for (int64_t i = 0; i < n; ++i) g.Str("k").Put<int32_t>(0).Put<uint8_t>(0);
   ExpectRefused(Write("too-many-keys.gguf", g.b), {"1000001 key/values (limit 1000000)"});
+}
+
+// Files just inside the limits are accepted, and their cost is bounded too.
+// These bounds are what the tools reach now (issue 15's target is 256 MB;
+// see the commits from "inspect and convert hold less per tensor" on): a
+// regression past them fails here.
+constexpr int64_t kGgufMillionTensorsPeakKib = 400 * 1024;  // verify: 351 MB measured
+constexpr int64_t kGgufLargestArrayPeakKib = 420 * 1024;    // 371 MB measured
+constexpr int64_t kGgufMillionTensorsListedPeakKib = 400 * 1024;  // inspect: 351 MB measured
+
+TEST_F(ParserLimits, GgufMillionZeroSizeTensorsOpenWithinBounds) {
+  // 39 MB: the tensor limit's worth of distinct names, each 1-D and empty.
+  constexpr int64_t n = static_cast<int64_t>(format::kMaxTensors);
+  Gguf g;
+  g.Header(n, 0);
+  for (int64_t i = 0; i < n; ++i) g.Str("t" + std::to_string(i)).Put<uint32_t>(1).Put<uint64_t>(0).Put<int32_t>(0).Put<uint64_t>(0);
+  g.PadTo(32);
+  const std::string path = Write("million-tensors.gguf", g.b);
+  // verify opens as inspect does (Inputs), without printing a million rows.
+  const auto run = RunCliMeasured({"verify", path}, kHeapCap);
+  EXPECT_EQ(run.exit_code, 0) << run.output.substr(0, 400);
+  EXPECT_NE(run.output.find("1000000 tensors"), std::string::npos) << run.output.substr(0, 400);
+  EXPECT_LT(run.peak_rss_kib, kGgufMillionTensorsPeakKib);
+}
+
+TEST_F(ParserLimits, GgufLargestMetadataArrayIsInspectedWithOneCopy) {
+  // 4.2 MB: one U8 array of exactly the file's element limit (2^22), 370 MB
+  // as MetaValues of 88 bytes (112 before their narrow fields shared a
+  // word); inspect once held it twice (927 MB).
+  EXPECT_LE(sizeof(MetaValue), 88u);
+  constexpr uint64_t n = uint64_t{1} << 22;
+  Gguf g;
+  g.Header(0, 1).Str("tokenizer.ggml.bytes").Put<int32_t>(9).Put<int32_t>(0).Put<uint64_t>(n);
+  g.b.resize(g.b.size() + n, 0);
+  g.PadTo(32);
+  const auto run = RunCliMeasured({"inspect", Write("largest-array.gguf", g.b)}, kHeapCap);
+  EXPECT_EQ(run.exit_code, 0) << run.output.substr(0, 400);
+  // The file's one key, not the gguf.* facts Inputs appends for a convert.
+  EXPECT_NE(run.output.find("metadata (1):"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("uint8[4194304]"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("gguf.version"), std::string::npos) << run.output;
+  EXPECT_LT(run.peak_rss_kib, kGgufLargestArrayPeakKib);
+}
+
+TEST_F(ParserLimits, GgufMillionTensorsAreListedWithinBounds) {
+  // inspect of the 1M-tensor file above, its million lines made as printed.
+  constexpr int64_t n = static_cast<int64_t>(format::kMaxTensors);
+  Gguf g;
+  g.Header(n, 0);
+  for (int64_t i = 0; i < n; ++i) g.Str("t" + std::to_string(i)).Put<uint32_t>(1).Put<uint64_t>(0).Put<int32_t>(0).Put<uint64_t>(0);
+  g.PadTo(32);
+  const auto run = RunCliMeasured({"inspect", Write("million-tensors.gguf", g.b)}, kHeapCap);
+  EXPECT_EQ(run.exit_code, 0) << run.output.substr(0, 400);
+  EXPECT_NE(run.output.find("tensors (1000000):"), std::string::npos) << run.output.substr(0, 400);
+  EXPECT_NE(run.output.find("  t999999 "), std::string::npos);
+  EXPECT_LT(run.peak_rss_kib, kGgufMillionTensorsListedPeakKib);
 }
 
 TEST_F(ParserLimits, SafetensorsShapeOf10MEntriesIsRefusedWhileParsed) {

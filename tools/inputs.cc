@@ -79,6 +79,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
       BP_ASSIGN_OR_RETURN(auto model, io::SafetensorsModel::Open(path));
       for (const auto& f : model->files()) in->files_.push_back(f);
       for (const auto& [k, v] : model->metadata()) add_meta(k, MetaValue::String(v));
+      in->tensors_.reserve(in->tensors_.size() + model->tensors().size());
       for (size_t i = 0; i < model->tensors().size(); ++i) {
         const auto& st = model->tensors()[i];
         InputTensor t;
@@ -100,9 +101,18 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
           return absl::InvalidArgumentError(StrCat(path, ": key \"", k, "\" uses the prefix \"gguf.\" that bolt-pack ",
                                                    "reserves for GGUF layout facts (spec/gguf-mapping.md)"));
         }
-        // A split model becomes one model: the shard bookkeeping goes.
-        if (split && (k == "split.no" || k == "split.count" || k == "split.tensors.count")) continue;
-        add_meta(k, v);
+      }
+      if (paths.size() == 1 && !split) {
+        // The only input, its keys unique (the parser checked): its list
+        // moves whole instead of being copied key by key.
+        in->metadata_ = model->ReleaseMetadata();
+        in->metadata_files_.assign(in->metadata_.size(), path);  // no key of it is a gguf.* fact added below
+      } else {
+        for (const auto& [k, v] : model->metadata()) {
+          // A split model becomes one model: the shard bookkeeping goes.
+          if (split && (k == "split.no" || k == "split.count" || k == "split.tensors.count")) continue;
+          add_meta(k, v);
+        }
       }
       add_meta(std::string(io::kGgufVersionKey), MetaValue::Uint(ValueType::kUint32, model->version()));
       add_meta(std::string(io::kGgufAlignmentKey), MetaValue::Uint(ValueType::kUint32, model->alignment()));
@@ -110,6 +120,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
           model->data_offset(0) % model->alignment() != 0) {
         add_meta(std::string(io::kGgufPaddedKey), MetaValue::Bool(false));
       }
+      in->tensors_.reserve(in->tensors_.size() + model->tensors().size());
       for (size_t i = 0; i < model->tensors().size(); ++i) {
         const auto& gt = model->tensors()[i];
         InputTensor t;
@@ -127,7 +138,12 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
     } else if (ext == ".bolt") {
       BP_ASSIGN_OR_RETURN(auto reader, Reader::Open(path, bolt_options));
       in->files_.push_back(path);
-      for (const auto& [k, v] : reader->metadata()) add_meta(k, v);
+      if (paths.size() == 1) {
+        in->borrowed_metadata_ = &reader->metadata();  // unique keys, validated at open
+      } else {
+        for (const auto& [k, v] : reader->metadata()) add_meta(k, v);
+      }
+      in->tensors_.reserve(in->tensors_.size() + reader->tensors().size());
       for (size_t i = 0; i < reader->tensors().size(); ++i) {
         const auto& info = reader->tensors()[i];
         InputTensor t;
@@ -135,7 +151,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
         t.dtype = info.dtype;
         t.shape = info.shape;
         t.kind = InputKind::kBolt;
-        t.file = path;
+        t.file = reader->path();  // the caller's `paths` may not outlive the Inputs
         t.reader = reader.get();
         t.index = i;
         in->tensors_.push_back(std::move(t));

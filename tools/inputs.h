@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -18,12 +19,14 @@ namespace boltpack::tools {
 
 enum class InputKind { kSafetensors, kBolt, kGguf };
 
+// One per input tensor, so its size is what opening a model of 1M tensors
+// costs per tensor: strings the inputs own are viewed, not copied.
 struct InputTensor {
   std::string name;
-  DType dtype = DType::kUnspecified;
   std::vector<uint64_t> shape;
-  InputKind kind = InputKind::kSafetensors;
-  std::string file;  // for messages
+  // For messages: the file's path as the model that holds it keeps it
+  // (which lives as long as the Inputs).
+  std::string_view file;
   // kSafetensors: the element bytes; kGguf: the tensor's GGUF bytes (zero-copy).
   absl::Span<const uint8_t> bytes;
   // kBolt: the tensor in its reader.
@@ -31,6 +34,8 @@ struct InputTensor {
   size_t index = 0;
   // kGguf: its GGUF type (and ne = shape reversed).
   const io::GgmlType* ggml_type = nullptr;
+  DType dtype = DType::kUnspecified;
+  InputKind kind = InputKind::kSafetensors;
 
   uint64_t element_count() const;
   // The codec a tensor keeps when no rule matches (its source form).
@@ -45,11 +50,17 @@ class Inputs {
                                                       const ReaderOptions& bolt_options = {});
 
   const std::vector<InputTensor>& tensors() const { return tensors_; }
-  const Metadata& metadata() const { return metadata_; }
+  // A single .bolt input's metadata is its reader's (not a copy: a 4M-element
+  // array is 470 MB as MetaValues); a single GGUF's is moved out of its model.
+  const Metadata& metadata() const { return borrowed_metadata_ != nullptr ? *borrowed_metadata_ : metadata_; }
   // The input metadata entry `k` comes from (the first that has its key).
-  const std::string& metadata_file(size_t k) const { return metadata_files_[k]; }
+  const std::string& metadata_file(size_t k) const {
+    return borrowed_metadata_ != nullptr ? files_.front() : metadata_files_[k];
+  }
   // The GGUF models opened, in the order of their paths (inspect reads its
-  // facts from the one it opened rather than parsing the file again).
+  // facts from the one it opened rather than parsing the file again). The
+  // metadata of a single unsplit GGUF input has moved to metadata(), after
+  // which come the gguf.* facts (io/gguf.h); the model's own list is empty.
   const std::vector<std::unique_ptr<io::GgufModel>>& gguf_models() const { return ggufs_; }
   // Every file read, so the output can refuse to overwrite one.
   const std::vector<std::string>& files() const { return files_; }
@@ -65,6 +76,7 @@ class Inputs {
   std::vector<std::unique_ptr<io::GgufModel>> ggufs_;
   std::vector<InputTensor> tensors_;
   Metadata metadata_;
+  const Metadata* borrowed_metadata_ = nullptr;
   std::vector<std::string> metadata_files_;
   std::vector<std::string> files_;
 };

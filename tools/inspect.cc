@@ -16,18 +16,32 @@
 namespace boltpack::tools {
 namespace {
 
+// What a line of the listing shows of one input tensor, made as it is
+// printed: a model of 1M tensors has 1M lines (a list of rows held 64 MB,
+// and 176 MB with three allocations a row when rows copied name and shape).
 struct Row {
-  std::string name;
-  std::vector<uint64_t> shape;
-  DType dtype;
-  std::string codec;
-  uint64_t stored_bytes;
-  uint64_t elements;
-  const TensorInfo* info;  // null for safetensors
-  std::string ggml_type = {};  // GGUF inputs
-  const Reader* reader = nullptr;  // .bolt inputs
-  size_t index = 0;
+  const InputTensor* input;
+  std::string codec;  // a codec id fits the string's inline buffer
+  uint64_t stored_bytes = 0;
+  uint64_t elements = 0;
+  const TensorInfo* info = nullptr;  // .bolt inputs
+
+  std::string_view name() const { return input->name; }
+  const std::vector<uint64_t>& shape() const { return input->shape; }
+  DType dtype() const { return input->dtype; }
+  std::string_view ggml_type() const { return input->ggml_type != nullptr ? input->ggml_type->name : ""; }
 };
+
+Row RowOf(const InputTensor& t) {
+  Row r{&t, t.SourceCodec(), 0, t.element_count()};
+  if (t.kind == InputKind::kBolt) {
+    r.info = &t.reader->tensors()[t.index];
+    r.stored_bytes = r.info->stored_bytes();
+  } else {
+    r.stored_bytes = t.bytes.size();
+  }
+  return r;
+}
 
 struct Summary {
   std::string format;
@@ -38,7 +52,10 @@ struct Summary {
   std::vector<std::string> required_features;
   std::vector<std::string> missing_features;
   const Metadata* metadata = nullptr;
-  std::vector<Row> rows;
+  // How many entries of *metadata to show, from the first (a GGUF's own keys,
+  // before the gguf.* facts Inputs appends to them).
+  size_t metadata_count = 0;
+  const std::vector<InputTensor>* tensors = nullptr;  // one Row each (RowOf)
   // .bolt: the file's views ("full" first); empty otherwise (only "full").
   std::vector<ViewInfo> views;
   // .bolt elastic files: the budgets (spec/elastic.md).
@@ -161,21 +178,23 @@ void PrintText(const Summary& s) {
     std::printf("warning: this reader lacks required feature \"%s\": tensors can be listed, not decoded\n",
                 esc(x).c_str());
   }
-  std::printf("metadata (%zu):\n", s.metadata->size());
-  for (const auto& [k, v] : *s.metadata) {
+  std::printf("metadata (%zu):\n", s.metadata_count);
+  for (size_t i = 0; i < s.metadata_count; ++i) {
+    const auto& [k, v] = (*s.metadata)[i];
     std::printf("  %-40s %-8s %s\n", esc(k).c_str(), std::string(ValueTypeName(v.type)).c_str(),
                 esc(MetaValueSummary(v)).c_str());
   }
-  std::printf("tensors (%zu):\n", s.rows.size());
+  std::printf("tensors (%zu):\n", s.tensors->size());
   size_t w = 4;
-  for (const auto& r : s.rows) w = std::max(w, esc(r.name).size());
+  for (const auto& t : *s.tensors) w = std::max(w, esc(t.name).size());
   w = std::min<size_t>(w, 60);
   std::printf("  %-*s %-20s %-6s %-10s %14s %8s\n", static_cast<int>(w), "name", "shape", "dtype", "codec", "stored bytes", "bpw");
   std::map<std::string, std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> totals;
   uint64_t all_bytes = 0, all_elems = 0;
-  for (const auto& r : s.rows) {
-    std::printf("  %-*s %-20s %-6s %-10s %14llu %8s\n", static_cast<int>(w), esc(r.name).c_str(),
-                ShapeText(r.shape).c_str(), std::string(DTypeName(r.dtype)).c_str(), esc(r.codec).c_str(),
+  for (const auto& tensor : *s.tensors) {
+    const Row r = RowOf(tensor);
+    std::printf("  %-*s %-20s %-6s %-10s %14llu %8s\n", static_cast<int>(w), esc(r.name()).c_str(),
+                ShapeText(r.shape()).c_str(), std::string(DTypeName(r.dtype())).c_str(), esc(r.codec).c_str(),
                 static_cast<unsigned long long>(r.stored_bytes),
                 Fixed(BitsPerWeight(r.stored_bytes, r.elements), 3).c_str());
     auto& t = totals[r.codec];
@@ -191,7 +210,7 @@ void PrintText(const Summary& s) {
                 static_cast<unsigned long long>(t.first), static_cast<unsigned long long>(t.second.first),
                 static_cast<unsigned long long>(t.second.second), Fixed(BitsPerWeight(t.second.second, t.second.first), 3).c_str());
   }
-  std::printf("  %-10s %6zu tensors %14llu weights %14llu bytes %8s bpw\n", "all", s.rows.size(),
+  std::printf("  %-10s %6zu tensors %14llu weights %14llu bytes %8s bpw\n", "all", s.tensors->size(),
               static_cast<unsigned long long>(all_elems), static_cast<unsigned long long>(all_bytes),
               Fixed(BitsPerWeight(all_bytes, all_elems), 3).c_str());
 }
@@ -208,12 +227,12 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
   };
   o += StrCat(",\"required_features\":", list(s.required_features), ",\"missing_features\":", list(s.missing_features));
   o += ",\"metadata\":{";
-  for (size_t i = 0; i < s.metadata->size(); ++i) {
+  for (size_t i = 0; i < s.metadata_count; ++i) {
     const auto& [k, v] = (*s.metadata)[i];
     o += StrCat(i ? "," : "", io::JsonQuote(k), ":", MetaValueToJson(v));
   }
   o += "},\"metadata_types\":{";
-  for (size_t i = 0; i < s.metadata->size(); ++i) {
+  for (size_t i = 0; i < s.metadata_count; ++i) {
     const auto& [k, v] = (*s.metadata)[i];
     std::string t(ValueTypeName(v.type));
     if (v.type == ValueType::kArray) t = StrCat("array<", ValueTypeName(v.element_type), ">");
@@ -222,19 +241,19 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
   o += "},\"tensors\":[";
   uint64_t total = 0;
   std::map<std::string, std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> totals;
-  for (size_t i = 0; i < s.rows.size(); ++i) {
-    const Row& r = s.rows[i];
+  for (size_t i = 0; i < s.tensors->size(); ++i) {
+    const Row r = RowOf((*s.tensors)[i]);
     total += r.stored_bytes;
     auto& t = totals[r.codec];
     t.first += 1;
     t.second.first += r.elements;
     t.second.second += r.stored_bytes;
-    o += StrCat(i ? "," : "", "{\"name\":", io::JsonQuote(r.name), ",\"shape\":[");
-    for (size_t d = 0; d < r.shape.size(); ++d) o += StrCat(d ? "," : "", r.shape[d]);
-    o += StrCat("],\"dtype\":", io::JsonQuote(DTypeName(r.dtype)), ",\"codec\":", io::JsonQuote(r.codec),
+    o += StrCat(i ? "," : "", "{\"name\":", io::JsonQuote(r.name()), ",\"shape\":[");
+    for (size_t d = 0; d < r.shape().size(); ++d) o += StrCat(d ? "," : "", r.shape()[d]);
+    o += StrCat("],\"dtype\":", io::JsonQuote(DTypeName(r.dtype())), ",\"codec\":", io::JsonQuote(r.codec),
                 ",\"elements\":", r.elements, ",\"stored_bytes\":", r.stored_bytes,
                 ",\"bits_per_weight\":", Fixed(BitsPerWeight(r.stored_bytes, r.elements), 4));
-    if (!r.ggml_type.empty()) o += StrCat(",\"ggml_type\":", io::JsonQuote(r.ggml_type));
+    if (!r.ggml_type().empty()) o += StrCat(",\"ggml_type\":", io::JsonQuote(r.ggml_type()));
     if (r.info != nullptr) {
       o += ",\"codec_params\":{";
       for (size_t p = 0; p < r.info->codec_params.size(); ++p) {
@@ -262,8 +281,8 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
         o += "}";
       }
       o += "]";
-      if (entropy && r.reader != nullptr && CodesExponents(r.info->codec_id)) {
-        if (auto h = ExponentEntropy(*r.reader, r.index)) o += StrCat(",\"exponent_entropy\":", Fixed(*h, 4));
+      if (entropy && r.input->reader != nullptr && CodesExponents(r.info->codec_id)) {
+        if (auto h = ExponentEntropy(*r.input->reader, r.input->index)) o += StrCat(",\"exponent_entropy\":", Fixed(*h, 4));
       }
     }
     o += "}";
@@ -329,19 +348,8 @@ int RunInspect(const InspectArgs& args) {
   }
   Summary s;
   s.metadata = &(*in)->metadata();
-  for (const auto& t : (*in)->tensors()) {
-    Row r{t.name, t.shape, t.dtype, t.SourceCodec(), 0, t.element_count(), nullptr};
-    if (t.ggml_type != nullptr) r.ggml_type = std::string(t.ggml_type->name);
-    if (t.kind == InputKind::kBolt) {
-      r.info = &t.reader->tensors()[t.index];
-      r.stored_bytes = r.info->stored_bytes();
-      r.reader = t.reader;
-      r.index = t.index;
-    } else {
-      r.stored_bytes = t.bytes.size();
-    }
-    s.rows.push_back(std::move(r));
-  }
+  s.metadata_count = s.metadata->size();
+  s.tensors = &(*in)->tensors();
   if (ext == ".bolt") {
     const Reader* reader = (*in)->tensors().empty() ? nullptr : (*in)->tensors()[0].reader;
     std::unique_ptr<Reader> own;
@@ -391,16 +399,24 @@ int RunInspect(const InspectArgs& args) {
     if (args.json) PrintJson(s, args.input, /*entropy=*/true);
     else PrintText(s);
   } else if (ext == ".gguf") {
-    // The metadata seen through Inputs carries bolt-pack's gguf.* facts too,
-    // so it is the model's that is shown (the model Inputs opened: parsing
-    // the file again cost as much memory again).
+    // The facts come from the model Inputs opened (parsing the file again
+    // cost as much memory again).
     const io::GgufModel& model = *(*in)->gguf_models().front();
     s.format = "gguf";
     s.format_version = StrCat(model.version());
     s.alignment = model.alignment();
     for (size_t k = 0; k < model.shard_count(); ++k) s.file_size += model.file_size(k);
     if (model.shard_count() > 1) s.writer = StrCat("(", model.shard_count(), " split files)");
-    s.metadata = &model.metadata();
+    if (model.shard_count() > 1) {
+      s.metadata = &model.metadata();  // with its split.* keys, which Inputs drops
+      s.metadata_count = s.metadata->size();
+    } else {
+      // Moved to Inputs (not copied): the file's keys come first, then the
+      // gguf.* facts, which are bolt-pack's and not the file's.
+      size_t facts = 0;
+      for (const auto& [k, v] : *s.metadata) facts += k.rfind(io::kGgufKeyPrefix, 0) == 0 ? 1 : 0;
+      s.metadata_count = s.metadata->size() - facts;
+    }
     if (args.json) PrintJson(s, args.input, /*entropy=*/false);
     else PrintText(s);
   } else {

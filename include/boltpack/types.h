@@ -64,15 +64,17 @@ std::string_view ValueTypeName(ValueType type);
 bool IsUnsignedInt(ValueType type);
 bool IsSignedInt(ValueType type);
 
+// The narrow fields come first so that they share one 8-byte word: an
+// array element is 88 bytes, not 112 (a GGUF may hold 2^22 of them).
 struct MetaValue {
   ValueType type = ValueType::kUnspecified;
+  ValueType element_type = ValueType::kUnspecified;  // kArray
+  bool b = false;      // kBool
+  float f32 = 0;       // kFloat32
   uint64_t u = 0;      // kUint8..kUint64
   int64_t i = 0;       // kInt8..kInt64
-  float f32 = 0;       // kFloat32
   double f64 = 0;      // kFloat64
-  bool b = false;      // kBool
   std::string s;       // kString (bytes; UTF-8 when written by bolt-pack)
-  ValueType element_type = ValueType::kUnspecified;  // kArray
   std::vector<MetaValue> elements;                   // kArray
 
   static MetaValue String(std::string v);
