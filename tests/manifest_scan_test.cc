@@ -4,23 +4,14 @@
 
 #include "format/manifest_scan.h"
 #include "gtest/gtest.h"
+#include "tests/proto_wire.h"
 
 namespace boltpack::format {
 namespace {
 
-std::string Varint(uint64_t v) {
-  std::string s;
-  while (v >= 0x80) {
-    s.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  s.push_back(static_cast<char>(v));
-  return s;
-}
-std::string Field(uint32_t number, const std::string& payload) {
-  return Varint(uint64_t{number} << 3 | 2) + Varint(payload.size()) + payload;
-}
-std::string VarintField(uint32_t number, uint64_t v) { return Varint(uint64_t{number} << 3) + Varint(v); }
+using testing::Field;
+using testing::Varint;
+using testing::VarintField;
 
 absl::Status Scan(const std::string& manifest) {
   return ScanManifestLimits({reinterpret_cast<const uint8_t*>(manifest.data()), manifest.size()}, "m.bolt");

@@ -104,11 +104,8 @@ bool InOutputFsync(pid_t pid, const std::string& dir) {
 }
 
 pid_t Spawn(const std::vector<std::string>& args, bool named_temp) {
-  std::vector<std::string> argv_strings = {BOLTPACK_CLI_PATH};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_strings) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  testing::CliArgv cli(args);
+  char* const* argv = cli.pointers.data();
   pid_t pid = ::fork();
   if (pid == 0) {
     int null_fd = ::open("/dev/null", O_RDWR);
@@ -116,7 +113,7 @@ pid_t Spawn(const std::vector<std::string>& args, bool named_temp) {
     ::dup2(null_fd, 1);
     ::dup2(null_fd, 2);
     if (named_temp) ::setenv("BOLTPACK_NAMED_TEMP", "1", 1);
-    ::execv(argv[0], argv.data());
+    ::execv(argv[0], argv);
     ::_exit(127);
   }
   return pid;

@@ -39,11 +39,8 @@ std::string SourceFile() { return testing::SourceDir() + "/testdata/tinystories-
 // RunCli with a deadline: a CLI still running after it is killed (exit
 // code 128 + SIGKILL).
 CommandResult RunCliWithin(const std::vector<std::string>& args, int seconds = kDeadlineSeconds) {
-  std::vector<std::string> argv_strings = {BOLTPACK_CLI_PATH};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_strings) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  testing::CliArgv cli(args);
+  char* const* argv = cli.pointers.data();
   int out[2];
   CommandResult result;
   if (::pipe2(out, O_CLOEXEC) != 0) return result;
@@ -53,7 +50,7 @@ CommandResult RunCliWithin(const std::vector<std::string>& args, int seconds = k
     ::dup2(null_fd, 0);
     ::dup2(out[1], 1);
     ::dup2(out[1], 2);
-    ::execv(argv[0], argv.data());
+    ::execv(argv[0], argv);
     ::_exit(127);
   }
   ::close(out[1]);

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "io/json.h"
 #include "tests/manifest_rewrite.h"
+#include "tests/proto_wire.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
@@ -54,19 +55,8 @@ struct Gguf {
   }
 };
 
-// Protobuf wire fields (spec/boltpack.proto), for manifests no writer makes.
-std::string Varint(uint64_t v) {
-  std::string s;
-  while (v >= 0x80) {
-    s.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  s.push_back(static_cast<char>(v));
-  return s;
-}
-std::string Field(uint32_t number, const std::string& payload) {
-  return Varint(uint64_t{number} << 3 | 2) + Varint(payload.size()) + payload;
-}
+using testing::Field;
+using testing::Varint;
 
 class ParserLimits : public ::testing::Test {
  protected:

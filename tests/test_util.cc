@@ -126,13 +126,16 @@ int64_t CliPeakResidentKib(const std::vector<std::string>& args) {
   return run.exit_code == 0 ? run.peak_rss_kib : -1;
 }
 
+CliArgv::CliArgv(const std::vector<std::string>& args) : strings{BOLTPACK_CLI_PATH} {
+  strings.insert(strings.end(), args.begin(), args.end());
+  for (auto& a : strings) pointers.push_back(a.data());
+  pointers.push_back(nullptr);
+}
+
 MeasuredCommand RunCliMeasured(const std::vector<std::string>& args, uint64_t max_data_bytes) {
   MeasuredCommand result;
-  std::vector<std::string> argv_strings = {BOLTPACK_CLI_PATH};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_strings) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  CliArgv cli(args);
+  char* const* argv = cli.pointers.data();
   int out[2];
   if (::pipe(out) != 0) return result;
   // The child's peak counts the pages it shares with this process at fork:
@@ -152,7 +155,7 @@ MeasuredCommand RunCliMeasured(const std::vector<std::string>& args, uint64_t ma
       struct rlimit limit = {max_data_bytes, max_data_bytes};
       ::setrlimit(RLIMIT_DATA, &limit);
     }
-    ::execv(argv[0], argv.data());
+    ::execv(argv[0], argv);
     ::_exit(127);
   }
   ::close(out[1]);

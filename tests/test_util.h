@@ -22,6 +22,15 @@ struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
 };
+// The CLI's argv for execv: BOLTPACK_CLI_PATH, then `args`; `pointers`
+// (NULL-terminated) point into `strings`, so it is neither copied nor moved.
+struct CliArgv {
+  explicit CliArgv(const std::vector<std::string>& args);
+  CliArgv(const CliArgv&) = delete;
+  CliArgv& operator=(const CliArgv&) = delete;
+  std::vector<std::string> strings;
+  std::vector<char*> pointers;
+};
 // Runs the bolt-pack CLI with `args` (shell-quoted here).
 CommandResult RunCli(const std::vector<std::string>& args);
 // The same with files limited to `max_file_bytes` (RLIMIT_FSIZE, SIGXFSZ
