@@ -288,6 +288,7 @@ absl::StatusOr<uint64_t> Reader::DecodedBytes(size_t tensor, OutputType out) con
   // Callers allocate this many bytes next: a zstd stream must first show it
   // can hold what its record (and so the decoded size) claims.
   for (size_t s = 0; s < info.streams.size(); ++s) {
+    if (info.streams[s].compression != Compression::kZstd) continue;  // its raw length is its stored length
     for (uint64_t u = 0; u < StreamChecks::Units(info.streams[s]); ++u) {
       BP_RETURN_IF_ERROR(impl_->CheckZstdBound(tensor, s, u));
     }
