@@ -8,11 +8,11 @@
 //     run-time-selected one.
 // Decoders must succeed or fail cleanly, never read or write out of bounds.
 //
-// Without calibration a codec depends only on (n, keep, mbits), and most
-// mutations leave those bytes alone, so such codecs are kept in a small
-// direct-mapped cache: Create (two Huffman codes and their tables) was two
-// thirds of an execution, spent again on arguments already tested. A cached
-// codec's serialization round trip was checked when it was created.
+// A codec depends only on (n, keep, mbits, calibration), and most mutations
+// leave those bytes alone, so codecs are kept in a small direct-mapped
+// cache: Create (two Huffman codes and their tables) was two thirds of an
+// execution, spent again on arguments already tested. Every codec's
+// serialization round trip is checked once, when it is made.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +39,7 @@ struct Input {
 struct CachedCodec {
   size_t n = 0;
   int keep = -1, mbits = -1;
+  std::vector<uint16_t> calib;
   std::optional<boltpack::KvSplitCodec> codec;
 };
 
@@ -47,22 +48,19 @@ void CheckRoundTrip(const boltpack::KvSplitCodec& codec) {
   if (!again.ok() || again->Serialize() != codec.Serialize()) __builtin_trap();
 }
 
-// Create, through the cache when there is no calibration.
+// Create, through a direct-mapped cache: Create is deterministic, so the
+// same arguments (most mutations leave n, keep, mbits and the calibration
+// alone) need not build the same two codes again.
 boltpack::KvSplitCodec CodecFor(size_t n, int keep_byte, int mbits, const std::vector<uint16_t>& calib) {
-  const boltpack::KvSplitOptions options{(1 + keep_byte) / 256.0, mbits};
-  if (!calib.empty()) {
-    auto codec = boltpack::KvSplitCodec::Create(n, options, calib);
-    if (!codec.ok()) __builtin_trap();
-    CheckRoundTrip(*codec);
-    return *std::move(codec);
-  }
   static std::array<CachedCodec, 256> cache;
-  CachedCodec& slot = cache[(n * 31 + static_cast<size_t>(keep_byte) * 7 + static_cast<size_t>(mbits)) % cache.size()];
-  if (!slot.codec || slot.n != n || slot.keep != keep_byte || slot.mbits != mbits) {
-    auto codec = boltpack::KvSplitCodec::Create(n, options, {});
+  size_t h = n * 31 + static_cast<size_t>(keep_byte) * 7 + static_cast<size_t>(mbits);
+  for (uint16_t x : calib) h = h * 1099511628211u + x;
+  CachedCodec& slot = cache[h % cache.size()];
+  if (!slot.codec || slot.n != n || slot.keep != keep_byte || slot.mbits != mbits || slot.calib != calib) {
+    auto codec = boltpack::KvSplitCodec::Create(n, {(1 + keep_byte) / 256.0, mbits}, calib);
     if (!codec.ok()) __builtin_trap();
     CheckRoundTrip(*codec);
-    slot = {n, keep_byte, mbits, *std::move(codec)};
+    slot = {n, keep_byte, mbits, calib, *std::move(codec)};
   }
   return *slot.codec;
 }

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh BUILD_DIR SECONDS: runs every fuzz target for SECONDS on a
 # scratch copy of its seed corpus, then replays the committed corpus (seeds
-# and every input that once crashed something) exactly.
+# and every input that once crashed something) exactly. Each target runs
+# with its -max_len, flags and dictionary from fuzz/campaign.conf.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+conf_field() {  # conf_field TARGET COLUMN(2: max_len, 4: flags) DEFAULT
+  local v
+  v=$(awk -v t="$1" -v c="$2" '$1 == t { print $c }' "$ROOT/fuzz/campaign.conf" 2>/dev/null)
+  echo "${v:-$3}"
+}
 BUILD="$1"
 SECONDS_EACH="$2"
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"
@@ -12,12 +18,17 @@ status=0
 for bin in "$BUILD"/fuzz/fuzz_*; do
   [ -x "$bin" ] || continue
   name="$(basename "$bin")"
-  corpus="$ROOT/fuzz/corpus/${name#fuzz_}"
+  target="${name#fuzz_}"
+  corpus="$ROOT/fuzz/corpus/$target"
   work="$(mktemp -d)"
   [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+  flags="$(conf_field "$target" 4 -)"
+  [ "$flags" = - ] && flags=""
+  [ -f "$ROOT/fuzz/$target.dict" ] && flags+=" -dict=$ROOT/fuzz/$target.dict"
   echo "-- $name: fuzzing for ${SECONDS_EACH}s"
-  if ! "$bin" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
-       -artifact_prefix="$BUILD/${name}-" "$work" 2>"$BUILD/$name.log"; then
+  # shellcheck disable=SC2086
+  if ! "$bin" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len="$(conf_field "$target" 2 65536)" \
+       -print_final_stats=1 $flags -artifact_prefix="$BUILD/${name}-" "$work" 2>"$BUILD/$name.log"; then
     echo "FAIL: $name found a crash; see $BUILD/$name.log and $BUILD/${name}-*" >&2
     tail -40 "$BUILD/$name.log" >&2
     status=1
