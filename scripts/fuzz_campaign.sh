@@ -12,7 +12,7 @@
 #        corpus_new/TARGET (the units the campaign found that add coverage
 #        to the committed corpus, merged with -merge=1 and capped), plan.txt
 #        and table.txt. The working corpora grow in --work (a temporary
-#        folder unless given).
+#        folder, removed at the end, unless given).
 #
 # Plan: a calibration job per target measures its executions per second;
 # what each target still needs is then cut into jobs of about --job-seconds
@@ -73,7 +73,8 @@ DEADLINE=$((START + BUDGET))
 MERGE_SECONDS=$((BUDGET / 10 > 20 ? BUDGET / 10 : 20))
 mkdir -p "$OUT"/{logs,crashes,state,corpus_new}
 OUT="$(cd "$OUT" && pwd)"
-[ -n "$WORK" ] || WORK="$(mktemp -d "${TMPDIR:-/tmp}/fuzz_campaign.XXXXXX")"
+WORK_IS_TEMP=0
+[ -n "$WORK" ] || { WORK="$(mktemp -d "${TMPDIR:-/tmp}/fuzz_campaign.XXXXXX")"; WORK_IS_TEMP=1; }
 mkdir -p "$WORK"
 WORK="$(cd "$WORK" && pwd)"
 if [[ "$BIN" == *.tar.gz ]]; then
@@ -129,12 +130,15 @@ done_execs() {  # executions of TARGET so far, this run's and a resumed one's
 }
 
 run_jobs() {  # lines "TARGET ID RUNS SECONDS" on stdin, CORES at a time
-  xargs -P "$CORES" -L 1 bash -c 'run_job "$@"' _
+  xargs -r -P "$CORES" -L 1 bash -c 'run_job "$@"' _
 }
 
 # Calibration: one job per target; its rate plans the rest.
 if [ "$CALIBRATE" -gt 0 ]; then
-  for t in $TARGETS; do echo "$t c $EXECS $CALIBRATE"; done | run_jobs
+  for t in $TARGETS; do
+    need=$((EXECS - $(done_execs "$t")))
+    [ "$need" -gt 0 ] && echo "$t c $need $CALIBRATE"
+  done | run_jobs
 fi
 rate_of() {
   local t="$1"
@@ -159,6 +163,8 @@ plan() {
   done | sort -k1,1n -k2,2nr | cut -d' ' -f3-
 }
 plan >"$OUT/plan.txt"
+awk -v c="$CORES" -v left="$((DEADLINE - MERGE_SECONDS - $(date +%s)))" -v j="$JOB" \
+  'END { printf "plan: %d jobs, about %d core-seconds; %d left on %d cores\n", NR, NR * j, left * c, c }' "$OUT/plan.txt"
 run_jobs <"$OUT/plan.txt"
 
 # Merge: the units that add coverage to the committed corpus, smallest
@@ -170,7 +176,8 @@ merge_one() {
   before="$(ls "$tmp")"
   mkdir -p "$OUT/corpus_new/$t"
   timeout "$MERGE_SECONDS" "$BIN/fuzz_$t" -merge=1 -max_len="$(conf_field "$t" 2 65536)" -rss_limit_mb=2048 \
-    -timeout=60 -close_fd_mask=3 "$tmp" "$WORK/corpus/$t" >"$WORK/$t.merge.log" 2>&1
+    -timeout=60 -close_fd_mask=3 -artifact_prefix="$OUT/crashes/$t-merge-" "$tmp" "$WORK/corpus/$t" \
+    >"$WORK/$t.merge.log" 2>&1
   tail -30 "$WORK/$t.merge.log" >"$OUT/logs/$t.merge.log"
   for f in $(ls -Sr "$tmp"); do
     grep -qxF "$f" <<<"$before" && continue
@@ -181,10 +188,9 @@ merge_one() {
   rm -rf "$tmp"
 }
 export -f merge_one
-for t in $TARGETS; do echo "$t $CAP"; done | xargs -P "$CORES" -L 1 bash -c 'merge_one "$@"' _
+for t in $TARGETS; do echo "$t $CAP"; done | xargs -r -P "$CORES" -L 1 bash -c 'merge_one "$@"' _
 
-# The table.
-status=0
+# The table; exit status 1 when anything crashed.
 {
   printf '%-20s %12s %12s %5s %8s %9s %7s %5s %6s %s\n' target goal executions jobs core-s exec/s crashes slow new result
   for t in $TARGETS; do
@@ -197,9 +203,11 @@ status=0
       'BEGIN { printf "%d", (s > 0 ? e / s : 0) }')
     result=ok
     [ "$execs" -lt "$EXECS" ] && result=short
-    if [ "$crashes" -gt 0 ]; then result="CRASH (see $OUT/crashes/$t-*)"; status=1; fi
+    [ "$crashes" -gt 0 ] && result="CRASH (see $OUT/crashes/$t-*)"
     printf '%-20s %12d %12d %5d %8d %9d %7d %5d %6d %s\n' "$t" "$EXECS" "$execs" "$jobs" "$secs" "$rate" "$crashes" "$slow" "$new" "$result"
   done
-  echo "wall: $(($(date +%s) - START)) s on $CORES cores; working corpora in $WORK"
+  echo "wall: $(($(date +%s) - START)) s on $CORES cores"
 } | tee "$OUT/table.txt"
-exit $status
+[ "$WORK_IS_TEMP" = 1 ] && rm -rf "$WORK"  # what it found that adds coverage is in corpus_new
+find "$OUT/crashes" -type f ! -name '*slow-unit-*' | grep -q . && exit 1
+exit 0
