@@ -28,7 +28,7 @@
 # Options: --execs N (10000000)  --cores C (nproc)  --seconds S (540: the
 # wall budget, merge included)  --job-seconds J (60)  --calibrate S (15; 0:
 # rates from fuzz/campaign.conf)  --targets "a b" (all)  --resume PREV_OUT
-# (count its executions, start from its corpus)  --corpus-cap BYTES (262144)
+# (count its executions and those it resumed, start from its new corpus)  --corpus-cap BYTES (262144)
 # --work DIR
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -89,6 +89,16 @@ if [ -z "$TARGETS" ]; then
   for b in "$BIN"/fuzz_*; do [ -x "$b" ] && TARGETS+="${b##*/fuzz_} "; done
 fi
 
+# A resumed campaign's jobs count as this one's (state/TARGET.prev-ID), so
+# a chain of runs keeps the whole total.
+if [ -n "$RESUME" ]; then
+  for f in "$RESUME"/state/*; do
+    [ -f "$f" ] || continue
+    b="${f##*/}"
+    cp "$f" "$OUT/state/${b%%.*}.prev-${b#*.}"
+  done
+fi
+
 # Each target's corpus folder: its seeds, and what a resumed campaign found.
 for t in $TARGETS; do
   mkdir -p "$WORK/corpus/$t"
@@ -125,8 +135,8 @@ run_job() {
 export -f run_job conf_field
 export ROOT CONF BIN OUT WORK DEADLINE MERGE_SECONDS
 
-done_execs() {  # executions of TARGET so far, this run's and a resumed one's
-  cat "$OUT"/state/"$1".* ${RESUME:+"$RESUME"/state/"$1".*} 2>/dev/null | awk '{ n += $1 } END { print n + 0 }'
+done_execs() {  # executions of TARGET so far, this run's and resumed ones'
+  cat "$OUT"/state/"$1".* 2>/dev/null | awk '{ n += $1 } END { print n + 0 }'
 }
 
 run_jobs() {  # lines "TARGET ID RUNS SECONDS" on stdin, CORES at a time
