@@ -10,6 +10,20 @@ conf_field() {  # conf_field TARGET COLUMN(2: max_len, 4: flags) DEFAULT
   v=$(awk -v t="$1" -v c="$2" '$1 == t { print $c }' "$ROOT/fuzz/campaign.conf" 2>/dev/null)
   echo "${v:-$3}"
 }
+# split_flags FLAGS: a conf flags field (comma-separated; "-" for none) into
+# LF_FLAGS (libFuzzer flags) and ASAN_EXTRA (its asan:K=V entries).
+split_flags() {
+  local f parts
+  LF_FLAGS="" ASAN_EXTRA=""
+  IFS=, read -ra parts <<<"$1"
+  for f in "${parts[@]}"; do
+    case "$f" in
+      -) ;;
+      asan:*) ASAN_EXTRA+=":${f#asan:}" ;;
+      *) LF_FLAGS+=" $f" ;;
+    esac
+  done
+}
 BUILD="$1"
 SECONDS_EACH="$2"
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"
@@ -22,13 +36,12 @@ for bin in "$BUILD"/fuzz/fuzz_*; do
   corpus="$ROOT/fuzz/corpus/$target"
   work="$(mktemp -d)"
   [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
-  flags="$(conf_field "$target" 4 -)"
-  [ "$flags" = - ] && flags=""
-  [ -f "$ROOT/fuzz/$target.dict" ] && flags+=" -dict=$ROOT/fuzz/$target.dict"
+  split_flags "$(conf_field "$target" 4 -)"
+  [ -f "$ROOT/fuzz/$target.dict" ] && LF_FLAGS+=" -dict=$ROOT/fuzz/$target.dict"
   echo "-- $name: fuzzing for ${SECONDS_EACH}s"
   # shellcheck disable=SC2086
-  if ! "$bin" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len="$(conf_field "$target" 2 65536)" \
-       -print_final_stats=1 $flags -artifact_prefix="$BUILD/${name}-" "$work" 2>"$BUILD/$name.log"; then
+  if ! ASAN_OPTIONS="$ASAN_OPTIONS$ASAN_EXTRA" "$bin" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len="$(conf_field "$target" 2 65536)" \
+       -print_final_stats=1 $LF_FLAGS -artifact_prefix="$BUILD/${name}-" "$work" 2>"$BUILD/$name.log"; then
     echo "FAIL: $name found a crash; see $BUILD/$name.log and $BUILD/${name}-*" >&2
     tail -40 "$BUILD/$name.log" >&2
     status=1

@@ -40,6 +40,22 @@ conf_field() {  # conf_field TARGET COLUMN(2: max_len, 3: rate, 4: flags) DEFAUL
   echo "${v:-$3}"
 }
 
+# split_flags FLAGS: a conf flags field (comma-separated; "-" for none) into
+# LF_FLAGS (libFuzzer flags) and ASAN_EXTRA (its asan:K=V entries, each
+# ":K=V" for ASAN_OPTIONS).
+split_flags() {
+  local f parts
+  LF_FLAGS="" ASAN_EXTRA=""
+  IFS=, read -ra parts <<<"$1"
+  for f in "${parts[@]}"; do
+    case "$f" in
+      -) ;;
+      asan:*) ASAN_EXTRA+=":${f#asan:}" ;;
+      *) LF_FLAGS+=" $f" ;;
+    esac
+  done
+}
+
 bundle() {  # bundle BUILD_DIR FILE.tar.gz
   local build="$1" file="$2" dir
   dir="$(mktemp -d)/fuzz-bin"
@@ -109,22 +125,21 @@ done
 # run_job TARGET ID RUNS SECONDS: one libFuzzer process; appends
 # "executions seconds rc" to state/TARGET.ID.
 run_job() {
-  local t="$1" id="$2" runs="$3" secs="$4" now left dict flags t0 rc execs
+  local t="$1" id="$2" runs="$3" secs="$4" now left dict t0 rc execs LF_FLAGS ASAN_EXTRA
   now=$(date +%s)
   left=$((DEADLINE - MERGE_SECONDS - now))
   [ "$left" -lt 10 ] && return 0
   [ "$secs" -gt "$left" ] && secs=$left
-  flags=$(conf_field "$t" 4 -)
-  [ "$flags" = - ] && flags=""
+  split_flags "$(conf_field "$t" 4 -)"
   dict=""
   [ -f "$ROOT/fuzz/$t.dict" ] && dict="-dict=$ROOT/fuzz/$t.dict"
   t0=$(date +%s.%N)
   # -close_fd_mask=3: the targets' own output is dropped (fuzz_pipeline prints
   # every CLI error); libFuzzer and the sanitizers report on a copy of stderr.
   # shellcheck disable=SC2086
-  "$BIN/fuzz_$t" -runs="$runs" -max_total_time="$secs" -max_len="$(conf_field "$t" 2 65536)" \
+  ASAN_OPTIONS="$ASAN_OPTIONS$ASAN_EXTRA" "$BIN/fuzz_$t" -runs="$runs" -max_total_time="$secs" -max_len="$(conf_field "$t" 2 65536)" \
     -rss_limit_mb=2048 -timeout=60 -print_final_stats=1 -close_fd_mask=3 \
-    -artifact_prefix="$OUT/crashes/$t-" $flags $dict "$WORK/corpus/$t" >"$WORK/$t.$id.log" 2>&1
+    -artifact_prefix="$OUT/crashes/$t-" $LF_FLAGS $dict "$WORK/corpus/$t" >"$WORK/$t.$id.log" 2>&1
   rc=$?
   execs=$(grep -a "stat::number_of_executed_units" "$WORK/$t.$id.log" | awk '{print $2}' | tail -1)
   [ -z "$execs" ] && execs=$(grep -aoE '^#[0-9]+' "$WORK/$t.$id.log" | tail -1 | tr -d '#')
@@ -132,7 +147,7 @@ run_job() {
   rm -f "$WORK/$t.$id.log"
   echo "${execs:-0} $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') $rc" >"$OUT/state/$t.$id"
 }
-export -f run_job conf_field
+export -f run_job conf_field split_flags
 export ROOT CONF BIN OUT WORK DEADLINE MERGE_SECONDS
 
 done_execs() {  # executions of TARGET so far, this run's and resumed ones'
