@@ -79,6 +79,8 @@ XXHASH_DISPATCH_O="$(xxhash_dispatch)"
 "$CXX" -o "$OUT/decode_verify_bench" "$BENCH_OBJ" "${LIB_OBJS[@]}" "$XXHASH_DISPATCH_O" \
   -Wl,--start-group "$LIB"/libabsl_*.a "$LIB/libprotobuf.a" "$LIB/libzstd.a" "$LIB/libxxhash.a" "$BENCHMARK_A" \
   -Wl,--end-group -static-libstdc++ -static-libgcc -pthread ${FULLY_STATIC:+-static}
+# 49 -> 8 MB: small enough to carry to the device machine (64 MiB at most).
+strip --strip-debug "$OUT/decode_verify_bench"
 if [ -n "${FULLY_STATIC:-}" ]; then
   file "$OUT/decode_verify_bench"
   echo "$OUT/decode_verify_bench"
