@@ -30,9 +30,9 @@ std::vector<float> Values(uint64_t n) {
   return v;
 }
 
-// A .bolt of one tensor "w" of `rows` x 1024 values: q8_0 with its chunks cut
-// to `rows_per_chunk` rows (many chunks in one row block), or bf16-huffman as
-// its encoder chunks it. In memory.
+// A .bolt of one tensor "w" of `rows` x 1024 values in `codec`, in memory;
+// with `rows_per_chunk`, its chunks are cut to that many rows (many chunks
+// in one row block).
 std::vector<uint8_t> File(const std::string& codec, uint64_t rows, uint64_t rows_per_chunk = 0) {
   const std::vector<float> w = Values(rows * kCols);
   const std::vector<uint64_t> shape = {rows, kCols};
@@ -90,9 +90,13 @@ absl::Status DecodeF32(const Reader& r, std::vector<uint8_t>& out, int threads) 
   return r.Decode(0, OutputType::kF32, absl::MakeSpan(out), {.threads = threads});
 }
 
-TEST(ChunkHasher, ManySmallChunksInOneBlockDecodeAsUncheckedAndEachIsChecked) {
-  // 64 chunks of 8 rows (8.5 KiB each): a row block holds ~30 of them.
-  const std::vector<uint8_t> good = File("q8_0", 512, 8);
+// The block codecs' and the raw codecs' DecodeRows report their progress.
+class ManySmallChunks : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ManySmallChunks, InOneBlockDecodeAsUncheckedAndEachIsChecked) {
+  // 64 chunks of 8 rows (8.5 KiB each for q8_0, 32 KiB for f32): a row
+  // block holds 8 to 30 of them.
+  const std::vector<uint8_t> good = File(GetParam(), 512, 8);
   ReaderOptions unchecked;
   unchecked.verify_checksums = false;
   auto u = Reader::OpenBuffer(good, "w.bolt", unchecked);
@@ -126,6 +130,8 @@ TEST(ChunkHasher, ManySmallChunksInOneBlockDecodeAsUncheckedAndEachIsChecked) {
     EXPECT_TRUE((*r)->DecodeRows(0, 38 * 8, 39 * 8, OutputType::kF32, absl::MakeSpan(got)).ok());
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(ChunkHasher, ManySmallChunks, ::testing::Values("q8_0", "f32"));
 
 TEST(ChunkHasher, EitherStreamOfAnEntropyCodedTensorIsNamed) {
   // bf16-huffman chunks of 2^18 values: 1024 x 1024 is four.
