@@ -3,10 +3,11 @@
 // chunk (or chunk-less stream) they read is checked against its checksum
 // the first time this reader reads it (spec container.md §7.4).
 //
-// A decode of many rows is cut into blocks of whole chunks; each block is
-// decoded and then checked on the same thread, while its bytes are still in
-// cache, so checking costs a hash of bytes already at hand rather than a
-// second pass over the tensor from memory.
+// A decode of many rows is cut into blocks of whole chunks; each block's
+// chunks are checked on the thread that decodes it, as the decoder reads
+// them, while their bytes are still in cache, so checking costs a hash of
+// bytes already at hand rather than a second pass over the tensor from
+// memory.
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_decompressBound
 #include <zstd.h>
 
@@ -22,6 +23,7 @@
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "common/xxh3.h"
+#include "format/chunk_hasher.h"
 #include "format/manifest_validate.h"
 #include "format/reader_impl.h"
 
@@ -90,12 +92,16 @@ absl::Status Reader::Impl::CheckUnit(size_t t, size_t s, uint64_t unit) const {
   const StreamInfo& info = tensors[t].streams[s];
   Unit u = UnitOf(info, Stored(info), unit);
   const uint64_t got = Xxh3(u.stored);
-  if (got != u.xxh3) {
-    return absl::DataLossError(absl::StrFormat("%s%s: checksum mismatch (manifest %016x, data %016x)",
-                                               WhereStream(t, s), UnitName(info, unit), u.xxh3, got));
-  }
+  if (got != u.xxh3) return ChecksumMismatch(t, s, unit, got);
   checks.Mark(t, s, unit, StreamChecks::kChecksum);
   return absl::OkStatus();
+}
+
+absl::Status Reader::Impl::ChecksumMismatch(size_t t, size_t s, uint64_t unit, uint64_t got) const {
+  const StreamInfo& info = tensors[t].streams[s];
+  const uint64_t want = info.chunks.empty() ? info.xxh3 : info.chunks[unit].xxh3;
+  return absl::DataLossError(absl::StrFormat("%s%s: checksum mismatch (manifest %016x, data %016x)",
+                                             WhereStream(t, s), UnitName(info, unit), want, got));
 }
 
 absl::Status Reader::Impl::CheckZstdBound(size_t t, size_t s, uint64_t unit) const {
@@ -136,8 +142,8 @@ struct RawView {
 // Raw bytes [begin, end) of stream `s`: a span of the mapping for an
 // uncompressed stream, else the units they lie in decompressed into
 // `scratch`, on up to `threads` threads. Every unit is checked first, unless
-// `check` is false: then the caller checks them (CheckUnits) once it has
-// used the bytes, while they are still in cache.
+// `check` is false: then the caller checks them as it uses the bytes, while
+// they are in cache (an uncompressed stream's: format/chunk_hasher.h).
 absl::StatusOr<RawView> ReadRaw(const Reader::Impl& impl, size_t t, size_t s, uint64_t begin, uint64_t end,
                                 int threads, RawScratch& scratch, bool check = true) {
   const StreamInfo& info = impl.tensors[t].streams[s];
@@ -171,14 +177,6 @@ absl::StatusOr<RawView> ReadRaw(const Reader::Impl& impl, size_t t, size_t s, ui
     return absl::OkStatus();
   }));
   return RawView{absl::MakeConstSpan(dst + (begin - lo), end - begin), begin};
-}
-
-// Checks the units of stream `s` that hold raw bytes [begin, end).
-absl::Status CheckUnits(const Reader::Impl& impl, size_t t, size_t s, uint64_t begin, uint64_t end) {
-  const StreamInfo& info = impl.tensors[t].streams[s];
-  const auto units = info.chunks.empty() ? std::pair<size_t, size_t>{0, 0} : ChunksOver(info, begin, end);
-  for (uint64_t k = units.first; k <= units.second; ++k) BP_RETURN_IF_ERROR(impl.CheckUnit(t, s, k));
-  return absl::OkStatus();
 }
 
 // For an error of a decode in a view that leaves streams out: which ones (a
@@ -398,18 +396,19 @@ absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl:
     BP_RETURN_IF_ERROR(read_whole(/*chunked=*/true));
     return codec_error(codec->Decode(input, out, dst.subspan(0, need), exec));
   }
-  // Each block's chunks are checked right after the block is decoded, while
-  // its stored bytes are still in this core's cache: checking them first
-  // would read them from memory once more (one core streams ~5.5 GB/s from
-  // DRAM on these machines, XXH3 runs at ~20 GB/s from L2). The decoders
-  // are built for hostile bytes (validated records, fuzzed), so decoding
-  // before checking is safe; a decode that read a bad chunk fails with the
-  // checksum error, not with whatever the decoder made of the bytes, and a
-  // failed decode's output is unspecified.
+  // A block's uncompressed chunks are hashed as the decoder reads them
+  // (format/chunk_hasher.h), and all of them before its result counts; a
+  // zstd chunk is hashed just before it is decompressed, which then reads
+  // it from cache. The decoders are built for hostile bytes (validated
+  // records, fuzzed), so decoding before the check is done is safe; a
+  // decode that read a bad chunk fails with the checksum error, not with
+  // whatever the decoder made of the bytes, and a failed decode's output is
+  // unspecified.
   absl::Status st = ParallelFor(blocks.size(), exec.threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
     std::vector<RawScratch> scratch(info.streams.size());
-    std::vector<std::pair<uint64_t, uint64_t>> ranges_read(info.streams.size());
+    format::ChunkHasher hasher(*impl_, tensor);
     DecodeInput part = input;
+    if (impl_->options.verify_checksums) part.progress = &hasher;
     for (uint64_t i = a; i < b; ++i) {
       const RowBlock& blk = blocks[i];
       for (size_t s = 0; s < info.streams.size(); ++s) {
@@ -424,18 +423,16 @@ absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl:
           part.raw_base[s] = range.first;
           continue;
         }
+        const bool zstd = info.streams[s].compression != Compression::kNone;
         BP_ASSIGN_OR_RETURN(RawView raw, ReadRaw(*impl_, tensor, s, range.first, range.second, 1, scratch[s],
-                                                 /*check=*/false));
+                                                 /*check=*/zstd));
+        if (!zstd) hasher.Start(s, range.first, range.second);
         part.streams[s] = raw.bytes;
         part.raw_base[s] = raw.base;
-        ranges_read[s] = range;
       }
       auto rows_dst = dst.subspan(blk.dst_offset * row_bytes, (blk.end - blk.begin) * row_bytes);
       absl::Status decoded = codec->DecodeRows(part, blk.begin, blk.end, out, rows_dst);
-      for (size_t s = 0; s < info.streams.size(); ++s) {
-        if (!reads[s] || info.streams[s].chunks.empty()) continue;
-        BP_RETURN_IF_ERROR(CheckUnits(*impl_, tensor, s, ranges_read[s].first, ranges_read[s].second));
-      }
+      BP_RETURN_IF_ERROR(hasher.Finish());
       BP_RETURN_IF_ERROR(codec_error(decoded));
     }
     return absl::OkStatus();

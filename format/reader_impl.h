@@ -72,6 +72,9 @@ struct Reader::Impl {
   // stream when it has none) against its checksum, unless this reader did
   // already or the caller opted out (ReaderOptions::verify_checksums).
   absl::Status CheckUnit(size_t t, size_t s, uint64_t unit) const;
+  // The error for unit `unit` of stream `s` of tensor `t` whose bytes hash
+  // to `got`: it names file, tensor, stream and chunk.
+  absl::Status ChecksumMismatch(size_t t, size_t s, uint64_t unit, uint64_t got) const;
   // Checks that the zstd frames of unit `unit` can hold its raw length
   // before anything that size is allocated (a decompression bomb).
   absl::Status CheckZstdBound(size_t t, size_t s, uint64_t unit) const;

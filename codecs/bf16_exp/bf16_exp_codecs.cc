@@ -57,6 +57,13 @@ void EmitBf16(const uint16_t* v, size_t n, OutputType out, uint8_t* dst) {
 
 size_t OutSize(OutputType out) { return out == OutputType::kF32 ? 4 : 2; }
 
+// DecodeRows joins a chunk's sign+mantissa bytes and exponents in steps of
+// this many values, so that both inputs and the output of a step (32 KiB
+// for bf16) stay in L1: the reader hashes the sign+mantissa bytes after
+// each step (ReadProgress); the join itself is no slower than over a whole
+// chunk (256 Ki values) at once.
+constexpr uint64_t kJoinStepValues = 8192;
+
 // bf16 = sign | exponent | mantissa from the sign+mantissa byte and exponent.
 void Combine(const uint8_t* sm, const uint8_t* ex, uint64_t n, OutputType out, uint8_t* dst) {
   if (out == OutputType::kBF16 || out == OutputType::kNative) {
@@ -384,8 +391,14 @@ class Bf16EntropyCodec : public Bf16CodecBase {
       tmp.resize(static_cast<size_t>(pc.elem_count));
       BP_RETURN_IF_ERROR(bf16_exp::DecodeChunk(
           code, input.streams[1].subspan(pc.exp_offset - ex_base, pc.exp_length), pc.elem_count, tmp.data()));
-      Combine(input.streams[0].data() + (lo * row_elems - sm_base), tmp.data() + (lo - pc.first_row) * row_elems,
-              (hi - lo) * row_elems, out, dst.data() + (lo - row_begin) * row_elems * OutSize(out));
+      if (input.progress != nullptr) input.progress->ReadTo(1, pc.exp_offset + pc.exp_length);
+      const uint64_t e_end = hi * row_elems;
+      for (uint64_t e = lo * row_elems; e < e_end; e += kJoinStepValues) {
+        const uint64_t c = std::min(kJoinStepValues, e_end - e);
+        Combine(input.streams[0].data() + (e - sm_base), tmp.data() + (e - pc.elem_begin), c, out,
+                dst.data() + (e - row_begin * row_elems) * OutSize(out));
+        if (input.progress != nullptr) input.progress->ReadTo(0, e + c);
+      }
     }
     return absl::OkStatus();
   }

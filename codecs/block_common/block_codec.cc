@@ -114,6 +114,11 @@ uint8_t F32ToE4m3fnRne(float x) {
 namespace {
 
 constexpr uint64_t kMinElementsPerTask = uint64_t{1} << 15;
+// A row-range decode to f32 goes in steps of about this many stored bytes,
+// whose stored bytes and floats (4x as many bytes for q8_0) fit in L1
+// together: the reader hashes the stored bytes after each step
+// (ReadProgress), and they are then still there.
+constexpr uint64_t kStepStoredBytes = uint64_t{8} << 10;
 
 bool IsFloatSource(DType d) {
   return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16 || d == DType::kF64;
@@ -428,7 +433,8 @@ absl::Status BlockCodec::CheckInput(const DecodeInput& input) const {
 absl::Status BlockCodec::DecodeRange(const TensorInfo& info, const BlockParams& params,
                                      const std::vector<absl::Span<const uint8_t>>& streams,
                                      const std::vector<uint64_t>& base, uint64_t e0, uint64_t e1,
-                                     OutputType out, absl::Span<uint8_t> dst, int threads) const {
+                                     OutputType out, absl::Span<uint8_t> dst, int threads,
+                                     ReadProgress* progress) const {
   const uint32_t B = format_.block_elems;
   const uint64_t b0 = e0 / B;
   const uint64_t b1 = (e1 + B - 1) / B;
@@ -466,14 +472,23 @@ absl::Status BlockCodec::DecodeRange(const TensorInfo& info, const BlockParams& 
   auto in_at = [&](uint64_t b, const uint8_t** p) {
     for (size_t k = 0; k < ns; ++k) p[k] = in0[k] + (b - b0) * format_.streams[k].bytes_per_block;
   };
+  // Blocks up to `b` have been read.
+  auto read_to = [&](uint64_t b) {
+    for (size_t k = 0; k < ns; ++k) progress->ReadTo(k, b * format_.streams[k].bytes_per_block);
+  };
   const bool aligned = e0 % B == 0 && e1 % B == 0;
   if (out == OutputType::kF32 && aligned &&
       reinterpret_cast<uintptr_t>(dst.data()) % alignof(float) == 0) {
     float* y = reinterpret_cast<float*>(dst.data());
+    const uint64_t step = std::max<uint64_t>(1, kStepStoredBytes / bytes_per_block_total_);
     return ParallelFor(b1 - b0, threads, min_blocks, [&](uint64_t lo, uint64_t hi) {
-      const uint8_t* p[2] = {nullptr, nullptr};
-      in_at(b0 + lo, p);
-      DecodeBlocksF32(p, hi - lo, y + lo * B, params, avx2);
+      for (uint64_t b = lo; b < hi; b += step) {
+        const uint64_t nb = std::min(step, hi - b);
+        const uint8_t* p[2] = {nullptr, nullptr};
+        in_at(b0 + b, p);
+        DecodeBlocksF32(p, nb, y + b * B, params, avx2);
+        if (progress != nullptr) read_to(b0 + b + nb);
+      }
       return absl::OkStatus();
     });
   }
@@ -501,6 +516,7 @@ absl::Status BlockCodec::DecodeRange(const TensorInfo& info, const BlockParams& 
         case OutputType::kBF16: ConvertF32ToBF16(from, to, cnt); break;
         case OutputType::kNative: break;
       }
+      if (progress != nullptr) read_to(b + nb);
     }
     return absl::OkStatus();
   });
@@ -519,7 +535,7 @@ absl::Status BlockCodec::Decode(const DecodeInput& input, OutputType out, absl::
   auto params = ParseStoredParams(info.codec_params);
   if (!params.ok()) return Fail(info, StrCat(params.status().message()));
   return DecodeRange(info, *params, input.streams, input.raw_base, 0, g->elements, out, dst,
-                     exec.threads);
+                     exec.threads, nullptr);
 }
 
 absl::Status BlockCodec::DecodeRows(const DecodeInput& input, uint64_t row_begin, uint64_t row_end,
@@ -539,7 +555,7 @@ absl::Status BlockCodec::DecodeRows(const DecodeInput& input, uint64_t row_begin
   auto params = ParseStoredParams(info.codec_params);
   if (!params.ok()) return Fail(info, StrCat(params.status().message()));
   return DecodeRange(info, *params, input.streams, input.raw_base, row_begin * g->row_elements,
-                     row_end * g->row_elements, out, dst, 1);
+                     row_end * g->row_elements, out, dst, 1, input.progress);
 }
 
 absl::StatusOr<std::pair<uint64_t, uint64_t>> BlockCodec::RowRangeBytes(const TensorInfo& info,

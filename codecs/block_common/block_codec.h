@@ -127,11 +127,13 @@ class BlockCodec : public Codec {
   absl::StatusOr<Geometry> CheckShape(absl::Span<const uint64_t> shape) const;
   absl::Status CheckInput(const DecodeInput& input) const;
   // Decodes elements [e0, e1) given the stream spans (stream k's span starts
-  // at raw byte base[k]) into dst.
+  // at raw byte base[k]) into dst, telling `progress` (when not null, and
+  // on one thread only) how far it has read.
   absl::Status DecodeRange(const TensorInfo& info, const BlockParams& params,
                            const std::vector<absl::Span<const uint8_t>>& streams,
                            const std::vector<uint64_t>& base, uint64_t e0, uint64_t e1,
-                           OutputType out, absl::Span<uint8_t> dst, int threads) const;
+                           OutputType out, absl::Span<uint8_t> dst, int threads,
+                           ReadProgress* progress) const;
 
   BlockFormat format_;
   uint64_t bytes_per_block_total_ = 0;

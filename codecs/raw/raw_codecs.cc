@@ -1,5 +1,6 @@
 #include "codecs/raw/raw_codecs.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -22,6 +23,10 @@ constexpr std::string_view kDataRole = "data";
 // Elements per parallel task: below this, starting a thread costs more than
 // converting (a conversion runs at several elements per nanosecond).
 constexpr uint64_t kMinElementsPerTask = uint64_t{1} << 16;
+// With a reader's ReadProgress, DecodeRows converts in steps of about this
+// many stored bytes and reports after each, while they are still in L1
+// (the reader hashes them then).
+constexpr uint64_t kStepStoredBytes = uint64_t{8} << 10;
 
 bool IsKnownDType(DType d) {
   const int v = static_cast<int>(d);
@@ -228,7 +233,13 @@ class ElementCodec : public Codec {
                        " bytes, rows ", row_begin, "..", row_end, " to ", OutputName(out),
                        " need ", n * out_size));
     }
-    Convert(stored, OutputDType(out).value_or(stored), rows.data(), dst.data(), n);
+    const DType target = OutputDType(out).value_or(stored);
+    const uint64_t step = input.progress == nullptr ? n : std::max<uint64_t>(1, kStepStoredBytes / stored_size);
+    for (uint64_t i = 0; i < n; i += step) {
+      const uint64_t c = std::min(step, n - i);
+      Convert(stored, target, rows.data() + i * stored_size, dst.data() + i * out_size, c);
+      if (input.progress != nullptr) input.progress->ReadTo(0, range.first + (i + c) * stored_size);
+    }
     return absl::OkStatus();
   }
 

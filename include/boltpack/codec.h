@@ -8,6 +8,7 @@
 #ifndef BOLTPACK_CODEC_H_
 #define BOLTPACK_CODEC_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -61,6 +62,18 @@ struct EncodedTensor {
   std::vector<EncodedStream> streams;
 };
 
+// Told by a decoder, as it goes, how far it has read its streams, so that
+// the reader can hash those bytes while they are still in this core's cache
+// (checksums are checked on every decode, spec container.md §7.4).
+class ReadProgress {
+ public:
+  virtual ~ReadProgress() = default;
+  // The decoder has read raw bytes of stream `stream` up to raw offset
+  // `raw_end` (from the stream's start, not from raw_base). Called from the
+  // thread running the decode, in increasing order per stream.
+  virtual void ReadTo(size_t stream, uint64_t raw_end) = 0;
+};
+
 // What a decoder reads: the validated record and, per stream (same order as
 // info.streams), its raw (decompressed) bytes. For a row-range read,
 // `raw_base[k]` is the raw offset at which `streams[k]` starts (0 otherwise).
@@ -71,6 +84,10 @@ struct DecodeInput {
   // The view being decoded; empty means "full" (every original bit). Streams
   // the view does not read are passed as empty spans.
   std::string_view view;
+  // Optional, for DecodeRows: where to report reading progress. Reporting
+  // only saves time: whatever a decoder does not report, the reader checks
+  // after DecodeRows returns.
+  ReadProgress* progress = nullptr;
 };
 
 struct ExecOptions {
