@@ -1,15 +1,17 @@
 // MetaValue: scalar factories, the packed array representation and its
 // accessors, equality.
+#include <algorithm>
 #include <cstring>
 
 #include "boltpack/types.h"
 
 namespace boltpack {
 
-// One of three forms, by element type: `bytes` alone (numeric and bool:
-// size / width elements), `bytes` as a blob of NUL-terminated strings with
-// the end of each in `ends` (strings), or `children` (arrays, and element
-// types without a width).
+// One of four forms, by element type: `bytes` alone (numeric and bool:
+// size / width elements); `bytes` as a blob of NUL-terminated strings with
+// the end of each in `ends` (strings); `bytes` as the children encoded one
+// after another (EncodeValue below) with the end of each in `ends`
+// (arrays); or `children` (element types without a width, unknown ones).
 struct MetaValue::ArrayData {
   std::string bytes;
   std::vector<uint64_t> ends;
@@ -55,7 +57,122 @@ uint64_t PackedBits(ValueType et, const MetaValue& e) {
   return e.u;
 }
 
+void AppendU64(std::string* out, uint64_t v) { AppendBits(out, v, 8); }
+
+uint64_t ReadU64At(std::string_view bytes, size_t* at) {
+  uint64_t v = 0;
+  if (*at + 8 <= bytes.size()) std::memcpy(&v, bytes.data() + *at, 8);
+  *at += 8;
+  return v;
+}
+
 }  // namespace
+
+namespace {
+
+// Scalars of a known type and width carry their bits alone, so that equal
+// values encode alike; other types keep every field equality compares.
+bool IsWordScalar(ValueType t) { return IsUnsignedInt(t) || IsSignedInt(t) || t == ValueType::kFloat64; }
+
+// A value as bytes, for the children of an array of arrays: the type, then
+// a scalar's bits or a string's length and bytes, or an array's element
+// type, count and elements (packed bytes; strings as length and bytes;
+// children recursively). In memory only, so host order.
+void EncodeValue(const MetaValue& v, std::string* out) {
+  out->push_back(static_cast<char>(v.type));
+  if (v.type == ValueType::kArray) {
+    out->push_back(static_cast<char>(v.element_type));
+    const size_t n = v.array_size();
+    AppendU64(out, n);
+    if (ValueTypeWidth(v.element_type) > 0) {
+      out->append(v.packed_bytes());
+    } else if (v.element_type == ValueType::kString) {
+      for (size_t k = 0; k < n; ++k) {
+        AppendU64(out, v.string_element(k).size());
+        out->append(v.string_element(k));
+      }
+    } else {
+      for (size_t k = 0; k < n; ++k) EncodeValue(v.child(k), out);
+    }
+  } else if (v.type == ValueType::kFloat32) {
+    AppendBits(out, PackedBits(v.type, v), 4);
+  } else if (v.type == ValueType::kBool) {
+    out->push_back(v.b ? 1 : 0);
+  } else if (IsWordScalar(v.type)) {
+    AppendU64(out, v.u);
+  } else {
+    if (v.type != ValueType::kString) AppendU64(out, v.u);
+    AppendU64(out, v.s.size());
+    out->append(v.s);
+  }
+}
+
+std::string_view Take(std::string_view bytes, size_t* at, uint64_t n) {
+  const size_t from = std::min(*at, bytes.size());
+  *at = from + std::min<uint64_t>(n, bytes.size() - from);
+  return bytes.substr(from, *at - from);
+}
+
+// The inverse of EncodeValue, from bytes it wrote.
+MetaValue DecodeValue(std::string_view bytes, size_t* at) {
+  MetaValue v;
+  if (*at >= bytes.size()) return v;
+  v.type = static_cast<ValueType>(bytes[(*at)++]);
+  if (v.type == ValueType::kFloat32) {
+    const std::string_view bits = Take(bytes, at, 4);
+    if (bits.size() == 4) std::memcpy(&v.f32, bits.data(), 4);
+    return v;
+  }
+  if (v.type == ValueType::kBool) {
+    v.b = Take(bytes, at, 1) == std::string_view("\1", 1);
+    return v;
+  }
+  if (IsWordScalar(v.type)) {
+    v.u = ReadU64At(bytes, at);
+    return v;
+  }
+  if (v.type != ValueType::kArray) {
+    if (v.type != ValueType::kString) v.u = ReadU64At(bytes, at);
+    const uint64_t len = ReadU64At(bytes, at);
+    v.s = std::string(Take(bytes, at, len));
+    return v;
+  }
+  const auto et = static_cast<ValueType>(Take(bytes, at, 1).empty() ? 0 : bytes[*at - 1]);
+  const uint64_t n = ReadU64At(bytes, at);
+  if (const int width = ValueTypeWidth(et); width > 0) return MetaValue::PackedArray(et, std::string(Take(bytes, at, n * width)));
+  if (et == ValueType::kString) {
+    MetaValue::StringArrayBuilder strings;
+    for (uint64_t k = 0; k < n && *at < bytes.size(); ++k) {
+      const uint64_t len = ReadU64At(bytes, at);
+      strings.Add(Take(bytes, at, len));
+    }
+    return strings.Build();
+  }
+  std::vector<MetaValue> children;
+  for (uint64_t k = 0; k < n && *at < bytes.size(); ++k) children.push_back(DecodeValue(bytes, at));
+  return MetaValue::Array(et, std::move(children));
+}
+
+}  // namespace
+
+MetaValue::NestedArrayBuilder::NestedArrayBuilder() : data_(std::make_unique<ArrayData>()) {}
+MetaValue::NestedArrayBuilder::~NestedArrayBuilder() = default;
+
+void MetaValue::NestedArrayBuilder::Reserve(size_t count) { data_->ends.reserve(count); }
+
+void MetaValue::NestedArrayBuilder::Add(const MetaValue& child) {
+  EncodeValue(child, &data_->bytes);
+  data_->ends.push_back(data_->bytes.size());
+}
+
+MetaValue MetaValue::NestedArrayBuilder::Build() {
+  MetaValue m;
+  m.type = ValueType::kArray;
+  m.element_type = ValueType::kArray;
+  if (!data_->ends.empty()) m.array_ = std::move(data_);
+  data_ = std::make_unique<ArrayData>();
+  return m;
+}
 
 int ValueTypeWidth(ValueType type) {
   switch (type) {
@@ -150,6 +267,11 @@ MetaValue MetaValue::Array(ValueType element_type, std::vector<MetaValue> elemen
     strings.Reserve(elements.size(), bytes);
     for (const auto& e : elements) strings.Add(e.s);
     return strings.Build();
+  } else if (element_type == ValueType::kArray) {
+    NestedArrayBuilder children;
+    children.Reserve(elements.size());
+    for (const auto& e : elements) children.Add(e);
+    return children.Build();
   } else {
     a.children = std::move(elements);
   }
@@ -198,7 +320,7 @@ MetaValue MetaValue::StringArrayBuilder::Build() {
 size_t MetaValue::array_size() const {
   if (type != ValueType::kArray || !array_) return 0;
   if (const int width = ValueTypeWidth(element_type); width > 0) return array_->bytes.size() / width;
-  if (element_type == ValueType::kString) return array_->ends.size();
+  if (element_type == ValueType::kString || element_type == ValueType::kArray) return array_->ends.size();
   return array_->children.size();
 }
 
@@ -237,10 +359,11 @@ std::string_view MetaValue::string_element(size_t k) const {
   return std::string_view(array_->bytes).substr(begin, array_->ends[k] - begin);
 }
 
-const MetaValue& MetaValue::child(size_t k) const {
-  static const MetaValue kNone;
-  if (ValueTypeWidth(element_type) > 0 || element_type == ValueType::kString || k >= array_size()) return kNone;
-  return array_->children[k];
+MetaValue MetaValue::child(size_t k) const {
+  if (ValueTypeWidth(element_type) > 0 || element_type == ValueType::kString || k >= array_size()) return {};
+  if (element_type != ValueType::kArray) return array_->children[k];
+  size_t at = k == 0 ? 0 : array_->ends[k - 1];
+  return DecodeValue(array_->bytes, &at);
 }
 
 std::string_view MetaValue::packed_bytes() const {

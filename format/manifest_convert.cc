@@ -43,12 +43,13 @@ MetaValue ArrayFromProto(const v1::Array& array) {
   if (et == ValueType::kFloat64) return MetaValue::PackedArray(et, PackFloats(array.f64s()));
   if (et == ValueType::kBool) return MetaValue::PackedArray(et, PackIntegers(array.bools(), 1));
   if (et == ValueType::kString) return StringsFromProto(array.strings());
-  std::vector<MetaValue> children;
   if (et == ValueType::kArray) {
-    children.reserve(static_cast<size_t>(array.arrays_size()));
-    for (const auto& x : array.arrays()) children.push_back(ArrayFromProto(x));
+    MetaValue::NestedArrayBuilder children;
+    children.Reserve(static_cast<size_t>(array.arrays_size()));
+    for (const auto& x : array.arrays()) children.Add(ArrayFromProto(x));
+    return children.Build();
   }
-  return MetaValue::Array(et, std::move(children));
+  return MetaValue::Array(et, {});
 }
 
 void ArrayToProto(const MetaValue& value, v1::Array* out) {

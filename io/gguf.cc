@@ -251,11 +251,15 @@ absl::Status ReadArray(Cursor& c, int32_t et, uint64_t n, const std::string& key
                        MetaValue* out) {
   if (ScalarSize(et) > 0) return ReadPackedArray(c, et, n, key, out);
   if (et == kString) return ReadStringArray(c, n, key, out);
-  std::vector<MetaValue> children(n);
+  // Arrays of arrays: each child encoded into one buffer as it is read.
+  MetaValue::NestedArrayBuilder children;
+  children.Reserve(n);
   for (uint64_t k = 0; k < n; ++k) {
-    BP_RETURN_IF_ERROR(ReadValue(c, et, key, depth + 1, budget, &children[k]));
+    MetaValue child;
+    BP_RETURN_IF_ERROR(ReadValue(c, et, key, depth + 1, budget, &child));
+    children.Add(child);
   }
-  *out = MetaValue::Array(ToValueType(et), std::move(children));
+  *out = children.Build();
   return absl::OkStatus();
 }
 
@@ -717,8 +721,9 @@ absl::Status PutValue(Out& o, const MetaValue& v, std::string_view file, std::st
         }
       } else {
         for (size_t k = 0; k < n; ++k) {
-          if (v.child(k).type != v.element_type) return fail("array element of another type than the array's");
-          BP_RETURN_IF_ERROR(PutValue(o, v.child(k), file, key, depth + 1));
+          const MetaValue child = v.child(k);
+          if (child.type != v.element_type) return fail("array element of another type than the array's");
+          BP_RETURN_IF_ERROR(PutValue(o, child, file, key, depth + 1));
         }
       }
       break;

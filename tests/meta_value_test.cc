@@ -60,7 +60,9 @@ std::vector<Case> AllTypes() {
           MetaValue::String(std::string(300, 'x')), MetaValue::String("")}};
   Case nested{VT::kArray,
               {MetaValue::Array(VT::kUint16, {MetaValue::Uint(VT::kUint16, 7)}), MetaValue::Array(VT::kString, {}),
-               MetaValue::Array(VT::kString, {MetaValue::String("in")})}};
+               MetaValue::Array(VT::kString, {MetaValue::String("in")}),
+               MetaValue::Array(VT::kArray, {MetaValue::Array(VT::kFloat32, {MetaValue::Float32(-0.0f)}),
+                                             MetaValue::Array(VT::kBool, {MetaValue::Bool(true)})})}};
   for (auto& c : {f32, f64, b, s, nested}) cases.push_back(c);
   return cases;
 }
@@ -120,6 +122,29 @@ TEST(MetaValuePacked, LittleEndianBytesAtTheElementWidth) {
   EXPECT_EQ(a.int_element(2), 0);
   EXPECT_EQ(a.string_element(0), "");
   EXPECT_EQ(a.child(0).type, ValueType::kUnspecified);
+}
+
+TEST(MetaValuePacked, ChildrenOfAnyKindRoundTrip) {
+  // Children are encoded into the array's buffer; values of every kind
+  // (scalars too, which only a hand-built array holds) come back equal.
+  const std::vector<MetaValue> children = {
+      MetaValue::Uint(ValueType::kUint8, 300),  // kept whole, as the value holds it
+      MetaValue::Int(ValueType::kInt64, -9),
+      MetaValue::Float32(F32Bits(0x7fc00005u)),
+      MetaValue::Float64(-0.0),
+      MetaValue::Bool(true),
+      MetaValue::String(std::string("n\0ul", 4)),
+      MetaValue::Array(ValueType::kInt8, {}),
+      MetaValue::Array(ValueType::kArray, {MetaValue::Array(ValueType::kArray, {})}),
+  };
+  const MetaValue a = MetaValue::Array(ValueType::kArray, children);
+  ASSERT_EQ(a.array_size(), children.size());
+  for (size_t k = 0; k < children.size(); ++k) EXPECT_EQ(a.child(k), children[k]) << k;
+  MetaValue::NestedArrayBuilder built;
+  for (const auto& c : children) built.Add(c);
+  EXPECT_EQ(built.Build(), a);
+  EXPECT_EQ(built.Build().array_size(), 0u);  // the builder starts again
+  EXPECT_EQ(a.child(children.size()).type, ValueType::kUnspecified);
 }
 
 TEST(MetaValuePacked, ValuesAreSmall) {

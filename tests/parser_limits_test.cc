@@ -325,6 +325,32 @@ TEST_F(ParserLimits, NestedMetadataArraysAtTheLimitConvertBothWays) {
   EXPECT_EQ(ReadFileBytes(back), g.b);
 }
 
+TEST_F(ParserLimits, GgufMillionsOfTinyNestedArraysStayWithinBounds) {
+  // 50 MB: 2^22 - 1 empty U8 arrays in one array (12 bytes each in the
+  // file); 27 MB: 2^21 one-element arrays. Children are encoded into one
+  // buffer (9 to 18 bytes each and an 8-byte end), not a MetaValue each
+  // (56 bytes and a heap block: 284 and 343 MB).
+  const uint64_t empty_children = format::kMaxMetadataArrayElements - 1;
+  Gguf empty;
+  empty.Header(0, 1).Str("n").Put<int32_t>(9).Put<int32_t>(9).Put<uint64_t>(empty_children);
+  for (uint64_t k = 0; k < empty_children; ++k) empty.Put<int32_t>(0).Put<uint64_t>(0);
+  empty.PadTo(32);
+  const auto run = RunCliMeasured({"inspect", Write("empty-children.gguf", empty.b)}, kHeapCap);
+  EXPECT_EQ(run.exit_code, 0) << run.output.substr(0, 400);
+  EXPECT_NE(run.output.find("array[4194303] [uint8[0] [], uint8[0] []"), std::string::npos) << run.output;
+  EXPECT_LT(run.peak_rss_kib, kMaxPeakKib);
+  const uint64_t single_children = format::kMaxMetadataArrayElements / 2;
+  Gguf single;
+  single.Header(0, 1).Str("n").Put<int32_t>(9).Put<int32_t>(9).Put<uint64_t>(single_children);
+  for (uint64_t k = 0; k < single_children; ++k) single.Put<int32_t>(4).Put<uint64_t>(1).Put<uint32_t>(k);
+  single.PadTo(32);
+  const auto inspect = RunCliMeasured({"inspect", Write("single-children.gguf", single.b)}, kHeapCap);
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.output.substr(0, 400);
+  EXPECT_NE(inspect.output.find("array[2097152] [uint32[1] [0], uint32[1] [1], uint32[1] [2]"), std::string::npos)
+      << inspect.output;
+  EXPECT_LT(inspect.peak_rss_kib, kMaxPeakKib);
+}
+
 TEST_F(ParserLimits, GgufMillionTensorsAreListedWithinBounds) {
   // inspect of the 1M-tensor file above, its million lines made as printed.
   constexpr int64_t n = static_cast<int64_t>(format::kMaxTensors);

@@ -70,9 +70,13 @@ bool IsSignedInt(ValueType type);
 // stores them, so that an array costs about its bytes (a file may hold 2^22
 // elements): numeric and bool elements as one little-endian buffer of the
 // element type's width, strings as one blob and end offsets, and only
-// nested arrays (and element types without a width) as child values.
+// nested arrays as their children encoded one after another.
 // 56 bytes a value.
 struct MetaValue {
+ private:
+  struct ArrayData;
+
+ public:
   ValueType type = ValueType::kUnspecified;
   ValueType element_type = ValueType::kUnspecified;  // kArray
   union {
@@ -116,6 +120,21 @@ struct MetaValue {
     std::vector<uint64_t> ends_;
   };
 
+  // Builds an array of arrays one child at a time, each kept encoded in
+  // one buffer (about its GGUF bytes, plus an 8-byte end), not as a value
+  // of its own: a file of millions of tiny arrays stays small.
+  class NestedArrayBuilder {
+   public:
+    NestedArrayBuilder();
+    ~NestedArrayBuilder();
+    void Reserve(size_t count);
+    void Add(const MetaValue& child);
+    MetaValue Build();
+
+   private:
+    std::unique_ptr<ArrayData> data_;
+  };
+
   // Arrays: the number of elements (0 for a scalar) and element k < size.
   size_t array_size() const;
   MetaValue element(size_t k) const;  // a copy, for any element type
@@ -126,14 +145,13 @@ struct MetaValue {
   bool bool_element(size_t k) const;             // kBool
   // kString: a view of the array's storage, NUL-terminated.
   std::string_view string_element(size_t k) const;
-  const MetaValue& child(size_t k) const;        // kArray and widthless types
+  MetaValue child(size_t k) const;  // kArray and widthless types (a copy)
   // The packed little-endian elements of a numeric or bool array.
   std::string_view packed_bytes() const;
 
   friend bool operator==(const MetaValue&, const MetaValue&);
 
  private:
-  struct ArrayData;
   std::unique_ptr<ArrayData> array_;
 };
 
