@@ -31,8 +31,8 @@ inline constexpr uint64_t kDefaultAlignment = 4096;
 // way): not format limits, so a writer may exceed them, but no real model
 // comes near. Each bounds what parsing builds in memory before any record
 // is validated (a chunk becomes a ~100-byte message; a metadata array
-// element costs its packed bytes, 1 to 8 for numbers and the bytes plus an
-// 8-byte offset for a string, but a nested array is a 56-byte MetaValue),
+// element costs about its bytes in the packed MetaValue: 1 to 8 for a
+// number, its bytes and an 8-byte end for a string or a nested array),
 // so a small file cannot ask for gigabytes.
 // Metadata array elements in one file, all arrays together (GGUF and .bolt
 // metadata alike); the largest tokenizers hold about 1M (262K tokens with

@@ -72,8 +72,8 @@ uint64_t MinSize(int32_t t) {
 }
 
 // All metadata array elements a file may hold, in total: the container's
-// reader limit, so that what imports also opens as a .bolt (numeric and
-// string elements are packed, but a nested array is a 56-byte MetaValue).
+// reader limit, so that what imports also opens as a .bolt (arrays are kept
+// packed, each element about its bytes in the file).
 constexpr uint64_t kMaxMetadataElements = format::kMaxMetadataArrayElements;
 
 class Cursor {

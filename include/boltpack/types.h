@@ -135,11 +135,12 @@ struct MetaValue {
     std::unique_ptr<ArrayData> data_;
   };
 
-  // Arrays: the number of elements (0 for a scalar) and element k < size.
+  // Arrays: the number of elements (0 for a scalar) and element k (past
+  // the end or of another element type: 0, empty or an unspecified value).
   size_t array_size() const;
   MetaValue element(size_t k) const;  // a copy, for any element type
-  uint64_t uint_element(size_t k) const;         // unsigned element types
-  int64_t int_element(size_t k) const;           // signed element types
+  uint64_t uint_element(size_t k) const;         // any width: its bits, zero-extended
+  int64_t int_element(size_t k) const;           // any width: its bits, sign-extended
   float f32_element(size_t k) const;             // kFloat32
   double f64_element(size_t k) const;            // kFloat64
   bool bool_element(size_t k) const;             // kBool
