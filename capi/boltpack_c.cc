@@ -266,11 +266,11 @@ bp_status MetaElement(const bp_reader* r, size_t i, size_t j, const char* fn, bo
     std::string where = MetaWhere(r, e->first);
     const MetaValue& v = e->second;
     if (v.type != ValueType::kArray) return Mismatch(r, where, v, "array");
-    if (j >= v.elements.size()) {
+    if (j >= v.array_size()) {
       return Fail(r, BP_ERR_OUT_OF_RANGE,
-                  StrCat(where, ": no element #", j, " (the array has ", v.elements.size(), ")"));
+                  StrCat(where, ": no element #", j, " (the array has ", v.array_size(), ")"));
     }
-    return read(StrCat(where, "[", j, "]"), v.elements[j]);
+    return read(StrCat(where, "[", j, "]"), v, j);
   });
 }
 
@@ -606,7 +606,7 @@ bp_status bp_metadata_array_len(const bp_reader* r, size_t i, size_t* len) {
   return MetaScalar(r, i, "bp_metadata_array_len", len != nullptr,
                     [&](const std::string& w, const MetaValue& v) -> bp_status {
                       if (v.type != ValueType::kArray) return Mismatch(r, w, v, "array");
-                      *len = v.elements.size();
+                      *len = v.array_size();
                       return BP_OK;
                     });
 }
@@ -622,29 +622,41 @@ bp_status bp_metadata_array_type(const bp_reader* r, size_t i, int* element_type
 
 bp_status bp_metadata_array_get_u64(const bp_reader* r, size_t i, size_t j, uint64_t* out) {
   return MetaElement(r, i, j, "bp_metadata_array_get_u64", out != nullptr,
-                     [&](const std::string& w, const MetaValue& v) { return ReadU64(r, w, v, out); });
+                     [&](const std::string& w, const MetaValue& a, size_t k) {
+                       return ReadU64(r, w, a.element(k), out);
+                     });
 }
 
 bp_status bp_metadata_array_get_i64(const bp_reader* r, size_t i, size_t j, int64_t* out) {
   return MetaElement(r, i, j, "bp_metadata_array_get_i64", out != nullptr,
-                     [&](const std::string& w, const MetaValue& v) { return ReadI64(r, w, v, out); });
+                     [&](const std::string& w, const MetaValue& a, size_t k) {
+                       return ReadI64(r, w, a.element(k), out);
+                     });
 }
 
 bp_status bp_metadata_array_get_f64(const bp_reader* r, size_t i, size_t j, double* out) {
   return MetaElement(r, i, j, "bp_metadata_array_get_f64", out != nullptr,
-                     [&](const std::string& w, const MetaValue& v) { return ReadF64(r, w, v, out); });
+                     [&](const std::string& w, const MetaValue& a, size_t k) {
+                       return ReadF64(r, w, a.element(k), out);
+                     });
 }
 
 bp_status bp_metadata_array_get_bool(const bp_reader* r, size_t i, size_t j, int* out) {
   return MetaElement(r, i, j, "bp_metadata_array_get_bool", out != nullptr,
-                     [&](const std::string& w, const MetaValue& v) { return ReadBool(r, w, v, out); });
+                     [&](const std::string& w, const MetaValue& a, size_t k) {
+                       return ReadBool(r, w, a.element(k), out);
+                     });
 }
 
 bp_status bp_metadata_array_get_string(const bp_reader* r, size_t i, size_t j, const char** data,
                                        size_t* len) {
   return MetaElement(r, i, j, "bp_metadata_array_get_string", data != nullptr && len != nullptr,
-                     [&](const std::string& w, const MetaValue& v) {
-                       return ReadString(r, w, v, data, len);
+                     [&](const std::string& w, const MetaValue& a, size_t k) {
+                       // A view of the reader's packed strings: valid until bp_close.
+                       if (a.element_type != ValueType::kString) return Mismatch(r, w, a.element(k), "string");
+                       *data = a.string_element(k).data();
+                       *len = a.string_element(k).size();
+                       return BP_OK;
                      });
 }
 

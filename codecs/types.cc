@@ -34,9 +34,6 @@ constexpr std::array<DTypeEntry, kMaxDType + 1> kDTypes = {{
     {"C64", 8},  // two F32s (real, imaginary)
 }};
 
-bool SameFloatBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-bool SameDoubleBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
 }  // namespace
 
 int DTypeSize(DType dtype) {
@@ -85,93 +82,6 @@ std::string_view ValueTypeName(ValueType type) {
     case ValueType::kArray: return "array";
   }
   return "invalid";
-}
-
-MetaValue MetaValue::String(std::string v) {
-  MetaValue m;
-  m.type = ValueType::kString;
-  m.s = std::move(v);
-  return m;
-}
-
-MetaValue MetaValue::Uint(ValueType t, uint64_t v) {
-  MetaValue m;
-  m.type = t;
-  m.u = v;
-  return m;
-}
-
-MetaValue MetaValue::Int(ValueType t, int64_t v) {
-  MetaValue m;
-  m.type = t;
-  m.i = v;
-  return m;
-}
-
-MetaValue MetaValue::Float32(float v) {
-  MetaValue m;
-  m.type = ValueType::kFloat32;
-  m.f32 = v;
-  return m;
-}
-
-MetaValue MetaValue::Float64(double v) {
-  MetaValue m;
-  m.type = ValueType::kFloat64;
-  m.f64 = v;
-  return m;
-}
-
-MetaValue MetaValue::Bool(bool v) {
-  MetaValue m;
-  m.type = ValueType::kBool;
-  m.b = v;
-  return m;
-}
-
-MetaValue MetaValue::Array(ValueType element_type, std::vector<MetaValue> elements) {
-  MetaValue m;
-  m.type = ValueType::kArray;
-  m.element_type = element_type;
-  m.elements = std::move(elements);
-  return m;
-}
-
-// Only the field that `type` selects is compared, so a value built by hand
-// with stray data in unused fields still equals the one read back from a file.
-// Floats compare by bits: a round trip must keep NaN payloads and -0.0, and
-// NaN must equal itself for "did it survive" checks to work.
-bool operator==(const MetaValue& a, const MetaValue& b) {
-  if (a.type != b.type) return false;
-  switch (a.type) {
-    case ValueType::kUint8:
-    case ValueType::kUint16:
-    case ValueType::kUint32:
-    case ValueType::kUint64:
-      return a.u == b.u;
-    case ValueType::kInt8:
-    case ValueType::kInt16:
-    case ValueType::kInt32:
-    case ValueType::kInt64:
-      return a.i == b.i;
-    case ValueType::kFloat32:
-      return SameFloatBits(a.f32, b.f32);
-    case ValueType::kFloat64:
-      return SameDoubleBits(a.f64, b.f64);
-    case ValueType::kBool:
-      return a.b == b.b;
-    case ValueType::kString:
-      return a.s == b.s;
-    case ValueType::kArray:
-      return a.element_type == b.element_type && a.elements == b.elements;
-    case ValueType::kUnspecified:
-      break;
-  }
-  // Unspecified or out-of-range types: no field is known to be the meaningful
-  // one, so all of them must agree.
-  return a.u == b.u && a.i == b.i && SameFloatBits(a.f32, b.f32) &&
-         SameDoubleBits(a.f64, b.f64) && a.b == b.b && a.s == b.s &&
-         a.element_type == b.element_type && a.elements == b.elements;
 }
 
 std::optional<OutputType> OutputTypeFromName(std::string_view name) {

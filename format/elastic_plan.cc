@@ -101,7 +101,7 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const std::vector<
     for (const auto& a : m.axes) {
       if (!a.metadata_key.empty() && key == prefix + a.metadata_key) axis = &a;
     }
-    bool layered_array = v.type == ValueType::kArray && m.layer_count > 1 && v.elements.size() == m.layer_count &&
+    bool layered_array = v.type == ValueType::kArray && m.layer_count > 1 && v.array_size() == m.layer_count &&
                          !prefix.empty() && key.rfind(prefix, 0) == 0;
     if (axis != nullptr) {
       std::vector<uint64_t> sizes;
@@ -111,8 +111,8 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const std::vector<
         for (uint32_t l : kept_layers) sizes.push_back(m.KeptUnits(budget, *axis, l));
       }
       if (v.type == ValueType::kArray && IsInt(v.element_type)) {
-        if (axis->scope == ElasticScope::kLayer && v.elements.size() != m.layer_count) {
-          return absl::InvalidArgumentError(StrCat("metadata \"", key, "\" has ", v.elements.size(),
+        if (axis->scope == ElasticScope::kLayer && v.array_size() != m.layer_count) {
+          return absl::InvalidArgumentError(StrCat("metadata \"", key, "\" has ", v.array_size(),
                                                    " entries but the model has ", m.layer_count, " layers"));
         }
         std::vector<MetaValue> elems;
@@ -142,7 +142,7 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const std::vector<
       v = IntLike(v.type, kept_layers.size());
     } else if (layered_array && kept_layers.size() != m.layer_count) {
       std::vector<MetaValue> elems;
-      for (uint32_t l : kept_layers) elems.push_back(v.elements[l]);
+      for (uint32_t l : kept_layers) elems.push_back(v.element(l));
       v = MetaValue::Array(v.element_type, std::move(elems));
     }
     plan.metadata.emplace_back(key, std::move(v));

@@ -30,8 +30,10 @@ inline constexpr uint64_t kDefaultAlignment = 4096;
 // Lower limits this reader imposes (spec §9 allows them, reported the same
 // way): not format limits, so a writer may exceed them, but no real model
 // comes near. Each bounds what parsing builds in memory before any record
-// is validated (an array element becomes a 112-byte MetaValue, a chunk a
-// ~100-byte message), so a small file cannot ask for gigabytes.
+// is validated (a chunk becomes a ~100-byte message; a metadata array
+// element costs about its bytes in the packed MetaValue: 1 to 8 for a
+// number, its bytes and an 8-byte end for a string or a nested array),
+// so a small file cannot ask for gigabytes.
 // Metadata array elements in one file, all arrays together (GGUF and .bolt
 // metadata alike); the largest tokenizers hold about 1M (262K tokens with
 // their scores and types, or 200K tokens and 450K merges).

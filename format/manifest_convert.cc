@@ -1,42 +1,81 @@
 #include "format/manifest_convert.h"
 
+#include <cstring>
+
 namespace boltpack::format {
 namespace {
 
-MetaValue ArrayFromProto(const v1::Array& array) {
-  MetaValue v;
-  v.type = ValueType::kArray;
-  v.element_type = static_cast<ValueType>(array.element_type());
-  ValueType et = v.element_type;
-  if (IsUnsignedInt(et)) {
-    for (uint64_t x : array.uints()) v.elements.push_back(MetaValue::Uint(et, x));
-  } else if (IsSignedInt(et)) {
-    for (int64_t x : array.ints()) v.elements.push_back(MetaValue::Int(et, x));
-  } else if (et == ValueType::kFloat32) {
-    for (float x : array.f32s()) v.elements.push_back(MetaValue::Float32(x));
-  } else if (et == ValueType::kFloat64) {
-    for (double x : array.f64s()) v.elements.push_back(MetaValue::Float64(x));
-  } else if (et == ValueType::kBool) {
-    for (bool x : array.bools()) v.elements.push_back(MetaValue::Bool(x));
-  } else if (et == ValueType::kString) {
-    for (const auto& x : array.strings()) v.elements.push_back(MetaValue::String(x));
-  } else if (et == ValueType::kArray) {
-    for (const auto& x : array.arrays()) v.elements.push_back(ArrayFromProto(x));
+// The elements of a repeated integer field at the element type's width,
+// straight into the packed buffer (no value per element).
+template <typename Field>
+std::string PackIntegers(const Field& field, int width) {
+  std::string bytes(static_cast<size_t>(field.size()) * width, '\0');
+  char* at = bytes.data();
+  for (auto x : field) {
+    std::memcpy(at, &x, static_cast<size_t>(width));  // little-endian: the low bytes
+    at += width;
   }
-  return v;
+  return bytes;
+}
+
+template <typename Field>
+std::string PackFloats(const Field& field) {
+  std::string bytes(static_cast<size_t>(field.size()) * sizeof(*field.data()), '\0');
+  if (!bytes.empty()) std::memcpy(bytes.data(), field.data(), bytes.size());
+  return bytes;
+}
+
+MetaValue StringsFromProto(const google::protobuf::RepeatedPtrField<std::string>& strings) {
+  size_t total = 0;
+  for (const auto& x : strings) total += x.size();
+  MetaValue::StringArrayBuilder out;
+  out.Reserve(static_cast<size_t>(strings.size()), total);
+  for (const auto& x : strings) out.Add(x);
+  return out.Build();
+}
+
+MetaValue ArrayFromProto(const v1::Array& array) {
+  const auto et = static_cast<ValueType>(array.element_type());
+  const int width = ValueTypeWidth(et);
+  if (IsUnsignedInt(et)) return MetaValue::PackedArray(et, PackIntegers(array.uints(), width));
+  if (IsSignedInt(et)) return MetaValue::PackedArray(et, PackIntegers(array.ints(), width));
+  if (et == ValueType::kFloat32) return MetaValue::PackedArray(et, PackFloats(array.f32s()));
+  if (et == ValueType::kFloat64) return MetaValue::PackedArray(et, PackFloats(array.f64s()));
+  if (et == ValueType::kBool) return MetaValue::PackedArray(et, PackIntegers(array.bools(), 1));
+  if (et == ValueType::kString) return StringsFromProto(array.strings());
+  if (et == ValueType::kArray) {
+    MetaValue::NestedArrayBuilder children;
+    children.Reserve(static_cast<size_t>(array.arrays_size()));
+    for (const auto& x : array.arrays()) children.Add(ArrayFromProto(x));
+    return children.Build();
+  }
+  return MetaValue::Array(et, {});
 }
 
 void ArrayToProto(const MetaValue& value, v1::Array* out) {
-  ValueType et = value.element_type;
+  const ValueType et = value.element_type;
   out->set_element_type(static_cast<v1::ValueType>(et));
-  for (const auto& e : value.elements) {
-    if (IsUnsignedInt(et)) out->add_uints(e.u);
-    else if (IsSignedInt(et)) out->add_ints(e.i);
-    else if (et == ValueType::kFloat32) out->add_f32s(e.f32);
-    else if (et == ValueType::kFloat64) out->add_f64s(e.f64);
-    else if (et == ValueType::kBool) out->add_bools(e.b);
-    else if (et == ValueType::kString) out->add_strings(e.s);
-    else if (et == ValueType::kArray) ArrayToProto(e, out->add_arrays());
+  const size_t n = value.array_size();
+  if (IsUnsignedInt(et)) {
+    out->mutable_uints()->Reserve(static_cast<int>(n));
+    for (size_t k = 0; k < n; ++k) out->add_uints(value.uint_element(k));
+  } else if (IsSignedInt(et)) {
+    out->mutable_ints()->Reserve(static_cast<int>(n));
+    for (size_t k = 0; k < n; ++k) out->add_ints(value.int_element(k));
+  } else if (et == ValueType::kFloat32) {
+    out->mutable_f32s()->Reserve(static_cast<int>(n));
+    for (size_t k = 0; k < n; ++k) out->add_f32s(value.f32_element(k));
+  } else if (et == ValueType::kFloat64) {
+    out->mutable_f64s()->Reserve(static_cast<int>(n));
+    for (size_t k = 0; k < n; ++k) out->add_f64s(value.f64_element(k));
+  } else if (et == ValueType::kBool) {
+    out->mutable_bools()->Reserve(static_cast<int>(n));
+    for (size_t k = 0; k < n; ++k) out->add_bools(value.bool_element(k));
+  } else if (et == ValueType::kString) {
+    out->mutable_strings()->Reserve(static_cast<int>(n));
+    for (size_t k = 0; k < n; ++k) out->add_strings(std::string(value.string_element(k)));
+  } else if (et == ValueType::kArray) {
+    for (size_t k = 0; k < n; ++k) ArrayToProto(value.child(k), out->add_arrays());
   }
 }
 

@@ -71,10 +71,9 @@ uint64_t MinSize(int32_t t) {
   return ScalarSize(t);
 }
 
-// All metadata array elements a file may hold, in total: each becomes a
-// 112-byte MetaValue, so the bytes left alone (1 per U8) would let a 16 MB
-// file ask for 1.8 GB. The container's reader limit, so that what imports
-// also opens as a .bolt.
+// All metadata array elements a file may hold, in total: the container's
+// reader limit, so that what imports also opens as a .bolt (arrays are kept
+// packed, each element about its bytes in the file).
 constexpr uint64_t kMaxMetadataElements = format::kMaxMetadataArrayElements;
 
 class Cursor {
@@ -97,6 +96,27 @@ class Cursor {
     std::memcpy(v, b_.data() + pos_, sizeof(T));
     pos_ += sizeof(T);
     return absl::OkStatus();
+  }
+  template <typename W>
+  absl::Status ReadBytes(uint64_t n, std::string* out, W&& what) {
+    if (n > left()) {
+      return Fail(StrCat("truncated at byte ", pos_, " reading ", Text(what), " (", n, " bytes needed, ", left(),
+                         " left)"));
+    }
+    out->assign(reinterpret_cast<const char*>(b_.data() + pos_), n);
+    pos_ += n;
+    return absl::OkStatus();
+  }
+  // Steps over one well-formed string, adding its length to `*total`; false
+  // where ReadString would fail (it then reports why).
+  bool SkipString(uint64_t* total) {
+    uint64_t n = 0;
+    if (left() < sizeof n) return false;
+    std::memcpy(&n, b_.data() + pos_, sizeof n);
+    if (n > kGgufMaxStringBytes || n > left() - sizeof n) return false;
+    pos_ += sizeof n + n;
+    *total += n;
+    return true;
   }
   template <typename W>
   absl::Status ReadString(std::string* s, W&& what) {
@@ -136,6 +156,9 @@ struct ParsedFile {
   std::vector<GgufTensor> tensors;
   uint64_t data_offset = 0;
 };
+
+absl::Status ReadArray(Cursor& c, int32_t et, uint64_t n, const std::string& key, int depth, uint64_t* budget,
+                       MetaValue* out);
 
 absl::Status ReadValue(Cursor& c, int32_t type, const std::string& key, int depth, uint64_t* budget,
                        MetaValue* out) {
@@ -181,15 +204,63 @@ absl::Status ReadValue(Cursor& c, int32_t type, const std::string& key, int dept
                                                    kMaxMetadataElements, " metadata array elements in the file"));
       }
       *budget -= n;
-      out->element_type = ToValueType(et);
-      out->elements.resize(n);
-      for (uint64_t k = 0; k < n; ++k) {
-        BP_RETURN_IF_ERROR(ReadValue(c, et, key, depth + 1, budget, &out->elements[k]));
-      }
-      return absl::OkStatus();
+      return ReadArray(c, et, n, key, depth, budget, out);
     }
     default: return c.Fail(StrCat(where(), ": invalid value type ", type));
   }
+}
+
+// Numeric and bool elements are taken as they lie in the file (GGUF is
+// little-endian, as the packed form), strings into one blob sized by a first
+// pass over their lengths, so an array costs about its bytes.
+absl::Status ReadPackedArray(Cursor& c, int32_t et, uint64_t n, const std::string& key, MetaValue* out) {
+  const uint64_t width = ScalarSize(et);
+  const uint64_t start = c.pos();
+  std::string bytes;
+  BP_RETURN_IF_ERROR(c.ReadBytes(n * width, &bytes, [&] { return StrCat("key ", Quoted(key)); }));
+  if (et == kBool) {
+    for (size_t k = 0; k < bytes.size(); ++k) {
+      if (static_cast<uint8_t>(bytes[k]) > 1) {
+        return c.Fail(StrCat("key ", Quoted(key), ": bool byte ", static_cast<int>(static_cast<uint8_t>(bytes[k])),
+                             " at byte ", start + k, " is not 0 or 1"));
+      }
+    }
+  }
+  *out = MetaValue::PackedArray(ToValueType(et), std::move(bytes));
+  return absl::OkStatus();
+}
+
+absl::Status ReadStringArray(Cursor& c, uint64_t n, const std::string& key, MetaValue* out) {
+  auto what = [&] { return StrCat("key ", Quoted(key), ": string length"); };
+  uint64_t total = 0;
+  Cursor probe = c;
+  for (uint64_t k = 0; k < n && probe.SkipString(&total); ++k) {
+  }
+  MetaValue::StringArrayBuilder strings;
+  strings.Reserve(n, total);
+  std::string s;
+  for (uint64_t k = 0; k < n; ++k) {
+    BP_RETURN_IF_ERROR(c.ReadString(&s, what));
+    strings.Add(s);
+  }
+  *out = strings.Build();
+  return absl::OkStatus();
+}
+
+absl::Status ReadArray(Cursor& c, int32_t et, uint64_t n, const std::string& key, int depth, uint64_t* budget,
+                       MetaValue* out) {
+  if (ScalarSize(et) > 0) return ReadPackedArray(c, et, n, key, out);
+  if (et == kString) return ReadStringArray(c, n, key, out);
+  // Arrays of arrays: each child encoded into one buffer as it is read.
+  MetaValue::NestedArrayBuilder children;
+  children.Reserve(n);
+  for (uint64_t k = 0; k < n; ++k) {
+    MetaValue child;
+    BP_RETURN_IF_ERROR(ReadValue(c, et, key, depth + 1, budget, &child));
+    children.Add(child);
+  }
+  *out = children.Build();
+  return absl::OkStatus();
 }
 
 absl::Status ParseGguf(ParsedFile* f) {
@@ -608,8 +679,9 @@ class Out {
   }
   void PutString(std::string_view s) {
     Put<uint64_t>(s.size());
-    b.insert(b.end(), s.begin(), s.end());
+    PutBytes(s);
   }
+  void PutBytes(std::string_view s) { b.insert(b.end(), s.begin(), s.end()); }
 };
 
 absl::Status PutValue(Out& o, const MetaValue& v, std::string_view file, std::string_view key, int depth) {
@@ -636,12 +708,23 @@ absl::Status PutValue(Out& o, const MetaValue& v, std::string_view file, std::st
       if (depth >= static_cast<int>(format::kMaxArrayDepth)) return fail("arrays nested too deep");
       int et = GgufValueTypeId(v.element_type);
       if (et < 0) return fail("array element type has no GGUF type");
-      if (v.elements.size() > kGgufMaxArrayElements) return fail("array of more than 2^30 elements");
+      const size_t n = v.array_size();
+      if (n > kGgufMaxArrayElements) return fail("array of more than 2^30 elements");
       o.Put<int32_t>(et);
-      o.Put<uint64_t>(v.elements.size());
-      for (const auto& e : v.elements) {
-        if (e.type != v.element_type) return fail("array element of another type than the array's");
-        BP_RETURN_IF_ERROR(PutValue(o, e, file, key, depth + 1));
+      o.Put<uint64_t>(n);
+      if (ValueTypeWidth(v.element_type) > 0) {
+        o.PutBytes(v.packed_bytes());  // little-endian elements, as GGUF stores them
+      } else if (v.element_type == ValueType::kString) {
+        for (size_t k = 0; k < n; ++k) {
+          if (v.string_element(k).size() > kGgufMaxStringBytes) return fail("string longer than 1 GiB");
+          o.PutString(v.string_element(k));
+        }
+      } else {
+        for (size_t k = 0; k < n; ++k) {
+          const MetaValue child = v.child(k);
+          if (child.type != v.element_type) return fail("array element of another type than the array's");
+          BP_RETURN_IF_ERROR(PutValue(o, child, file, key, depth + 1));
+        }
       }
       break;
     }

@@ -249,7 +249,7 @@ TEST(ElasticGroups, GgufHeadCountIsTheKeptTotal) {
     for (const auto& [k, v] : (*g)->metadata()) {
       if (k == "llama.attention.head_count") {
         if (v.type == ValueType::kArray) {
-          for (const auto& e : v.elements) got.push_back(e.u);
+          for (size_t e = 0; e < v.array_size(); ++e) got.push_back(v.uint_element(e));
         } else {
           got.push_back(v.u);
         }

@@ -343,7 +343,7 @@ TEST_P(ElasticMoe, EveryBudgetMatchesTheReference) {
       std::vector<uint64_t> r;
       if (v == nullptr) return r;
       if (v->type != ValueType::kArray) return std::vector<uint64_t>{IsSignedInt(v->type) ? static_cast<uint64_t>(v->i) : v->u};
-      for (const auto& e : v->elements) r.push_back(IsSignedInt(e.type) ? static_cast<uint64_t>(e.i) : e.u);
+      for (size_t k = 0; k < v->array_size(); ++k) r.push_back(v->uint_element(k));
       return r;
     };
     const MetaValue* ffn_md = Find(md, "testmoe.expert_feed_forward_length");
@@ -395,9 +395,9 @@ TEST_P(ElasticMoe, EveryBudgetMatchesTheReference) {
     EXPECT_EQ(ka, kb);
     if (ka == "testmoe.expert_count") {
       EXPECT_EQ(va.u, 2u);
-      ASSERT_EQ(vb.elements.size(), 2u);
-      EXPECT_EQ(vb.elements[0].u, 2u);
-      EXPECT_EQ(vb.elements[1].u, 2u);
+      ASSERT_EQ(vb.array_size(), 2u);
+      EXPECT_EQ(vb.uint_element(0), 2u);
+      EXPECT_EQ(vb.uint_element(1), 2u);
     } else {
       EXPECT_TRUE(va == vb) << ka;
     }

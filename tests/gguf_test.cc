@@ -188,9 +188,9 @@ TEST(GgufReader, NestedArraysAndAllTypes) {
   const MetaValue& v = (*m)->metadata()[0].second;
   ASSERT_EQ(v.type, ValueType::kArray);
   EXPECT_EQ(v.element_type, ValueType::kArray);
-  ASSERT_EQ(v.elements.size(), 2u);
-  EXPECT_EQ(v.elements[0].element_type, ValueType::kUint16);
-  EXPECT_EQ(v.elements[0].elements[1].u, 2u);
+  ASSERT_EQ(v.array_size(), 2u);
+  EXPECT_EQ(v.child(0).element_type, ValueType::kUint16);
+  EXPECT_EQ(v.child(0).uint_element(1), 2u);
   // Writing it back gives the same bytes.
   auto h = EncodeGgufHeader("x", (*m)->metadata(), {}, 3, 32, /*pad_empty=*/false);
   ASSERT_TRUE(h.ok()) << h.status();

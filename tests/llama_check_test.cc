@@ -247,6 +247,13 @@ TEST(LlamaCheck, BlockCountAgainstTensors) {
   EXPECT_TRUE(Has(f, "tensor \"blk.1.attn_norm.weight\": is in block 1 but llama.block_count is 1")) << f.output;
 }
 
+// The array `v` without its last element.
+void DropLastElement(MetaValue* v) {
+  std::vector<MetaValue> kept;
+  for (size_t k = 0; k + 1 < v->array_size(); ++k) kept.push_back(v->element(k));
+  *v = MetaValue::Array(v->element_type, std::move(kept));
+}
+
 TEST(LlamaCheck, PerLayerArraysAndTokenArrays) {
   Model m = TinyLlama();
   // feed_forward_length per layer: right length passes, wrong length fails.
@@ -254,13 +261,13 @@ TEST(LlamaCheck, PerLayerArraysAndTokenArrays) {
       MetaValue::Array(ValueType::kInt32, {MetaValue::Int(ValueType::kInt32, 64), MetaValue::Int(ValueType::kInt32, 64)});
   auto ok = Check(Write(m, MakeTempDir() + "/t.gguf"));
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
-  m.Find("llama.feed_forward_length")->elements.pop_back();
+  DropLastElement(m.Find("llama.feed_forward_length"));
   auto bad = Check(Write(m, MakeTempDir() + "/t.gguf"));
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_TRUE(Has(bad, "key \"llama.feed_forward_length\": is an array of 1 elements but block_count is 2")) << bad.output;
 
   Model s = TinyLlama();
-  s.Find("tokenizer.ggml.scores")->elements.pop_back();
+  DropLastElement(s.Find("tokenizer.ggml.scores"));
   auto r = Check(Write(s, MakeTempDir() + "/t.gguf"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Has(r, "key \"tokenizer.ggml.scores\": has 15 elements but tokenizer.ggml.tokens has 16")) << r.output;

@@ -154,8 +154,8 @@ void ExpectValue(const MetaValue& got, const JsonValue& want, const std::string&
     case ValueType::kArray: {
       EXPECT_EQ(std::string(ValueTypeName(got.element_type)), GetS(want, "element_type")) << where;
       const auto& el = Get(want, "elements").array();
-      ASSERT_EQ(got.elements.size(), el.size()) << where;
-      for (size_t i = 0; i < el.size(); ++i) ExpectValue(got.elements[i], el[i], where + "[" + std::to_string(i) + "]");
+      ASSERT_EQ(got.array_size(), el.size()) << where;
+      for (size_t i = 0; i < el.size(); ++i) ExpectValue(got.element(i), el[i], where + "[" + std::to_string(i) + "]");
       break;
     }
     default:

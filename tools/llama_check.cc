@@ -116,7 +116,7 @@ constexpr std::string_view kScalarOnlySuffixes[] = {
 };
 
 std::string ScalarArrayMessage(const MetaValue& v, ValueType want) {
-  return StrCat("is an array of ", v.elements.size(), " ", ValueTypeName(v.element_type),
+  return StrCat("is an array of ", v.array_size(), " ", ValueTypeName(v.element_type),
                 " (per-layer values?), but llama.cpp reads it as a single ", ValueTypeName(want),
                 " (get_key, not get_key_or_arr) and refuses the file (\"wrong type\"); only feed_forward_length, "
                 "attention.head_count and attention.head_count_kv may be per-layer arrays");
@@ -229,18 +229,19 @@ class Checker {
         return {};
       }
       if (!n_layer) return {};
-      if (v->elements.size() != n) {
-        Error(key, "", StrCat("is an array of ", v->elements.size(), " elements but block_count is ", n,
+      if (v->array_size() != n) {
+        Error(key, "", StrCat("is an array of ", v->array_size(), " elements but block_count is ", n,
                               " (llama.cpp: \"wrong array length\")"));
         return {};
       }
       std::vector<uint64_t> out;
-      for (const auto& e : v->elements) {
-        if (e.type == ValueType::kInt32 && e.i < 0) {
-          Error(key, "", StrCat("has a negative element ", e.i));
+      const bool is_signed = v->element_type == ValueType::kInt32;
+      for (size_t k = 0; k < n; ++k) {
+        if (is_signed && v->int_element(k) < 0) {
+          Error(key, "", StrCat("has a negative element ", v->int_element(k)));
           return {};
         }
-        out.push_back(e.type == ValueType::kInt32 ? static_cast<uint64_t>(e.i) : e.u);
+        out.push_back(v->uint_element(k));
       }
       return out;
     }
@@ -368,10 +369,10 @@ class Checker {
       Error("tokenizer.ggml.tokens", "", "missing (llama.cpp: \"cannot find tokenizer vocab in model file\")");
     } else if (tokens->type != ValueType::kArray || tokens->element_type != ValueType::kString) {
       Error("tokenizer.ggml.tokens", "", "must be an array of STRING");
-    } else if (tokens->elements.empty()) {
+    } else if (tokens->array_size() == 0) {
       Error("tokenizer.ggml.tokens", "", "is empty");
     } else {
-      n_vocab_ = tokens->elements.size();
+      n_vocab_ = tokens->array_size();
     }
     // llama.cpp reads scores[i] and token_type[i] for every token: a shorter
     // array is an out-of-bounds read, another element type is misread.
@@ -380,8 +381,8 @@ class Checker {
       if (v == nullptr) return;
       if (v->type != ValueType::kArray || v->element_type != element) {
         Error(key, "", StrCat("must be an array of ", ValueTypeName(element), " (llama.cpp reinterprets its bytes)"));
-      } else if (n_vocab_ && v->elements.size() != *n_vocab_) {
-        Error(key, "", StrCat("has ", v->elements.size(), " elements but tokenizer.ggml.tokens has ", *n_vocab_,
+      } else if (n_vocab_ && v->array_size() != *n_vocab_) {
+        Error(key, "", StrCat("has ", v->array_size(), " elements but tokenizer.ggml.tokens has ", *n_vocab_,
                               " (llama.cpp reads one per token)"));
       }
     };

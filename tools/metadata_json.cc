@@ -15,6 +15,13 @@ std::string FloatJson(double v) {
   return StrCat(v);
 }
 
+// Element i of array `v`, without a copy of a string or nested element.
+std::string ElementToJson(const MetaValue& v, size_t i) {
+  if (v.element_type == ValueType::kString) return io::JsonQuote(v.string_element(i));
+  if (ValueTypeWidth(v.element_type) == 0) return MetaValueToJson(v.child(i));
+  return MetaValueToJson(v.element(i));
+}
+
 }  // namespace
 
 std::string MetaValueToJson(const MetaValue& v) {
@@ -29,9 +36,9 @@ std::string MetaValueToJson(const MetaValue& v) {
     case ValueType::kString: return io::JsonQuote(v.s);
     case ValueType::kArray: {
       std::string out = "[";
-      for (size_t i = 0; i < v.elements.size(); ++i) {
+      for (size_t i = 0; i < v.array_size(); ++i) {
         if (i > 0) out += ",";
-        out += MetaValueToJson(v.elements[i]);
+        out += ElementToJson(v, i);
       }
       return out + "]";
     }
@@ -46,12 +53,12 @@ std::string MetaValueSummary(const MetaValue& v) {
     return v.s.size() > 80 ? QuoteForDisplay(v.s, 77) : QuoteForDisplay(v.s);
   }
   if (v.type != ValueType::kArray) return MetaValueToJson(v);
-  std::string out = StrCat(ValueTypeName(v.element_type), "[", v.elements.size(), "] [");
-  for (size_t i = 0; i < v.elements.size() && i < kMaxShown; ++i) {
+  std::string out = StrCat(ValueTypeName(v.element_type), "[", v.array_size(), "] [");
+  for (size_t i = 0; i < v.array_size() && i < kMaxShown; ++i) {
     if (i > 0) out += ", ";
-    out += MetaValueSummary(v.elements[i]);
+    out += MetaValueSummary(v.element(i));
   }
-  if (v.elements.size() > kMaxShown) out += ", ...";
+  if (v.array_size() > kMaxShown) out += ", ...";
   return out + "]";
 }
 

@@ -208,8 +208,9 @@ void WarnLlamaScalars(const Metadata& kv, const std::string& budget) {
     std::string values;
     for (const auto& [k, v] : kv) {
       if (k != key) continue;
-      for (const auto& e : v.elements) {
-        values += StrCat(values.empty() ? "" : ", ", IsSignedInt(e.type) ? StrCat(e.i) : StrCat(e.u));
+      for (size_t e = 0; e < v.array_size(); ++e) {
+        values += StrCat(values.empty() ? "" : ", ",
+                         IsSignedInt(v.element_type) ? StrCat(v.int_element(e)) : StrCat(v.uint_element(e)));
       }
     }
     std::fprintf(stderr,

@@ -4,6 +4,7 @@
 #define BOLTPACK_TYPES_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,18 +65,35 @@ std::string_view ValueTypeName(ValueType type);
 bool IsUnsignedInt(ValueType type);
 bool IsSignedInt(ValueType type);
 
-// The narrow fields come first so that they share one 8-byte word: an
-// array element is 88 bytes, not 112 (a GGUF may hold 2^22 of them).
+// A typed metadata value. Scalars share one 8-byte word (the field that
+// `type` selects is the meaningful one). Arrays are packed the way GGUF
+// stores them, so that an array costs about its bytes (a file may hold 2^22
+// elements): numeric and bool elements as one little-endian buffer of the
+// element type's width, strings as one blob and end offsets, and only
+// nested arrays as their children encoded one after another.
+// 56 bytes a value.
 struct MetaValue {
+ private:
+  struct ArrayData;
+
+ public:
   ValueType type = ValueType::kUnspecified;
   ValueType element_type = ValueType::kUnspecified;  // kArray
-  bool b = false;      // kBool
-  float f32 = 0;       // kFloat32
-  uint64_t u = 0;      // kUint8..kUint64
-  int64_t i = 0;       // kInt8..kInt64
-  double f64 = 0;      // kFloat64
-  std::string s;       // kString (bytes; UTF-8 when written by bolt-pack)
-  std::vector<MetaValue> elements;                   // kArray
+  union {
+    uint64_t u = 0;  // kUint8..kUint64
+    int64_t i;       // kInt8..kInt64
+    double f64;      // kFloat64
+    float f32;       // kFloat32
+    bool b;          // kBool
+  };
+  std::string s;  // kString (bytes; UTF-8 when written by bolt-pack)
+
+  MetaValue();
+  ~MetaValue();
+  MetaValue(const MetaValue& other);
+  MetaValue(MetaValue&& other) noexcept;
+  MetaValue& operator=(const MetaValue& other);
+  MetaValue& operator=(MetaValue&& other) noexcept;
 
   static MetaValue String(std::string v);
   static MetaValue Uint(ValueType t, uint64_t v);
@@ -83,10 +101,64 @@ struct MetaValue {
   static MetaValue Float32(float v);
   static MetaValue Float64(double v);
   static MetaValue Bool(bool v);
+  // Packs `elements` (each read through the field `element_type` selects;
+  // integers kept at the element type's width, as a cast would).
   static MetaValue Array(ValueType element_type, std::vector<MetaValue> elements);
+  // A numeric or bool array from its little-endian elements: `bytes` holds
+  // a whole number of ValueTypeWidth(element_type) units (bools 0 or 1).
+  static MetaValue PackedArray(ValueType element_type, std::string bytes);
+  // Builds a string array into one blob, each string followed by a NUL (so
+  // that string_element(k).data() is NUL-terminated, as C callers expect).
+  class StringArrayBuilder {
+   public:
+    void Reserve(size_t count, size_t bytes);  // bytes: of all strings together
+    void Add(std::string_view s);
+    MetaValue Build();
+
+   private:
+    std::string blob_;
+    std::vector<uint64_t> ends_;
+  };
+
+  // Builds an array of arrays one child at a time, each kept encoded in
+  // one buffer (about its GGUF bytes, plus an 8-byte end), not as a value
+  // of its own: a file of millions of tiny arrays stays small.
+  class NestedArrayBuilder {
+   public:
+    NestedArrayBuilder();
+    ~NestedArrayBuilder();
+    void Reserve(size_t count);
+    void Add(const MetaValue& child);
+    MetaValue Build();
+
+   private:
+    std::unique_ptr<ArrayData> data_;
+  };
+
+  // Arrays: the number of elements (0 for a scalar) and element k (past
+  // the end or of another element type: 0, empty or an unspecified value).
+  size_t array_size() const;
+  MetaValue element(size_t k) const;  // a copy, for any element type
+  uint64_t uint_element(size_t k) const;         // any width: its bits, zero-extended
+  int64_t int_element(size_t k) const;           // any width: its bits, sign-extended
+  float f32_element(size_t k) const;             // kFloat32
+  double f64_element(size_t k) const;            // kFloat64
+  bool bool_element(size_t k) const;             // kBool
+  // kString: a view of the array's storage, NUL-terminated.
+  std::string_view string_element(size_t k) const;
+  MetaValue child(size_t k) const;  // kArray and widthless types (a copy)
+  // The packed little-endian elements of a numeric or bool array.
+  std::string_view packed_bytes() const;
 
   friend bool operator==(const MetaValue&, const MetaValue&);
+
+ private:
+  std::unique_ptr<ArrayData> array_;
 };
+
+// Bytes of one packed array element of this type: 1, 2, 4 or 8 for the
+// numeric types and bool, 0 for strings, arrays and unknown types.
+int ValueTypeWidth(ValueType type);
 
 // Ordered key/value list (order is part of the data: GGUF keeps it).
 using Metadata = std::vector<std::pair<std::string, MetaValue>>;

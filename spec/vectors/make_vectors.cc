@@ -643,7 +643,7 @@ Json ValueJson(const MetaValue& v, Json o = Json::Obj()) {
   } else if (v.type == ValueType::kArray) {
     o.Add("element_type", S(std::string(bp::ValueTypeName(v.element_type))));
     Json elements = Json::Arr();
-    for (const auto& e : v.elements) elements.Push(ValueJson(e));
+    for (size_t k = 0; k < v.array_size(); ++k) elements.Push(ValueJson(v.element(k)));
     o.Add("elements", elements);
   }
   return o;
