@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -104,6 +105,52 @@ void BM_Decode(benchmark::State& state, const std::string& codec, OutputType out
   state.SetLabel(opt.verify_checksums ? "checked" : "unchecked");
 }
 
+// The same decode with checksums off and on, alternately in one loop (the
+// order swapped every pair): a VM's slow drift moves both sides of a pair
+// alike, so the median of the paired ratios is the cost, where the minima
+// of separate runs differ by +-15% between runs on the device machine.
+// Counters: off_ms and on_ms (medians) and cost_pct (median of on/off - 1).
+void BM_DecodePaired(benchmark::State& state, const std::string& codec, OutputType out) {
+  const std::vector<uint8_t>& file = FileOf(codec);
+  const ExecOptions exec{.threads = static_cast<int>(state.range(0))};
+  std::vector<uint8_t> dst;
+  std::vector<double> off_ms, on_ms, ratio;
+  auto decode_ms = [&](bool verify) {
+    ReaderOptions opt;
+    opt.verify_checksums = verify;
+    auto reader = Reader::OpenBuffer(file, codec + ".bolt", opt);
+    if (!reader.ok()) std::abort();
+    auto n = (*reader)->DecodedBytes(0, out);
+    if (!n.ok()) std::abort();
+    if (dst.size() != *n) dst.assign(*n, 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!(*reader)->Decode(0, out, absl::MakeSpan(dst), exec).ok()) std::abort();
+    benchmark::DoNotOptimize(dst.data());
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  decode_ms(false);  // pages of dst and the file touched once before timing
+  for (auto _ : state) {
+    const bool on_first = (off_ms.size() & 1) != 0;
+    const double a = decode_ms(on_first), b = decode_ms(!on_first);
+    off_ms.push_back(on_first ? b : a);
+    on_ms.push_back(on_first ? a : b);
+    ratio.push_back(on_ms.back() / off_ms.back());
+  }
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  state.counters["off_ms"] = median(off_ms);
+  state.counters["on_ms"] = median(on_ms);
+  state.counters["cost_pct"] = (median(ratio) - 1) * 100;
+}
+
+void PairedArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"threads"});
+  for (int threads : {1, 2, 8}) b->Arg(threads);
+  b->Unit(benchmark::kMillisecond)->Iterations(41);
+}
+
 void BM_Memcpy(benchmark::State& state) {
   std::vector<uint8_t> a(kRows * kCols * 4, 1), b(a.size(), 2);
   for (auto _ : state) {
@@ -133,6 +180,15 @@ BENCHMARK_CAPTURE(BM_Decode, bf16_huffman_to_bf16, std::string("bf16-huffman"), 
 BENCHMARK_CAPTURE(BM_Decode, bf16_unary_to_bf16, std::string("bf16-unary"), OutputType::kBF16)->Apply(Args);
 BENCHMARK_CAPTURE(BM_Decode, bf16_huffman_to_f32, std::string("bf16-huffman"), OutputType::kF32)->Apply(Args);
 BENCHMARK_CAPTURE(BM_Decode, bf16_raw_to_bf16, std::string("bf16"), OutputType::kBF16)->Apply(Args);
+BENCHMARK_CAPTURE(BM_DecodePaired, q8_0_to_f32, std::string("q8_0"), OutputType::kF32)->Apply(PairedArgs);
+BENCHMARK_CAPTURE(BM_DecodePaired, q8_0_to_bf16, std::string("q8_0"), OutputType::kBF16)->Apply(PairedArgs);
+BENCHMARK_CAPTURE(BM_DecodePaired, bf16_huffman_to_bf16, std::string("bf16-huffman"), OutputType::kBF16)
+    ->Apply(PairedArgs);
+BENCHMARK_CAPTURE(BM_DecodePaired, bf16_unary_to_bf16, std::string("bf16-unary"), OutputType::kBF16)
+    ->Apply(PairedArgs);
+BENCHMARK_CAPTURE(BM_DecodePaired, bf16_huffman_to_f32, std::string("bf16-huffman"), OutputType::kF32)
+    ->Apply(PairedArgs);
+BENCHMARK_CAPTURE(BM_DecodePaired, bf16_raw_to_bf16, std::string("bf16"), OutputType::kBF16)->Apply(PairedArgs);
 
 }  // namespace
 }  // namespace boltpack
