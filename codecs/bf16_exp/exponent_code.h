@@ -66,6 +66,10 @@ class ExponentCode {
   uint32_t code(int sym) const { return code_[sym]; }
   // 0: this exponent cannot be coded (Huffman: it has no code).
   int length(int sym) const { return len_[sym]; }
+  // Memory held by this code and its decoder tables.
+  size_t TableBytes() const {
+    return sizeof(*this) + lut_.capacity() * sizeof(uint64_t) + lut1_.capacity() * sizeof(uint16_t);
+  }
 
   // Encodes `syms` into `out` (sized by MaxLaneBytes); returns bytes written.
   size_t EncodeLane(const uint8_t* syms, size_t n, uint8_t* out) const;
