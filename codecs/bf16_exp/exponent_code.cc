@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <queue>
 #include <utility>
 
 #include "codecs/bf16_exp/bit_io.h"
@@ -21,33 +20,48 @@ int HexDigit(char c) {
   return -1;
 }
 
-// Plain Huffman code lengths (unlimited), for the symbols with freq > 0.
+// Plain Huffman code lengths (unlimited) of the symbols with f > 0, as a
+// min-heap of (frequency, node) would build them: leaves are nodes 0..255,
+// merged nodes 256, 257, ... in merge order. Its ties decide the lengths,
+// which files store, so they must not change. Merged nodes come out with
+// non-decreasing frequencies and increasing ids, so two sorted queues
+// (leaves by (frequency, id), merged nodes in merge order) give exactly the
+// heap's order, in O(n) after one sort; depths are read top-down because a
+// parent is always created after its children.
 std::array<int, 256> PlainLengths(const std::array<uint64_t, 256>& f) {
+  std::array<uint16_t, 256> leaves;
+  int present = 0;
+  for (int s = 0; s < 256; ++s) {
+    if (f[s] > 0) leaves[present++] = static_cast<uint16_t>(s);
+  }
+  std::sort(leaves.begin(), leaves.begin() + present,
+            [&f](uint16_t a, uint16_t b) { return f[a] != f[b] ? f[a] < f[b] : a < b; });
+  constexpr int kLeaves = 256;
+  std::array<uint64_t, kLeaves> merged_freq;
+  std::array<int16_t, 2 * kLeaves> parent;
+  int next_leaf = 0, next_merged = 0, merged = 0;
+  // The smaller of the two queue heads; a leaf wins a tie (its id is lower).
+  auto pop = [&]() -> std::pair<uint64_t, int> {
+    const bool leaf = next_merged == merged ||
+                      (next_leaf < present && f[leaves[next_leaf]] <= merged_freq[next_merged]);
+    if (leaf) {
+      const int s = leaves[next_leaf++];
+      return {f[s], s};
+    }
+    const int j = next_merged++;
+    return {merged_freq[j], kLeaves + j};
+  };
+  for (int left = present; left > 1; --left) {
+    const auto a = pop();
+    const auto b = pop();
+    parent[a.second] = static_cast<int16_t>(kLeaves + merged);
+    parent[b.second] = static_cast<int16_t>(kLeaves + merged);
+    merged_freq[merged++] = a.first + b.first;
+  }
+  std::array<int, 2 * kLeaves> depth{};
+  for (int j = merged - 2; j >= 0; --j) depth[kLeaves + j] = depth[parent[kLeaves + j]] + 1;
   std::array<int, 256> len{};
-  // Nodes: 0..255 leaves, 256.. internal.
-  std::vector<int> parent(512, -1);
-  using Item = std::pair<uint64_t, int>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> q;
-  for (int s = 0; s < 256; ++s) {
-    if (f[s] > 0) q.push({f[s], s});
-  }
-  int next = 256;
-  while (q.size() > 1) {
-    Item a = q.top();
-    q.pop();
-    Item b = q.top();
-    q.pop();
-    parent[a.second] = next;
-    parent[b.second] = next;
-    q.push({a.first + b.first, next});
-    ++next;
-  }
-  for (int s = 0; s < 256; ++s) {
-    if (f[s] == 0) continue;
-    int d = 0;
-    for (int n = s; parent[n] >= 0; n = parent[n]) ++d;
-    len[s] = d;
-  }
+  for (int i = 0; i < present && merged > 0; ++i) len[leaves[i]] = depth[parent[leaves[i]]] + 1;
   return len;
 }
 
