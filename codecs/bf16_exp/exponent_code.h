@@ -57,6 +57,9 @@ class ExponentCode {
   // exponent at all.
   static absl::StatusOr<ExponentCode> Huffman(absl::Span<const uint8_t> lengths);
   static absl::StatusOr<ExponentCode> Huffman(absl::Span<const uint8_t> lengths, Tables tables);
+  // The checks of Huffman() and the canonical code words alone, without
+  // decoder tables (for a codec with tables of its own).
+  static absl::StatusOr<std::array<uint32_t, 256>> HuffmanCodeWords(absl::Span<const uint8_t> lengths);
   // From the exponents in rank order (at most kMaxUnaryRanks, distinct).
   static absl::StatusOr<ExponentCode> Unary(absl::Span<const uint8_t> ranks);
   static absl::StatusOr<ExponentCode> Unary(absl::Span<const uint8_t> ranks, Tables tables);
