@@ -14,6 +14,7 @@
 
 #include "boltpack/codec_registry.h"
 #include "codecs/bf16_exp/byte_split.h"
+#include "codecs/bf16_exp/code_cache.h"
 #include "codecs/bf16_exp/exponent_code.h"
 #include "codecs/float_convert.h"
 #include "common/checked_math.h"
@@ -299,9 +300,9 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     auto code = ParseCode(info, ExponentCode::Tables::kSingle);
     if (!code.ok()) return Fail(info, std::string(code.status().message()));
     const uint64_t n = *CheckedProduct(info.shape);
-    if (n > 0 && code->kind() == ExponentCode::Kind::kHuffman) {
+    if (n > 0 && (*code)->kind() == ExponentCode::Kind::kHuffman) {
       bool any = false;
-      for (int s = 0; s < 256; ++s) any |= code->length(s) > 0;
+      for (int s = 0; s < 256; ++s) any |= (*code)->length(s) > 0;
       if (!any) return Fail(info, "no exponent has a code");
     }
     if (info.streams.size() != 2 || info.streams[0].role != kSmRole || info.streams[1].role != kExpRole) {
@@ -341,7 +342,7 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     BP_RETURN_IF_ERROR(CheckInput(input));
     const TensorInfo& info = *input.info;
     const uint64_t n = *CheckedProduct(info.shape);
-    BP_ASSIGN_OR_RETURN(ExponentCode code, ParseCode(info, TablesFor(n)));
+    BP_ASSIGN_OR_RETURN(const bf16_exp::SharedCode code, ParseCode(info, TablesFor(n)));
     const std::vector<Piece> pieces = Pieces(info);
     if (input.streams[0].size() != n || input.streams[1].size() != info.streams[1].raw_length) {
       return Fail(info, "stream sizes differ from the record");
@@ -354,7 +355,7 @@ class Bf16EntropyCodec : public Bf16CodecBase {
       std::unique_ptr<uint8_t[]> tmp(new uint8_t[static_cast<size_t>(most)]);
       for (uint64_t p = a; p < b; ++p) {
         const Piece& pc = pieces[p];
-        absl::Status st = bf16_exp::DecodeChunk(code, input.streams[1].subspan(pc.exp_offset, pc.exp_length),
+        absl::Status st = bf16_exp::DecodeChunk(*code, input.streams[1].subspan(pc.exp_offset, pc.exp_length),
                                                 pc.elem_count, tmp.get());
         if (!st.ok()) return absl::DataLossError(StrCat("tensor '", info.name, "' chunk ", p, ": ", st.message()));
         Combine(input.streams[0].data() + pc.elem_begin, tmp.get(), pc.elem_count, out,
@@ -382,7 +383,8 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     if (dst.size() < (row_end - row_begin) * row_elems * OutSize(out)) {
       return Fail(info, StrCat("output buffer of ", dst.size(), " bytes is too small for rows ", row_begin, "..", row_end));
     }
-    BP_ASSIGN_OR_RETURN(ExponentCode code, ParseCode(info, TablesFor((row_end - row_begin) * row_elems)));
+    BP_ASSIGN_OR_RETURN(const bf16_exp::SharedCode code,
+                        ParseCode(info, TablesFor((row_end - row_begin) * row_elems)));
     std::vector<uint8_t> tmp;
     for (const Piece& pc : Pieces(info)) {
       const uint64_t lo = std::max(row_begin, pc.first_row);
@@ -390,7 +392,7 @@ class Bf16EntropyCodec : public Bf16CodecBase {
       if (lo >= hi) continue;
       tmp.resize(static_cast<size_t>(pc.elem_count));
       BP_RETURN_IF_ERROR(bf16_exp::DecodeChunk(
-          code, input.streams[1].subspan(pc.exp_offset - ex_base, pc.exp_length), pc.elem_count, tmp.data()));
+          *code, input.streams[1].subspan(pc.exp_offset - ex_base, pc.exp_length), pc.elem_count, tmp.data()));
       if (input.progress != nullptr) input.progress->ReadTo(1, pc.exp_offset + pc.exp_length);
       const uint64_t e_end = hi * row_elems;
       for (uint64_t e = lo * row_elems; e < e_end; e += kJoinStepValues) {
@@ -437,17 +439,13 @@ class Bf16EntropyCodec : public Bf16CodecBase {
 
   static ExponentCode::Tables TablesFor(uint64_t values) { return bf16_exp::TablesForValues(values); }
 
-  absl::StatusOr<ExponentCode> ParseCode(const TensorInfo& info, ExponentCode::Tables tables) const {
+  // The record's code, built once per distinct parameter (code_cache.h).
+  absl::StatusOr<bf16_exp::SharedCode> ParseCode(const TensorInfo& info, ExponentCode::Tables tables) const {
     const MetaValue* v = FindParam(info.codec_params, TableParam());
     if (v == nullptr || v->type != ValueType::kString) {
       return absl::InvalidArgumentError(StrCat("missing string parameter '", TableParam(), "'"));
     }
-    if (kind_ == ExponentCode::Kind::kHuffman) {
-      BP_ASSIGN_OR_RETURN(auto lengths, ExponentCode::LengthsFromHex(v->s));
-      return ExponentCode::Huffman(lengths, tables);
-    }
-    BP_ASSIGN_OR_RETURN(auto ranks, ExponentCode::RanksFromHex(v->s));
-    return ExponentCode::Unary(ranks, tables);
+    return bf16_exp::CachedCode(kind_, v->s, tables);
   }
 
   // The chunks as pieces (the record is validated); one piece if unchunked.

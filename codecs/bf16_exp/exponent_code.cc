@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <queue>
 #include <utility>
 
 #include "codecs/bf16_exp/bit_io.h"
@@ -21,33 +20,43 @@ int HexDigit(char c) {
   return -1;
 }
 
-// Plain Huffman code lengths (unlimited), for the symbols with freq > 0.
-std::array<int, 256> PlainLengths(const std::array<uint64_t, 256>& f) {
+// Plain Huffman code lengths (unlimited) of the symbols with f > 0, as a
+// min-heap of (frequency, node) would build them: leaves are nodes 0..255,
+// merged nodes 256, 257, ... in merge order. Its ties decide the lengths,
+// which files store, so they must not change. Merged nodes come out with
+// non-decreasing frequencies and increasing ids, so two sorted queues
+// (leaves by (frequency, id), merged nodes in merge order) give exactly the
+// heap's order in O(n); depths are read top-down because a parent is always
+// created after its children. `leaves`: the `present` symbols with f > 0,
+// sorted by (frequency, symbol).
+std::array<int, 256> PlainLengths(const std::array<uint64_t, 256>& f, const std::array<uint16_t, 256>& leaves,
+                                  int present) {
+  constexpr int kLeaves = 256;
+  std::array<uint64_t, kLeaves> merged_freq;
+  std::array<int16_t, 2 * kLeaves> parent;
+  int next_leaf = 0, next_merged = 0, merged = 0;
+  // The smaller of the two queue heads; a leaf wins a tie (its id is lower).
+  auto pop = [&]() -> std::pair<uint64_t, int> {
+    const bool leaf = next_merged == merged ||
+                      (next_leaf < present && f[leaves[next_leaf]] <= merged_freq[next_merged]);
+    if (leaf) {
+      const int s = leaves[next_leaf++];
+      return {f[s], s};
+    }
+    const int j = next_merged++;
+    return {merged_freq[j], kLeaves + j};
+  };
+  for (int left = present; left > 1; --left) {
+    const auto a = pop();
+    const auto b = pop();
+    parent[a.second] = static_cast<int16_t>(kLeaves + merged);
+    parent[b.second] = static_cast<int16_t>(kLeaves + merged);
+    merged_freq[merged++] = a.first + b.first;
+  }
+  std::array<int, 2 * kLeaves> depth{};
+  for (int j = merged - 2; j >= 0; --j) depth[kLeaves + j] = depth[parent[kLeaves + j]] + 1;
   std::array<int, 256> len{};
-  // Nodes: 0..255 leaves, 256.. internal.
-  std::vector<int> parent(512, -1);
-  using Item = std::pair<uint64_t, int>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> q;
-  for (int s = 0; s < 256; ++s) {
-    if (f[s] > 0) q.push({f[s], s});
-  }
-  int next = 256;
-  while (q.size() > 1) {
-    Item a = q.top();
-    q.pop();
-    Item b = q.top();
-    q.pop();
-    parent[a.second] = next;
-    parent[b.second] = next;
-    q.push({a.first + b.first, next});
-    ++next;
-  }
-  for (int s = 0; s < 256; ++s) {
-    if (f[s] == 0) continue;
-    int d = 0;
-    for (int n = s; parent[n] >= 0; n = parent[n]) ++d;
-    len[s] = d;
-  }
+  for (int i = 0; i < present && merged > 0; ++i) len[leaves[i]] = depth[parent[leaves[i]]] + 1;
   return len;
 }
 
@@ -66,10 +75,17 @@ std::array<uint8_t, 256> HuffmanLengths(absl::Span<const uint64_t> freq, int max
     for (int s = 0; s < 256; ++s) out[s] = f[s] > 0 ? 1 : 0;
     return out;
   }
+  std::array<uint16_t, 256> leaves;
+  present = 0;
+  for (int s = 0; s < 256; ++s) {
+    if (f[s] > 0) leaves[present++] = static_cast<uint16_t>(s);
+  }
+  auto before = [&f](uint16_t a, uint16_t b) { return f[a] != f[b] ? f[a] < f[b] : a < b; };
+  std::sort(leaves.begin(), leaves.begin() + present, before);
   // Flatten the distribution until the tree fits in max_bits (at most 256
   // symbols always fit in 12 bits once the frequencies are equal enough).
   for (;;) {
-    std::array<int, 256> len = PlainLengths(f);
+    std::array<int, 256> len = PlainLengths(f, leaves, present);
     int longest = 0;
     for (int s = 0; s < 256; ++s) longest = std::max(longest, len[s]);
     if (longest <= max_bits) {
@@ -78,6 +94,15 @@ std::array<uint8_t, 256> HuffmanLengths(absl::Span<const uint64_t> freq, int max
     }
     for (auto& x : f) {
       if (x > 0) x = (x >> 1) | 1;
+    }
+    // Halving keeps the order of frequencies (x >> 1 | 1 never decreases
+    // with x) but makes new ties, which go by symbol: only those move, so an
+    // insertion sort costs about one pass.
+    for (int i = 1; i < present; ++i) {
+      const uint16_t x = leaves[i];
+      int j = i;
+      for (; j > 0 && before(x, leaves[j - 1]); --j) leaves[j] = leaves[j - 1];
+      leaves[j] = x;
     }
   }
 }
@@ -140,10 +165,8 @@ ExponentCode::Tables TablesForValues(uint64_t values) {
   return values >= 1024 ? ExponentCode::Tables::kCompact : ExponentCode::Tables::kSingle;
 }
 
-absl::StatusOr<ExponentCode> ExponentCode::Huffman(absl::Span<const uint8_t> lengths, Tables tables) {
+absl::StatusOr<std::array<uint32_t, 256>> ExponentCode::HuffmanCodeWords(absl::Span<const uint8_t> lengths) {
   if (lengths.size() != 256) return absl::InvalidArgumentError("need 256 code lengths");
-  ExponentCode c;
-  c.kind_ = Kind::kHuffman;
   uint64_t kraft = 0;
   int present = 0;
   int longest = 0;
@@ -168,11 +191,24 @@ absl::StatusOr<ExponentCode> ExponentCode::Huffman(absl::Span<const uint8_t> len
   count[0] = 0;
   uint32_t next[kMaxHuffmanBits + 2] = {};
   for (int l = 1; l <= kMaxHuffmanBits; ++l) next[l + 1] = (next[l] + count[l]) << 1;
+  std::array<uint32_t, 256> words{};
   for (int s = 0; s < 256; ++s) {
-    const int l = lengths[s];
-    if (l == 0) continue;
-    c.code_[s] = next[l]++;
-    c.len_[s] = static_cast<uint8_t>(l);
+    if (lengths[s] != 0) words[s] = next[lengths[s]]++;
+  }
+  return words;
+}
+
+absl::StatusOr<ExponentCode> ExponentCode::Huffman(absl::Span<const uint8_t> lengths, Tables tables) {
+  auto words = HuffmanCodeWords(lengths);
+  if (!words.ok()) return words.status();
+  ExponentCode c;
+  c.kind_ = Kind::kHuffman;
+  int longest = 0;
+  for (int s = 0; s < 256; ++s) {
+    if (lengths[s] == 0) continue;
+    c.code_[s] = (*words)[s];
+    c.len_[s] = lengths[s];
+    longest = std::max<int>(longest, lengths[s]);
   }
   c.max_bits_ = std::max(longest, 1);
   c.BuildTables(MultiBits(tables));

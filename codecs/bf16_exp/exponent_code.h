@@ -57,6 +57,9 @@ class ExponentCode {
   // exponent at all.
   static absl::StatusOr<ExponentCode> Huffman(absl::Span<const uint8_t> lengths);
   static absl::StatusOr<ExponentCode> Huffman(absl::Span<const uint8_t> lengths, Tables tables);
+  // The checks of Huffman() and the canonical code words alone, without
+  // decoder tables (for a codec with tables of its own).
+  static absl::StatusOr<std::array<uint32_t, 256>> HuffmanCodeWords(absl::Span<const uint8_t> lengths);
   // From the exponents in rank order (at most kMaxUnaryRanks, distinct).
   static absl::StatusOr<ExponentCode> Unary(absl::Span<const uint8_t> ranks);
   static absl::StatusOr<ExponentCode> Unary(absl::Span<const uint8_t> ranks, Tables tables);
@@ -66,6 +69,10 @@ class ExponentCode {
   uint32_t code(int sym) const { return code_[sym]; }
   // 0: this exponent cannot be coded (Huffman: it has no code).
   int length(int sym) const { return len_[sym]; }
+  // Memory held by this code and its decoder tables.
+  size_t TableBytes() const {
+    return sizeof(*this) + lut_.capacity() * sizeof(uint64_t) + lut1_.capacity() * sizeof(uint16_t);
+  }
 
   // Encodes `syms` into `out` (sized by MaxLaneBytes); returns bytes written.
   size_t EncodeLane(const uint8_t* syms, size_t n, uint8_t* out) const;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "boltpack/codec_registry.h"
+#include "codecs/bf16_exp/code_cache.h"
 #include "codecs/bf16_exp/exponent_code.h"
 #include "codecs/bf16_spec/split_kernel.h"
 #include "codecs/float_convert.h"
@@ -384,7 +385,7 @@ class Bf16SpecCodec : public Codec {
         const Piece& pc = rec.pieces[p];
         const uint64_t m = pc.row_count * g.row_elems;
         absl::Status st = DecodeSegment(
-            g, m, rec.kcode, rec.pcode, input.streams[0].subspan(pc.spec_offset, pc.spec_length),
+            g, m, *rec.kcode, *rec.pcode, input.streams[0].subspan(pc.spec_offset, pc.spec_length),
             full ? input.streams[1].subspan(pc.verif_offset, pc.verif_length) : absl::Span<const uint8_t>(), full, s);
         if (!st.ok()) return absl::DataLossError(StrCat("tensor '", info.name, "' chunk ", p, ": ", st.message()));
         EmitBf16(s.out.data(), static_cast<size_t>(m), out, dst.data() + pc.first_row * g.row_elems * OutSize(out));
@@ -422,7 +423,7 @@ class Bf16SpecCodec : public Codec {
                                                 pc.verif_offset + pc.verif_length));
       }
       const uint64_t m = pc.row_count * g.row_elems;
-      absl::Status st = DecodeSegment(g, m, rec.kcode, rec.pcode, sp, ve, full, s);
+      absl::Status st = DecodeSegment(g, m, *rec.kcode, *rec.pcode, sp, ve, full, s);
       if (!st.ok()) return absl::DataLossError(StrCat("tensor '", info.name, "' chunk ", p, ": ", st.message()));
       EmitBf16(s.out.data() + (lo - pc.first_row) * g.row_elems, static_cast<size_t>((hi - lo) * g.row_elems), out,
                dst.data() + (lo - row_begin) * g.row_elems * OutSize(out));
@@ -458,8 +459,8 @@ class Bf16SpecCodec : public Codec {
  private:
   struct Parsed {
     Geometry g;
-    ExponentCode kcode;
-    ExponentCode pcode;
+    bf16_exp::SharedCode kcode;
+    bf16_exp::SharedCode pcode;
     std::vector<Piece> pieces;
   };
 
@@ -605,14 +606,14 @@ class Bf16SpecCodec : public Codec {
     g.k = pv[2]->u;
     if (pv[3]->s != "wanda" && pv[3]->s != "magnitude") return Fail(info, "scored_by is not \"wanda\" or \"magnitude\"");
     for (int t = 0; t < 2; ++t) {
-      auto lengths = ExponentCode::LengthsFromHex(pv[4 + t]->s);
-      if (!lengths.ok()) return Fail(info, StrCat(keys[4 + t], ": ", lengths.status().message()));
       const uint64_t symbols = t == 0 ? g.Kept(g.n) : g.n - g.Kept(g.n);
-      auto code = ExponentCode::Huffman(*lengths, decoding == ForDecoding::kYes ? bf16_exp::TablesForValues(symbols)
-                                                                                 : ExponentCode::Tables::kSingle);
+      // Built once per distinct lengths parameter (code_cache.h).
+      auto code = bf16_exp::CachedCode(ExponentCode::Kind::kHuffman, pv[4 + t]->s,
+                                       decoding == ForDecoding::kYes ? bf16_exp::TablesForValues(symbols)
+                                                                     : ExponentCode::Tables::kSingle);
       if (!code.ok()) return Fail(info, StrCat(keys[4 + t], ": ", code.status().message()));
       bool any = false;
-      for (int s = 0; s < 256; ++s) any |= (*lengths)[s] > 0;
+      for (int s = 0; s < 256; ++s) any |= (*code)->length(s) > 0;
       if (symbols > 0 && !any) return Fail(info, StrCat(keys[4 + t], " codes no exponent"));
       (t == 0 ? rec.kcode : rec.pcode) = *std::move(code);
     }

@@ -60,16 +60,18 @@ absl::StatusOr<Code> MakeCode(const std::array<uint8_t, 256>& lengths) {
   for (int s = 0; s < 256; ++s) {
     if (lengths[s] == 0) return absl::InvalidArgumentError(StrCat("exponent ", s, " has no code"));
   }
-  auto ec = bf16_exp::ExponentCode::Huffman(lengths, bf16_exp::ExponentCode::Tables::kSingle);
-  if (!ec.ok()) return ec.status();
+  // Only the code words: this codec builds its own decode tables below.
+  auto words = bf16_exp::ExponentCode::HuffmanCodeWords(lengths);
+  if (!words.ok()) return words.status();
   Code c;
   c.lengths = lengths;
   for (int s = 0; s < 256; ++s) {
-    const int l = ec->length(s);
-    c.code[s] = static_cast<uint16_t>(ec->code(s));
-    c.word[s] = ec->code(s) << 8 | static_cast<uint32_t>(l);
-    const uint32_t first = ec->code(s) << (kLut - l);
-    const uint32_t last = (ec->code(s) + 1) << (kLut - l);
+    const int l = lengths[s];
+    const uint32_t w = (*words)[s];
+    c.code[s] = static_cast<uint16_t>(w);
+    c.word[s] = w << 8 | static_cast<uint32_t>(l);
+    const uint32_t first = w << (kLut - l);
+    const uint32_t last = (w + 1) << (kLut - l);
     for (uint32_t i = first; i < last; ++i) c.lut[i] = static_cast<uint16_t>(s | l << 8);
   }
   constexpr uint32_t kWin = (1u << kLut) - 1;
