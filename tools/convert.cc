@@ -37,13 +37,10 @@ void Done(const Inputs& in, const InputTensor& t, Progress& progress, uint64_t b
   in.Release(t);
 }
 
-using CodecPlan = std::vector<std::optional<CodecRule>>;
-
 // The planned rule of input tensor `t`, an element of in.tensors(); null
 // keeps the tensor's source form.
 const CodecRule* PlannedRule(const CodecPlan& plan, const Inputs& in, const InputTensor& t) {
-  const auto& entry = plan[static_cast<size_t>(&t - in.tensors().data())];
-  return entry ? &*entry : nullptr;
+  return plan[static_cast<size_t>(&t - in.tensors().data())].get();
 }
 
 std::string Where(const InputTensor& t) { return StrCat(t.file, ": tensor ", QuoteForDisplay(t.name)); }
@@ -141,7 +138,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
     }
     auto encoded = EncodeTensor(codec, src, params, exec);
     if (!encoded.ok()) return PrefixError(encoded.status(), t);
-    BP_RETURN_IF_ERROR(PrefixError(writer->AddTensor(t.name, t.shape, t.dtype, codec, std::move(*encoded)), t));
+    BP_RETURN_IF_ERROR(PrefixError(writer->AddTensor(std::string(t.name), {t.shape.begin(), t.shape.end()}, t.dtype, codec, std::move(*encoded)), t));
     Done(in, t, progress, InputBytes(t));
   }
   progress.Finish();
@@ -175,9 +172,10 @@ OutputType OutputFor(DType d) {
 
 absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args) {
   std::vector<io::SafetensorsTensorDecl> decls;
+  decls.reserve(in.tensors().size());
   for (const auto& t : in.tensors()) {
     BP_ASSIGN_OR_RETURN(DType d, SafetensorsDType(t, PlannedRule(plan, in, t)));
-    decls.push_back({t.name, d, t.shape});
+    decls.push_back({std::string(t.name), d, {t.shape.begin(), t.shape.end()}});
   }
   std::vector<std::pair<std::string, std::string>> meta;
   for (const auto& [key, value] : in.metadata()) {
@@ -376,10 +374,9 @@ void UpdateGgufFileType(const Inputs& in, const std::vector<const io::GgmlType*>
   }
 }
 
-absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& planned, const ConvertArgs& args,
+absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& args,
                            const io::Imatrix* imatrix, uint64_t split_max_bytes) {
   bool split_output = split_max_bytes > 0 || args.split_max_tensors > 0;
-  CodecPlan plan = planned;
   std::vector<std::string> notes;
   AdaptNvfp4PlanForGguf(in, &plan, &notes);
   for (const auto& n : notes) std::fprintf(stderr, "bolt-pack: note: %s\n", n.c_str());
@@ -401,6 +398,11 @@ absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& planned, const Con
   std::vector<const io::GgmlType*> types;
   std::vector<uint64_t> sizes;
   std::vector<uint64_t> scale_counts;  // elements of the F32 <name>.scale that follows (two-level nvfp4)
+  // Reserved: grown, 1M declarations held up to 1.5x their 64 MB.
+  decls.reserve(in.tensors().size());
+  types.reserve(in.tensors().size());
+  sizes.reserve(in.tensors().size());
+  scale_counts.reserve(in.tensors().size());
   for (const auto& t : in.tensors()) {
     const CodecRule* rule = PlannedRule(plan, in, t);
     BP_ASSIGN_OR_RETURN(const io::GgmlType* type, GgufTypeOf(t, rule));
@@ -411,7 +413,7 @@ absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& planned, const Con
     if (t.shape.size() > io::kGgufMaxDims) {
       return absl::InvalidArgumentError(StrCat(Where(t), ": ", t.shape.size(), " dimensions; GGUF allows at most 4"));
     }
-    io::GgufTensorDecl d{t.name, {t.shape.rbegin(), t.shape.rend()}, type->id};
+    io::GgufTensorDecl d{std::string(t.name), {t.shape.rbegin(), t.shape.rend()}, type->id};
     auto n = io::GgmlTensorBytes(*type, d.ne);
     if (!n.ok()) return absl::InvalidArgumentError(StrCat(Where(t), ": ", n.status().message()));
     sizes.push_back(*n);
@@ -421,7 +423,7 @@ absl::Status ConvertToGguf(const Inputs& in, const CodecPlan& planned, const Con
     scale_counts.push_back(scale_ne.empty() ? 0 : scale_ne[0]);
     if (!scale_ne.empty()) decls.push_back(io::GgufTensorDecl{Nvfp4ScaleTensorName(t.name), scale_ne, 0});
   }
-  if (std::any_of(plan.begin(), plan.end(), [](const auto& r) { return r.has_value(); })) {
+  if (std::any_of(plan.begin(), plan.end(), [](const auto& r) { return r != nullptr; })) {
     UpdateGgufFileType(in, types, &kv);
   }
   io::GgufWriterOptions options;
@@ -587,7 +589,7 @@ int RunConvert(const ConvertArgs& args) {
   }
   absl::Status st = ext == ".bolt"   ? ConvertToBolt(**in, plan, resolved, imatrix.get(), elastic.get(),
                                                      carried ? &*carried : nullptr)
-                    : ext == ".gguf" ? ConvertToGguf(**in, plan, resolved, imatrix.get(), split_max_bytes)
+                    : ext == ".gguf" ? ConvertToGguf(**in, std::move(plan), resolved, imatrix.get(), split_max_bytes)
                                      : ConvertToSafetensors(**in, plan, resolved);
   if (!st.ok()) {
     PrintError(std::string(st.message()));
