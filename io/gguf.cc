@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -621,7 +622,12 @@ const std::vector<GgufTensor>& GgufModel::tensors() const { return impl_->tensor
 void GgufModel::ReleaseTensors() {
   std::call_once(impl_->index_once, [] {});  // no index of a list that is gone
   impl_->index = TensorNameSet();
-  impl_->tensors = {};
+  std::vector<GgufTensor>().swap(impl_->tensors);  // `= {}` would keep the capacity
+}
+void GgufModel::ReleaseHeaderPages() const {
+  for (const auto& f : impl_->files) {
+    if (f.map != nullptr) ReleaseMappedPages(f.bytes.subspan(0, f.data_offset));  // not a caller's buffer
+  }
 }
 const std::vector<std::string>& GgufModel::files() const { return impl_->paths; }
 uint64_t GgufModel::file_size(size_t shard) const { return impl_->files[shard].bytes.size(); }
@@ -712,9 +718,18 @@ absl::StatusOr<uint32_t> GgufAlignmentOf(std::string_view file, const Metadata& 
   return static_cast<uint32_t>(a->u);
 }
 
-absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, const Metadata& kv,
-                                                      const std::vector<GgufTensorDecl>& tensors, uint32_t version,
-                                                      uint32_t alignment, bool pad_empty) {
+namespace {
+
+// Takes the header's bytes so far and empties them (GgufWriter writes them
+// out), so that the tensor infos of 1M tensors (39 MB) are never held whole.
+using HeaderSink = std::function<absl::Status(std::vector<uint8_t>&)>;
+constexpr size_t kHeaderPartBytes = size_t{1} << 20;
+
+// EncodeGgufHeader, its bytes given to `sink` (when not null) as they pass
+// kHeaderPartBytes and once at the end; left in `o` otherwise.
+absl::Status EncodeGgufHeaderInto(Out& o, std::string_view file, const Metadata& kv,
+                                  const std::vector<GgufTensorDecl>& tensors, uint32_t version, uint32_t alignment,
+                                  bool pad_empty, const HeaderSink* sink) {
   if (version != 2 && version != 3) {
     return absl::InvalidArgumentError(StrCat(file, ": GGUF version ", version, " cannot be written (2 or 3)"));
   }
@@ -724,7 +739,6 @@ absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, con
     return absl::InvalidArgumentError(StrCat(file, ": alignment ", alignment, " does not match general.alignment ",
                                              key_align));
   }
-  Out o;
   o.Put<uint32_t>(0x46554747u);  // "GGUF"
   o.Put<uint32_t>(version);
   o.Put<int64_t>(static_cast<int64_t>(tensors.size()));
@@ -743,7 +757,8 @@ absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, con
   // of 1M tensors doubled its way there, holding up to 1.5x while copied).
   uint64_t info_bytes = 0;
   for (const auto& t : tensors) info_bytes += 8 + t.name.size() + 4 + 8 * t.ne.size() + 4 + 8;
-  o.b.reserve(o.b.size() + info_bytes + alignment);
+  o.b.reserve(sink != nullptr ? o.b.size() + kHeaderPartBytes + 4096 : o.b.size() + info_bytes + alignment);
+  uint64_t given = 0;  // bytes already given to the sink
   NameIndexSet<GgufTensorDecl> names = MakeNameIndexSet(tensors.data(), tensors.size());
   uint64_t offset = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -757,8 +772,8 @@ absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, con
     if (!names.insert(static_cast<uint32_t>(i)).second) {
       return absl::InvalidArgumentError(StrCat(file, ": duplicate tensor name ", Quoted(t.name)));
     }
-    if (t.ne.size() > kGgufMaxDims) {
-      return absl::InvalidArgumentError(StrCat(tw(), ": ", t.ne.size(), " dimensions; GGUF allows at most 4"));
+    if (t.ne.declared_size() > kGgufMaxDims) {
+      return absl::InvalidArgumentError(StrCat(tw(), ": ", t.ne.declared_size(), " dimensions; GGUF allows at most 4"));
     }
     const GgmlType* type = GgmlTypeById(t.type);
     if (type == nullptr) return absl::InvalidArgumentError(StrCat(tw(), ": unknown ggml type ", t.type));
@@ -776,9 +791,23 @@ absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, con
     auto next = padded ? CheckedAdd(offset, *padded) : std::nullopt;
     if (!next) return absl::InvalidArgumentError(StrCat(tw(), ": data section size overflows"));
     offset = *next;
+    if (sink != nullptr && o.b.size() >= kHeaderPartBytes) {
+      given += o.b.size();
+      BP_RETURN_IF_ERROR((*sink)(o.b));
+    }
   }
   // ggml's writer pads the metadata even when there are no tensors.
-  if (!tensors.empty() || pad_empty) o.b.resize(*AlignUp(o.b.size(), alignment), 0);
+  if (!tensors.empty() || pad_empty) o.b.resize(*AlignUp(given + o.b.size(), alignment) - given, 0);
+  return sink != nullptr ? (*sink)(o.b) : absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, const Metadata& kv,
+                                                      const std::vector<GgufTensorDecl>& tensors, uint32_t version,
+                                                      uint32_t alignment, bool pad_empty) {
+  Out o;
+  BP_RETURN_IF_ERROR(EncodeGgufHeaderInto(o, file, kv, tensors, version, alignment, pad_empty, nullptr));
   return std::move(o.b);
 }
 
@@ -804,13 +833,20 @@ absl::StatusOr<std::unique_ptr<GgufWriter>> GgufWriter::Create(const std::string
     return absl::InvalidArgumentError(StrCat(path, ": alignment ", options.alignment,
                                              " does not match general.alignment ", impl->alignment));
   }
-  BP_ASSIGN_OR_RETURN(auto header, EncodeGgufHeader(path, kv, tensors, options.version, impl->alignment,
-                                                            options.pad_empty));
+  BP_ASSIGN_OR_RETURN(impl->file, AtomicFile::Create(path, options.inputs, options.durable));
+  // Written as it is encoded; a declaration it refuses leaves the unnamed
+  // output uncommitted (io/atomic_file.h), so nothing appears.
+  const HeaderSink sink = [&](std::vector<uint8_t>& part) {
+    absl::Status written = impl->file->Write(part);
+    part.clear();
+    return written;
+  };
+  Out header;
+  BP_RETURN_IF_ERROR(EncodeGgufHeaderInto(header, path, kv, tensors, options.version, impl->alignment,
+                                          options.pad_empty, &sink));
   impl->sizes.reserve(tensors.size());
   for (const auto& t : tensors) impl->sizes.push_back(*GgmlTensorBytes(*GgmlTypeById(t.type), t.ne));
   impl->tensors = std::move(tensors);
-  BP_ASSIGN_OR_RETURN(impl->file, AtomicFile::Create(path, options.inputs, options.durable));
-  BP_RETURN_IF_ERROR(impl->file->Write(header));
   return std::unique_ptr<GgufWriter>(new GgufWriter(std::move(impl)));
 }
 

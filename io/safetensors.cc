@@ -443,7 +443,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
     if (!bytes) return TensorError(path, t.name, "byte size overflows 64 bits");
     sizes.push_back(*bytes);
   }
-  names = {};  // before the header is made
+  names = absl::flat_hash_set<std::string_view>();  // freed before the header is made
   for (const auto& [k, v] : metadata) header_estimate += k.size() + v.size() + 6;
 
   // The header, spelled exactly as Hugging Face's writer (serde_json) does:

@@ -177,6 +177,7 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
     BP_ASSIGN_OR_RETURN(DType d, SafetensorsDType(t, PlannedRule(plan, in, t)));
     decls.push_back({std::string(t.name), d, {t.shape.begin(), t.shape.end()}});
   }
+  in.ReleaseGgufHeaders();  // the declarations hold the names now
   std::vector<std::pair<std::string, std::string>> meta;
   for (const auto& [key, value] : in.metadata()) {
     meta.emplace_back(key, value.type == ValueType::kString ? value.s : MetaValueToJson(value));
@@ -426,6 +427,7 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
   if (std::any_of(plan.begin(), plan.end(), [](const auto& r) { return r != nullptr; })) {
     UpdateGgufFileType(in, types, &kv);
   }
+  in.ReleaseGgufHeaders();  // the declarations hold the names now
   io::GgufWriterOptions options;
   options.version = version;
   options.pad_empty = padded;

@@ -61,6 +61,10 @@ void Inputs::Release(const InputTensor& t) const {
   }
 }
 
+void Inputs::ReleaseGgufHeaders() const {
+  for (const auto& model : ggufs_) model->ReleaseHeaderPages();
+}
+
 absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::string>& paths,
                                                      const ReaderOptions& bolt_options) {
   auto in = std::make_unique<Inputs>();

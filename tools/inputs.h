@@ -72,6 +72,10 @@ class Inputs {
   // (io::ReleaseMappedPages; every input is a file mapping), so converting
   // a model keeps resident memory near one tensor, not the model.
   void Release(const InputTensor& t) const;
+  // A conversion has copied the names of its GGUF inputs into the output's
+  // declarations: the header pages of those files leave the address space
+  // (io::GgufModel::ReleaseHeaderPages; names read the file again if used).
+  void ReleaseGgufHeaders() const;
 
  private:
   std::vector<std::unique_ptr<io::SafetensorsModel>> safetensors_;
