@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/checked_math.h"
 #include "common/escape.h"
+#include "common/name_index_set.h"
 #include "common/piece_copy.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -144,35 +145,8 @@ class Cursor {
   uint64_t pos_ = 0;
 };
 
-// Items (GgufTensor, GgufTensorDecl) by name as indices into their list,
-// hashed and compared through the names they index: 4 bytes a slot where a
-// set of views takes 16, so the names of 1M tensors are checked for
-// duplicates with 10 MB instead of 35. Transparent: looked up by a name too.
-template <typename T>
-struct ByNameHash {
-  using is_transparent = void;
-  const T* items = nullptr;
-  size_t operator()(std::string_view name) const { return absl::Hash<std::string_view>()(name); }
-  size_t operator()(uint32_t i) const { return (*this)(items[i].name); }
-};
-template <typename T>
-struct ByNameEq {
-  using is_transparent = void;
-  const T* items = nullptr;
-  std::string_view Name(std::string_view name) const { return name; }
-  std::string_view Name(uint32_t i) const { return items[i].name; }
-  template <typename A, typename B>
-  bool operator()(const A& a, const B& b) const { return Name(a) == Name(b); }
-};
-template <typename T>
-using NameIndexSet = absl::flat_hash_set<uint32_t, ByNameHash<T>, ByNameEq<T>>;
 using TensorNameSet = NameIndexSet<GgufTensor>;
 
-// An empty set over `items` (which must not move while it is used), room for `n`.
-template <typename T>
-NameIndexSet<T> MakeNameIndexSet(const T* items, size_t n) {
-  return NameIndexSet<T>(n, ByNameHash<T>{items}, ByNameEq<T>{items});
-}
 
 struct ParsedFile {
   std::string path;

@@ -421,7 +421,9 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
       }
     }
   }
-  // Views in a flat set: a node per name cost 1M tensors 56 MB.
+  // Views in a flat set: a node per name cost 1M tensors 56 MB. (A set of
+  // indices, common/name_index_set.h, measured 15 MB more peak RSS here:
+  // its 10 MB stay in the heap under the header that follows.)
   absl::flat_hash_set<std::string_view> names;
   names.reserve(tensors.size());
   uint64_t header_estimate = 2;
