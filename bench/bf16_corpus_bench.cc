@@ -139,7 +139,7 @@ Model Load(const std::string& arg) {
       // Block types (q8_0, ...) are not floats: GgmlTypeDType gives their
       // block dtype, which ToBf16 refuses.
       const DType dt = gt.type->block_size > 1 ? DType::kUnspecified : io::GgmlTypeDType(*gt.type);
-      Add(&m, gt.name, gt.Shape(), dt, (*model)->TensorBytes(i));
+      Add(&m, std::string(gt.name), gt.Shape(), dt, (*model)->TensorBytes(i));
     }
   } else {
     auto model = io::SafetensorsModel::Open(arg);

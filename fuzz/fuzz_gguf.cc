@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (bytes.size() != tensors[i].nbytes) __builtin_trap();
     if (!bytes.empty() && (bytes.data() < data || bytes.data() + bytes.size() > data + size)) __builtin_trap();
     for (uint8_t b : bytes) sum = static_cast<uint8_t>(sum + b);
-    decls.push_back({tensors[i].name, tensors[i].ne, tensors[i].type->id});
+    decls.push_back({std::string(tensors[i].name), tensors[i].ne, tensors[i].type->id});
   }
   auto header = EncodeGgufHeader("fuzz.out", (*model)->metadata(), decls, (*model)->version(), 0);
   if (!header.ok()) __builtin_trap();

@@ -96,29 +96,30 @@ void CheckFolderEmpty(const fs::path& dir, const std::string& what) {
 void CheckConverted(const Inputs& in, const std::string& out_path) {
   auto out = Inputs::Open({out_path});
   if (!out.ok()) Fail("bolt-pack wrote " + out_path + ", which it refuses: " + std::string(out.status().message()));
-  std::map<std::string, const boltpack::tools::InputTensor*> by_name;
-  for (const auto& t : (*out)->tensors()) by_name[t.name] = &t;
+  std::map<std::string, const boltpack::tools::InputTensor*, std::less<>> by_name;
+  for (const auto& t : (*out)->tensors()) by_name[std::string(t.name)] = &t;
   for (const auto& a : in.tensors()) {
-    auto it = by_name.find(a.name);
-    if (it == by_name.end()) Fail(out_path + ": tensor " + a.name + " is missing");
+    const std::string a_name(a.name);  // a view of its model (tools/inputs.h)
+    auto it = by_name.find(a_name);
+    if (it == by_name.end()) Fail(out_path + ": tensor " + a_name + " is missing");
     const auto& b = *it->second;
-    if (a.shape != b.shape) Fail(out_path + ": tensor " + a.name + " reshaped");
-    if (by_name.count(a.name + ".scale") != 0) continue;
+    if (a.shape != b.shape) Fail(out_path + ": tensor " + a_name + " reshaped");
+    if (by_name.count(a_name + ".scale") != 0) continue;
     auto va = boltpack::tools::DecodeToLogical(a, 1);
     if (!va.ok()) continue;  // copied as stored bytes, not decoded (an unknown codec)
     auto vb = boltpack::tools::DecodeToLogical(b, 1);
-    if (!vb.ok()) Fail(out_path + ": tensor " + a.name + " decoded in the input, not in the output: " +
+    if (!vb.ok()) Fail(out_path + ": tensor " + a_name + " decoded in the input, not in the output: " +
                        std::string(vb.status().message()));
     DType a_type = a.dtype;
     if (auto as_b = InOutputType(a, b.dtype)) {
       va = std::move(*as_b);
       a_type = b.dtype;
     }
-    if (Widened(a_type, *va) != Widened(b.dtype, *vb)) Fail(out_path + ": tensor " + a.name + " changed values");
+    if (Widened(a_type, *va) != Widened(b.dtype, *vb)) Fail(out_path + ": tensor " + a_name + " changed values");
   }
   for (const auto& [name, t] : by_name) {
     bool known = false;
-    for (const auto& a : in.tensors()) known = known || a.name == name || a.name + ".scale" == name;
+    for (const auto& a : in.tensors()) known = known || a.name == name || std::string(a.name) + ".scale" == name;
     if (!known) Fail(out_path + ": tensor " + name + " is not in the input");
   }
 }
@@ -162,7 +163,7 @@ void SliceBudget(const std::string& in_path, size_t b, const char* ext) {
   for (const auto& t : (*out)->tensors()) {
     auto v = boltpack::tools::DecodeToLogical(t, 1);
     if (!v.ok() && v.status().code() != absl::StatusCode::kUnimplemented) {
-      Fail("slice output tensor " + t.name + " does not decode: " + std::string(v.status().message()));
+      Fail("slice output tensor " + std::string(t.name) + " does not decode: " + std::string(v.status().message()));
     }
   }
 }

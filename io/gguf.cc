@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -13,6 +14,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "common/checked_math.h"
 #include "common/escape.h"
+#include "common/name_index_set.h"
 #include "common/piece_copy.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -133,6 +135,23 @@ class Cursor {
     pos_ += n;
     return absl::OkStatus();
   }
+  // A string the caller views in the file's bytes (tensor names: a model of
+  // 1M tensors holds no copy of them).
+  template <typename W>
+  absl::Status ReadView(std::string_view* s, W&& what) {
+    uint64_t n = 0;
+    BP_RETURN_IF_ERROR(Read(&n, what));
+    if (n > kGgufMaxStringBytes) {
+      return Fail(StrCat(Text(what), " at byte ", pos_ - 8, " claims ", n, " bytes (limit 1 GiB)"));
+    }
+    if (n > left()) {
+      return Fail(StrCat(Text(what), " at byte ", pos_ - 8, " claims ", n, " bytes, only ", left(),
+                         " left in the file"));
+    }
+    *s = std::string_view(reinterpret_cast<const char*>(b_.data() + pos_), n);
+    pos_ += n;
+    return absl::OkStatus();
+  }
 
  private:
   static std::string Text(std::string_view w) { return std::string(w); }
@@ -145,6 +164,9 @@ class Cursor {
   const std::string& file_;
   uint64_t pos_ = 0;
 };
+
+using TensorNameSet = NameIndexSet<GgufTensor>;
+
 
 struct ParsedFile {
   std::string path;
@@ -343,18 +365,17 @@ absl::Status ParseGguf(ParsedFile* f) {
   (void)have_alignment;
   const uint64_t align = f->alignment;
   f->tensors.resize(n_tensors);
-  absl::flat_hash_set<std::string_view> names;
-  names.reserve(n_tensors);
+  TensorNameSet names = MakeNameIndexSet(f->tensors.data(), n_tensors);
   for (int64_t i = 0; i < n_tensors; ++i) {
     GgufTensor& t = f->tensors[i];
-    BP_RETURN_IF_ERROR(c.ReadString(&t.name, [&] { return StrCat("tensor #", i, " name length"); }));
+    BP_RETURN_IF_ERROR(c.ReadView(&t.name, [&] { return StrCat("tensor #", i, " name length"); }));
     auto tw = [&] { return StrCat("tensor ", Quoted(t.name)); };
     if (t.name.empty()) return c.Fail(StrCat("tensor #", i, " has an empty name"));
     if (t.name.size() > kGgufMaxNameBytes) {
       return c.Fail(StrCat(tw(), ": name is ", t.name.size(), " bytes (ggml allows at most 63)"));
     }
     if (t.name.find('\0') != std::string::npos) return c.Fail(StrCat(tw(), ": name holds a NUL byte"));
-    if (!names.insert(t.name).second) return c.Fail(StrCat("duplicate tensor name ", Quoted(t.name)));
+    if (!names.insert(static_cast<uint32_t>(i)).second) return c.Fail(StrCat("duplicate tensor name ", Quoted(t.name)));
     uint32_t n_dims = 0;
     BP_RETURN_IF_ERROR(c.Read(&n_dims, [&] { return StrCat(tw(), ": dimension count"); }));
     if (n_dims > kGgufMaxDims) return c.Fail(StrCat(tw(), ": ", n_dims, " dimensions (ggml allows at most 4)"));
@@ -532,11 +553,11 @@ struct GgufModel::Impl {
   std::vector<ParsedFile> files;
   std::vector<std::string> paths;
   std::vector<GgufTensor> tensors;
-  // Views of the names in `tensors`, built by the first FindTensor (the
+  // Indices of `tensors` by name, built by the first FindTensor (the
   // vector no longer moves then): inspect, verify and convert never look a
-  // name up, and 1M tensors' index is 52 MB.
+  // name up (1M tensors' index is 10 MB; 52 MB as a map of views).
   mutable std::once_flag index_once;
-  mutable absl::flat_hash_map<std::string_view, size_t> index;
+  mutable TensorNameSet index;
 
   // Moved, not copied: the model keeps one list of its tensors.
   void AddTensors(size_t shard) {
@@ -554,10 +575,9 @@ struct GgufModel::Impl {
   // through a set that lives only as long as the check.
   absl::Status IndexTensors() const {
     if (files.size() < 2) return absl::OkStatus();
-    absl::flat_hash_set<std::string_view> names;
-    names.reserve(tensors.size());
+    TensorNameSet names = MakeNameIndexSet(tensors.data(), tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
-      if (!names.insert(tensors[i].name).second) {
+      if (!names.insert(static_cast<uint32_t>(i)).second) {
         return absl::InvalidArgumentError(StrCat(files[tensors[i].shard].path, ": tensor ", Quoted(tensors[i].name),
                                                  " also exists in an earlier shard"));
       }
@@ -644,6 +664,16 @@ uint32_t GgufModel::alignment() const { return impl_->files[0].alignment; }
 const Metadata& GgufModel::metadata() const { return impl_->files[0].kv; }
 Metadata GgufModel::ReleaseMetadata() { return std::exchange(impl_->files[0].kv, {}); }
 const std::vector<GgufTensor>& GgufModel::tensors() const { return impl_->tensors; }
+void GgufModel::ReleaseTensors() {
+  std::call_once(impl_->index_once, [] {});  // no index of a list that is gone
+  impl_->index = TensorNameSet();
+  std::vector<GgufTensor>().swap(impl_->tensors);  // `= {}` would keep the capacity
+}
+void GgufModel::ReleaseHeaderPages() const {
+  for (const auto& f : impl_->files) {
+    if (f.map != nullptr) ReleaseMappedPages(f.bytes.subspan(0, f.data_offset));  // not a caller's buffer
+  }
+}
 const std::vector<std::string>& GgufModel::files() const { return impl_->paths; }
 uint64_t GgufModel::file_size(size_t shard) const { return impl_->files[shard].bytes.size(); }
 uint64_t GgufModel::data_offset(size_t shard) const { return impl_->files[shard].data_offset; }
@@ -651,12 +681,12 @@ size_t GgufModel::shard_count() const { return impl_->files.size(); }
 
 std::optional<size_t> GgufModel::FindTensor(std::string_view name) const {
   std::call_once(impl_->index_once, [this] {
-    impl_->index.reserve(impl_->tensors.size());
-    for (size_t i = 0; i < impl_->tensors.size(); ++i) impl_->index.emplace(impl_->tensors[i].name, i);
+    impl_->index = MakeNameIndexSet(impl_->tensors.data(), impl_->tensors.size());
+    for (size_t i = 0; i < impl_->tensors.size(); ++i) impl_->index.insert(static_cast<uint32_t>(i));
   });
   auto it = impl_->index.find(name);
   if (it == impl_->index.end()) return std::nullopt;
-  return it->second;
+  return *it;
 }
 
 absl::Span<const uint8_t> GgufModel::TensorBytes(size_t i) const {
@@ -745,9 +775,18 @@ absl::StatusOr<uint32_t> GgufAlignmentOf(std::string_view file, const Metadata& 
   return static_cast<uint32_t>(a->u);
 }
 
-absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, const Metadata& kv,
-                                                      const std::vector<GgufTensorDecl>& tensors, uint32_t version,
-                                                      uint32_t alignment, bool pad_empty) {
+namespace {
+
+// Takes the header's bytes so far and empties them (GgufWriter writes them
+// out), so that the tensor infos of 1M tensors (39 MB) are never held whole.
+using HeaderSink = std::function<absl::Status(std::vector<uint8_t>&)>;
+constexpr size_t kHeaderPartBytes = size_t{1} << 20;
+
+// EncodeGgufHeader, its bytes given to `sink` (when not null) as they pass
+// kHeaderPartBytes and once at the end; left in `o` otherwise.
+absl::Status EncodeGgufHeaderInto(Out& o, std::string_view file, const Metadata& kv,
+                                  const std::vector<GgufTensorDecl>& tensors, uint32_t version, uint32_t alignment,
+                                  bool pad_empty, const HeaderSink* sink) {
   if (version != 2 && version != 3) {
     return absl::InvalidArgumentError(StrCat(file, ": GGUF version ", version, " cannot be written (2 or 3)"));
   }
@@ -757,7 +796,6 @@ absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, con
     return absl::InvalidArgumentError(StrCat(file, ": alignment ", alignment, " does not match general.alignment ",
                                              key_align));
   }
-  Out o;
   o.Put<uint32_t>(0x46554747u);  // "GGUF"
   o.Put<uint32_t>(version);
   o.Put<int64_t>(static_cast<int64_t>(tensors.size()));
@@ -772,26 +810,35 @@ absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, con
     o.Put<int32_t>(t);
     BP_RETURN_IF_ERROR(PutValue(o, v, file, k, 0));
   }
-  seen.clear();
+  // The tensor infos' size, so that the header grows once (a 39 MB table
+  // of 1M tensors doubled its way there, holding up to 1.5x while copied).
+  uint64_t info_bytes = 0;
+  for (const auto& t : tensors) info_bytes += 8 + t.name.size() + 4 + 8 * t.ne.size() + 4 + 8;
+  o.b.reserve(sink != nullptr ? o.b.size() + kHeaderPartBytes + 4096 : o.b.size() + info_bytes + alignment);
+  uint64_t given = 0;  // bytes already given to the sink
+  NameIndexSet<GgufTensorDecl> names = MakeNameIndexSet(tensors.data(), tensors.size());
   uint64_t offset = 0;
-  for (const auto& t : tensors) {
-    std::string tw = StrCat(file, ": tensor ", Quoted(t.name));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const GgufTensorDecl& t = tensors[i];
+    auto tw = [&] { return StrCat(file, ": tensor ", Quoted(t.name)); };
     if (t.name.empty()) return absl::InvalidArgumentError(StrCat(file, ": empty tensor name"));
     if (t.name.size() > kGgufMaxNameBytes) {
-      return absl::InvalidArgumentError(StrCat(tw, ": name is ", t.name.size(),
+      return absl::InvalidArgumentError(StrCat(tw(), ": name is ", t.name.size(),
                                                " bytes; GGUF (ggml's GGML_MAX_NAME) allows at most 63"));
     }
-    if (!seen.insert(t.name).second) return absl::InvalidArgumentError(StrCat(file, ": duplicate tensor name ", Quoted(t.name)));
-    if (t.ne.size() > kGgufMaxDims) {
-      return absl::InvalidArgumentError(StrCat(tw, ": ", t.ne.size(), " dimensions; GGUF allows at most 4"));
+    if (!names.insert(static_cast<uint32_t>(i)).second) {
+      return absl::InvalidArgumentError(StrCat(file, ": duplicate tensor name ", Quoted(t.name)));
+    }
+    if (t.ne.declared_size() > kGgufMaxDims) {
+      return absl::InvalidArgumentError(StrCat(tw(), ": ", t.ne.declared_size(), " dimensions; GGUF allows at most 4"));
     }
     const GgmlType* type = GgmlTypeById(t.type);
-    if (type == nullptr) return absl::InvalidArgumentError(StrCat(tw, ": unknown ggml type ", t.type));
+    if (type == nullptr) return absl::InvalidArgumentError(StrCat(tw(), ": unknown ggml type ", t.type));
     for (uint64_t d : t.ne) {
-      if (d > static_cast<uint64_t>(INT64_MAX)) return absl::InvalidArgumentError(StrCat(tw, ": dimension too large"));
+      if (d > static_cast<uint64_t>(INT64_MAX)) return absl::InvalidArgumentError(StrCat(tw(), ": dimension too large"));
     }
     auto nbytes = GgmlTensorBytes(*type, t.ne);
-    if (!nbytes.ok()) return absl::InvalidArgumentError(StrCat(tw, ": ", nbytes.status().message()));
+    if (!nbytes.ok()) return absl::InvalidArgumentError(StrCat(tw(), ": ", nbytes.status().message()));
     o.PutString(t.name);
     o.Put<uint32_t>(static_cast<uint32_t>(t.ne.size()));
     for (uint64_t d : t.ne) o.Put<int64_t>(static_cast<int64_t>(d));
@@ -799,11 +846,25 @@ absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, con
     o.Put<uint64_t>(offset);
     auto padded = AlignUp(*nbytes, alignment);
     auto next = padded ? CheckedAdd(offset, *padded) : std::nullopt;
-    if (!next) return absl::InvalidArgumentError(StrCat(tw, ": data section size overflows"));
+    if (!next) return absl::InvalidArgumentError(StrCat(tw(), ": data section size overflows"));
     offset = *next;
+    if (sink != nullptr && o.b.size() >= kHeaderPartBytes) {
+      given += o.b.size();
+      BP_RETURN_IF_ERROR((*sink)(o.b));
+    }
   }
   // ggml's writer pads the metadata even when there are no tensors.
-  if (!tensors.empty() || pad_empty) o.b.resize(*AlignUp(o.b.size(), alignment), 0);
+  if (!tensors.empty() || pad_empty) o.b.resize(*AlignUp(given + o.b.size(), alignment) - given, 0);
+  return sink != nullptr ? (*sink)(o.b) : absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, const Metadata& kv,
+                                                      const std::vector<GgufTensorDecl>& tensors, uint32_t version,
+                                                      uint32_t alignment, bool pad_empty) {
+  Out o;
+  BP_RETURN_IF_ERROR(EncodeGgufHeaderInto(o, file, kv, tensors, version, alignment, pad_empty, nullptr));
   return std::move(o.b);
 }
 
@@ -829,12 +890,20 @@ absl::StatusOr<std::unique_ptr<GgufWriter>> GgufWriter::Create(const std::string
     return absl::InvalidArgumentError(StrCat(path, ": alignment ", options.alignment,
                                              " does not match general.alignment ", impl->alignment));
   }
-  BP_ASSIGN_OR_RETURN(auto header, EncodeGgufHeader(path, kv, tensors, options.version, impl->alignment,
-                                                            options.pad_empty));
+  BP_ASSIGN_OR_RETURN(impl->file, AtomicFile::Create(path, options.inputs, options.durable));
+  // Written as it is encoded; a declaration it refuses leaves the unnamed
+  // output uncommitted (io/atomic_file.h), so nothing appears.
+  const HeaderSink sink = [&](std::vector<uint8_t>& part) {
+    absl::Status written = impl->file->Write(part);
+    part.clear();
+    return written;
+  };
+  Out header;
+  BP_RETURN_IF_ERROR(EncodeGgufHeaderInto(header, path, kv, tensors, options.version, impl->alignment,
+                                          options.pad_empty, &sink));
+  impl->sizes.reserve(tensors.size());
   for (const auto& t : tensors) impl->sizes.push_back(*GgmlTensorBytes(*GgmlTypeById(t.type), t.ne));
   impl->tensors = std::move(tensors);
-  BP_ASSIGN_OR_RETURN(impl->file, AtomicFile::Create(path, options.inputs, options.durable));
-  BP_RETURN_IF_ERROR(impl->file->Write(header));
   return std::unique_ptr<GgufWriter>(new GgufWriter(std::move(impl)));
 }
 

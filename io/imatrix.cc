@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<Imatrix>> Imatrix::Parse(absl::Span<const uint8_t
     for (size_t i = 0; i < g->tensors().size(); ++i) {
       const GgufTensor& sums = g->tensors()[i];
       if (!EndsWith(sums.name, ".in_sum2")) continue;
-      std::string base = sums.name.substr(0, sums.name.size() - 8);
+      std::string base(sums.name.substr(0, sums.name.size() - 8));
       auto ci = g->FindTensor(base + ".counts");
       if (!ci) return fail(StrCat("\"", sums.name, "\" has no \"", base, ".counts\""));
       const GgufTensor& counts = g->tensors()[*ci];
@@ -65,7 +65,7 @@ absl::StatusOr<std::unique_ptr<Imatrix>> Imatrix::Parse(absl::Span<const uint8_t
       im->entries_.emplace(std::move(base), std::move(e));
     }
     for (const auto& t : g->tensors()) {
-      if (EndsWith(t.name, ".counts") && !im->entries_.count(t.name.substr(0, t.name.size() - 7))) {
+      if (EndsWith(t.name, ".counts") && !im->entries_.count(std::string(t.name.substr(0, t.name.size() - 7)))) {
         return fail(StrCat("\"", t.name, "\" has no matching .in_sum2"));
       }
     }

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/checked_math.h"
@@ -420,11 +421,17 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
       }
     }
   }
-  std::unordered_map<std::string_view, int> names;
+  // Views in a flat set: a node per name cost 1M tensors 56 MB. (A set of
+  // indices, common/name_index_set.h, measured 15 MB more peak RSS here:
+  // its 10 MB stay in the heap under the header that follows.)
+  absl::flat_hash_set<std::string_view> names;
+  names.reserve(tensors.size());
+  uint64_t header_estimate = 2;
   for (const auto& t : tensors) {
     if (!IsValidUtf8(t.name)) return TensorError(path, t.name, "name is not valid UTF-8");
     if (t.name == "__metadata__") return TensorError(path, t.name, "name is reserved");
-    if (!names.emplace(t.name, 0).second) return TensorError(path, t.name, "duplicate tensor name");
+    if (!names.insert(t.name).second) return TensorError(path, t.name, "duplicate tensor name");
+    header_estimate += t.name.size() + 80 + 21 * t.shape.size();
     int esize = DTypeSize(t.dtype);
     if (t.dtype == DType::kUnspecified || esize <= 0) {
       return TensorError(path, t.name, "dtype has no safetensors spelling");
@@ -438,11 +445,16 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
     if (!bytes) return TensorError(path, t.name, "byte size overflows 64 bits");
     sizes.push_back(*bytes);
   }
+  names = absl::flat_hash_set<std::string_view>();  // freed before the header is made
+  for (const auto& [k, v] : metadata) header_estimate += k.size() + v.size() + 6;
 
   // The header, spelled exactly as Hugging Face's writer (serde_json) does:
   // compact, __metadata__ first, tensors in data order, space-padded to a
   // multiple of 8 so the data that follows is 8-byte aligned.
   std::string header = "{";
+  // Grown once or twice rather than doubling from empty (1M entries are
+  // ~70 MB, held twice while a doubling copies them).
+  header.reserve(std::min<uint64_t>(header_estimate, kSafetensorsMaxHeaderBytes));
   bool first = true;
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";

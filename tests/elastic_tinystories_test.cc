@@ -84,7 +84,7 @@ std::vector<uint8_t> GatherCols(absl::Span<const uint8_t> src, uint64_t rows, ui
   return out;
 }
 
-bool Has(const std::string& name, const char* part) { return name.find(part) != std::string::npos; }
+bool Has(std::string_view name, const char* part) { return name.find(part) != std::string_view::npos; }
 
 // FFN channels (384, one group) and query heads (8 of 16 rows, 4 GQA groups).
 TEST(ElasticTinyStories, SlicesAreExactAndLoadable) {

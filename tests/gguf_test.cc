@@ -331,7 +331,7 @@ void CheckRewrite(const std::string& path) {
   ASSERT_TRUE(m.ok()) << m.status();
   const GgufModel& g = **m;
   std::vector<GgufTensorDecl> decls;
-  for (const auto& t : g.tensors()) decls.push_back({t.name, t.ne, t.type->id});
+  for (const auto& t : g.tensors()) decls.push_back({std::string(t.name), t.ne, t.type->id});
   std::string out = MakeTempDir() + "/out.gguf";
   GgufWriterOptions o;
   o.version = g.version();

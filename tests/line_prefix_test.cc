@@ -679,7 +679,7 @@ std::map<std::string, std::vector<uint8_t>> TensorBytesOf(const std::string& pat
   auto m = Model::Open(path);
   EXPECT_TRUE(m.ok()) << m.status();
   if (!m.ok()) return out;
-  for (size_t i = 0; i < (*m)->tensors().size(); ++i) out[(*m)->tensors()[i].name] = Vec((*m)->TensorBytes(i));
+  for (size_t i = 0; i < (*m)->tensors().size(); ++i) out[std::string((*m)->tensors()[i].name)] = Vec((*m)->TensorBytes(i));
   return out;
 }
 std::map<std::string, std::vector<uint8_t>> GgufTensors(const std::string& path) {

@@ -375,7 +375,7 @@ TEST(LlamaCheck, RealTinyStoriesGgufPassesAndBreaksAsExpected) {
   Metadata kv = (*src)->metadata();
   std::erase_if(kv, [](const auto& e) { return e.first == "llama.rope.freq_base"; });
   std::vector<io::GgufTensorDecl> decls;
-  for (const auto& t : (*src)->tensors()) decls.push_back({t.name, t.ne, t.type->id});
+  for (const auto& t : (*src)->tensors()) decls.push_back({std::string(t.name), t.ne, t.type->id});
   std::string out = MakeTempDir() + "/norope.gguf";
   auto w = io::GgufWriter::Create(out, kv, decls);
   ASSERT_TRUE(w.ok()) << w.status();

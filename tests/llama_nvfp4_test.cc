@@ -47,9 +47,9 @@ Nvfp4Model Nvfp4Layout() {
   m.kv = (*src)->metadata();
   for (const auto& t : (*src)->tensors()) {
     const bool matrix = t.ne.size() == 2;
-    m.tensors.push_back({t.name, t.ne, matrix ? kNvfp4 : kF32});
+    m.tensors.push_back({std::string(t.name), t.ne, matrix ? kNvfp4 : kF32});
     if (matrix && t.name != "token_embd.weight") {
-      m.tensors.push_back({t.name.substr(0, t.name.size() - 7) + ".scale", {1}, kF32});
+      m.tensors.push_back({std::string(t.name.substr(0, t.name.size() - 7)) + ".scale", {1}, kF32});
     }
   }
   return m;
@@ -190,7 +190,7 @@ TEST(LlamaNvfp4, TwoLevelExportKeepsTheEmbeddingOutOfNvfp4) {
     for (const auto& t : (*g)->tensors()) {
       if (t.type->id != kNvfp4) continue;
       ++nvfp4;
-      auto s = (*g)->FindTensor(t.name.substr(0, t.name.size() - 7) + ".scale");
+      auto s = (*g)->FindTensor(std::string(t.name.substr(0, t.name.size() - 7)) + ".scale");
       ASSERT_TRUE(s.has_value()) << t.name;
       EXPECT_EQ((*g)->tensors()[*s].ne, std::vector<uint64_t>{1});
     }
@@ -226,7 +226,7 @@ TEST(LlamaNvfp4, ReencodedGgufGetsTheFileTypeLlamaQuantizeWrites) {
   std::erase_if(m.kv, [](const auto& e) {
     return e.first == "general.file_type" || e.first == "general.quantization_version";
   });
-  for (const auto& t : (*src)->tensors()) m.tensors.push_back({t.name, t.ne, t.type->id});
+  for (const auto& t : (*src)->tensors()) m.tensors.push_back({std::string(t.name), t.ne, t.type->id});
   const std::string dir = MakeTempDir();
   Write(m, dir + "/nokey.gguf");
   for (const auto& [codec, ftype] : std::vector<std::pair<std::string, uint64_t>>{{"q8_0", 7}, {"nvfp4", 39},

@@ -57,7 +57,7 @@ std::vector<float> DecodeGgmlNvfp4(const io::GgufModel& m, size_t i) {
   EncodedTensor enc;
   const auto bytes = m.TensorBytes(i);
   enc.streams.push_back(EncodedStream{"blocks", std::vector<uint8_t>(bytes.begin(), bytes.end()), {}, true});
-  const TensorInfo info = RecordFor(t.name, DType::kF32, t.Shape(), "nvfp4-ggml", enc);
+  const TensorInfo info = RecordFor(std::string(t.name), DType::kF32, t.Shape(), "nvfp4-ggml", enc);
   auto d = DecodeWhole(*FindCodec("nvfp4-ggml"), info, enc, OutputType::kF32);
   EXPECT_TRUE(d.ok()) << d.status();
   std::vector<float> y(d.ok() ? d->size() / 4 : 0);

@@ -26,29 +26,37 @@ absl::Status CanTake(const std::string& codec_id, const CodecParams& params, con
 
 }  // namespace
 
-std::vector<std::optional<CodecRule>> PlanCodecs(const Inputs& in, const std::vector<CodecRule>& rules,
+CodecPlan PlanCodecs(const Inputs& in, const std::vector<CodecRule>& rules,
                                                  std::vector<std::string>* fallbacks) {
-  std::vector<std::optional<CodecRule>> plan;
+  CodecPlan plan;
   plan.reserve(in.tensors().size());
+  // One shared copy of each rule and of its fallback form, made on first use.
+  std::vector<std::shared_ptr<const CodecRule>> as_given(rules.size()), as_fallback(rules.size());
   for (const auto& t : in.tensors()) {
     const CodecRule* rule = FindRule(rules, t.name);
     if (rule == nullptr || rule->codec_id == kKeepCodec) {
       plan.emplace_back();
       continue;
     }
+    const size_t r = static_cast<size_t>(rule - rules.data());
     absl::Status can = CanTake(rule->codec_id, rule->params, t);
     if (can.ok()) {
-      plan.emplace_back(*rule);
+      if (as_given[r] == nullptr) as_given[r] = std::make_shared<const CodecRule>(*rule);
+      plan.push_back(as_given[r]);
       continue;
     }
     std::string why(can.message());
     if (!rule->fallback_codec_id.empty() &&
         CanTake(rule->fallback_codec_id, rule->fallback_params, t).ok()) {
-      CodecRule fb = *rule;
-      fb.codec_id = rule->fallback_codec_id;
-      fb.params = rule->fallback_params;
-      fallbacks->push_back(StrCat(EscapeForDisplay(t.name), ": ", rule->codec_id, " -> ", fb.codec_id, " (", why, ")"));
-      plan.emplace_back(std::move(fb));
+      if (as_fallback[r] == nullptr) {
+        CodecRule fb = *rule;
+        fb.codec_id = rule->fallback_codec_id;
+        fb.params = rule->fallback_params;
+        as_fallback[r] = std::make_shared<const CodecRule>(std::move(fb));
+      }
+      fallbacks->push_back(
+          StrCat(EscapeForDisplay(t.name), ": ", rule->codec_id, " -> ", as_fallback[r]->codec_id, " (", why, ")"));
+      plan.push_back(as_fallback[r]);
     } else {
       fallbacks->push_back(
           StrCat(EscapeForDisplay(t.name), ": ", rule->codec_id, " -> kept as ", DTypeName(t.dtype), " (", why, ")"));

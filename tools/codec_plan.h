@@ -17,7 +17,7 @@ namespace boltpack::tools {
 // One entry per input tensor: the rule to apply (its codec is the one to
 // use), or nullopt to keep the source form. `fallbacks` gets one line per
 // tensor that fell back: "name: codec -> fallback (why)".
-std::vector<std::optional<CodecRule>> PlanCodecs(const Inputs& in, const std::vector<CodecRule>& rules,
+CodecPlan PlanCodecs(const Inputs& in, const std::vector<CodecRule>& rules,
                                                  std::vector<std::string>* fallbacks);
 
 }  // namespace boltpack::tools

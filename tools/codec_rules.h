@@ -4,6 +4,7 @@
 #define BOLTPACK_TOOLS_CODEC_RULES_H_
 
 #include <optional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,11 @@ struct CodecRule {
   std::string fallback_codec_id;
   CodecParams fallback_params;
 };
+
+// The rule of each input tensor of a conversion (null: it keeps its source
+// form). Tensors that take the same rule share one copy of it: a rule is 144
+// bytes, and a plan of 1M tensors held one each (twice for a GGUF output).
+using CodecPlan = std::vector<std::shared_ptr<const CodecRule>>;
 
 // A codec parameter typed by its text (see ParseCodecRule).
 MetaValue TypedParam(std::string_view text);

@@ -13,7 +13,7 @@ namespace {
 // Per input tensor, the codec (and params) it is stored with in the output,
 // as validation refs.
 struct FinalCodecs {
-  FinalCodecs(const Inputs& in, const std::vector<std::optional<CodecRule>>& plan)
+  FinalCodecs(const Inputs& in, const CodecPlan& plan)
       : codec_ids(in.tensors().size()), params(in.tensors().size()), refs(in.tensors().size()) {
     for (size_t i = 0; i < in.tensors().size(); ++i) {
       const InputTensor& t = in.tensors()[i];
@@ -50,11 +50,11 @@ bool Moves(const format::ElementMaps& maps) {
 }
 
 absl::StatusOr<std::unique_ptr<io::ElasticAuthoring>> LoadElastic(const std::string& path, const Inputs& in,
-                                                                   const std::vector<std::optional<CodecRule>>& plan) {
+                                                                   const CodecPlan& plan) {
   BP_ASSIGN_OR_RETURN(std::string text, io::ReadRegularFile(path, io::kMaxElasticJsonBytes));
   std::vector<io::ElasticTensorShape> shapes;
   shapes.reserve(in.tensors().size());
-  for (const auto& t : in.tensors()) shapes.push_back({t.name, t.shape});
+  for (const auto& t : in.tensors()) shapes.push_back({std::string(t.name), {t.shape.begin(), t.shape.end()}});
   BP_ASSIGN_OR_RETURN(auto authoring, io::ParseElasticJson(text, path, shapes));
   // The codec each tensor ends up with decides where budgets may cut.
   FinalCodecs codecs(in, plan);
@@ -64,7 +64,7 @@ absl::StatusOr<std::unique_ptr<io::ElasticAuthoring>> LoadElastic(const std::str
 }
 
 absl::StatusOr<std::optional<ElasticManifest>> CarriedElastic(const Inputs& in,
-                                                              const std::vector<std::optional<CodecRule>>& plan,
+                                                              const CodecPlan& plan,
                                                               bool authoring_given) {
   const Reader* elastic = nullptr;
   for (const auto& t : in.tensors()) {
@@ -93,10 +93,10 @@ absl::StatusOr<std::optional<ElasticManifest>> CarriedElastic(const Inputs& in,
 absl::Status AddPermutedStored(Writer& writer, const InputTensor& t, const format::ElementMaps& maps) {
   format::CutTensor cut;
   if (t.kind == InputKind::kBolt) {
-    BP_ASSIGN_OR_RETURN(cut, format::CutStoredTensor(*t.reader, t.index, maps, t.name));
+    BP_ASSIGN_OR_RETURN(cut, format::CutStoredTensor(*t.reader, t.index, maps, std::string(t.name)));
   } else {
     BP_ASSIGN_OR_RETURN(TensorInfo record, GgufBlockRecord(t));
-    BP_ASSIGN_OR_RETURN(cut, format::CutRawTensor(record, {t.bytes}, maps, t.name));
+    BP_ASSIGN_OR_RETURN(cut, format::CutRawTensor(record, {t.bytes}, maps, std::string(t.name)));
   }
   std::vector<absl::Span<const uint8_t>> spans(cut.streams.begin(), cut.streams.end());
   return writer.AddStoredTensor(std::move(cut.info), spans);

@@ -20,7 +20,7 @@ namespace boltpack::tools {
 
 // `plan[i]` is the rule of input tensor i (nullopt: its source form).
 absl::StatusOr<std::unique_ptr<io::ElasticAuthoring>> LoadElastic(const std::string& path, const Inputs& in,
-                                                                   const std::vector<std::optional<CodecRule>>& plan);
+                                                                   const CodecPlan& plan);
 
 // The elastic manifest of an elastic .bolt input, to store in a .bolt
 // output unchanged: re-encoding keeps the stored order, so the budgets
@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<io::ElasticAuthoring>> LoadElastic(const std::str
 // when no input is elastic; an error when several are, or when `--elastic`
 // (`authoring_given`) would replace one.
 absl::StatusOr<std::optional<ElasticManifest>> CarriedElastic(const Inputs& in,
-                                                              const std::vector<std::optional<CodecRule>>& plan,
+                                                              const CodecPlan& plan,
                                                               bool authoring_given);
 
 // True when any dimension moves.

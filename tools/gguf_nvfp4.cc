@@ -79,7 +79,7 @@ absl::StatusOr<std::vector<uint64_t>> Nvfp4GgufScaleNe(const InputTensor& t, con
   return LlamaScaleNe(t.name, ne).value_or(std::vector<uint64_t>{1});
 }
 
-void AdaptNvfp4PlanForGguf(const Inputs& in, std::vector<std::optional<CodecRule>>* plan,
+void AdaptNvfp4PlanForGguf(const Inputs& in, CodecPlan* plan,
                            std::vector<std::string>* notes) {
   for (size_t i = 0; i < in.tensors().size(); ++i) {
     const InputTensor& t = in.tensors()[i];
@@ -91,7 +91,7 @@ void AdaptNvfp4PlanForGguf(const Inputs& in, std::vector<std::optional<CodecRule
     CodecRule q8;
     q8.pattern = rule != nullptr ? rule->pattern : t.name;
     q8.codec_id = "q8_0";
-    (*plan)[i] = std::move(q8);
+    (*plan)[i] = std::make_shared<const CodecRule>(std::move(q8));
     notes->push_back(StrCat(EscapeForDisplay(t.name), ": nvfp4 -> q8_0 (llama.cpp reads no ",
                             EscapeForDisplay(Nvfp4ScaleTensorName(t.name)),
                             ", so NVFP4 would lose the tensor scale)"));
@@ -124,7 +124,7 @@ absl::StatusOr<GgmlNvfp4Tensor> Nvfp4GgufBlocks(const InputTensor& t, const Code
   ExecOptions exec;
   exec.threads = threads;
   BP_ASSIGN_OR_RETURN(EncodedTensor enc, EncodeTensor("nvfp4", src, rule->params, exec));
-  const TensorInfo info = RecordFor(t.name, t.dtype, t.shape, "nvfp4", enc);
+  const TensorInfo info = RecordFor(std::string(t.name), t.dtype, {t.shape.begin(), t.shape.end()}, "nvfp4", enc);
   if (enc.streams.size() != 2) return absl::InternalError("nvfp4 encoder wrote other than 2 streams");
   return Nvfp4ToGgml(info, enc.streams[0].bytes, enc.streams[1].bytes);
 }

@@ -56,7 +56,7 @@ bool Nvfp4RecordHasScaleTensor(const CodecParams& params);
 // The plan of a GGUF output: each two-level nvfp4 tensor that does not stay
 // NVFP4 gets a q8_0 rule instead (a stored tensor is decoded first). One
 // line per such tensor is added to `notes`.
-void AdaptNvfp4PlanForGguf(const Inputs& in, std::vector<std::optional<CodecRule>>* plan,
+void AdaptNvfp4PlanForGguf(const Inputs& in, CodecPlan* plan,
                            std::vector<std::string>* notes);
 
 // The tensor's ggml NVFP4 blocks and tensor scale: a stored tensor's streams

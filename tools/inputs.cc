@@ -61,6 +61,10 @@ void Inputs::Release(const InputTensor& t) const {
   }
 }
 
+void Inputs::ReleaseGgufHeaders() const {
+  for (const auto& model : ggufs_) model->ReleaseHeaderPages();
+}
+
 absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::string>& paths,
                                                      const ReaderOptions& bolt_options) {
   auto in = std::make_unique<Inputs>();
@@ -121,12 +125,18 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
         add_meta(std::string(io::kGgufPaddedKey), MetaValue::Bool(false));
       }
       in->tensors_.reserve(in->tensors_.size() + model->tensors().size());
+      size_t dims = 0;
+      for (const auto& gt : model->tensors()) dims += gt.ne.size();
+      auto& shapes = in->gguf_shapes_.emplace_back(std::make_unique<uint64_t[]>(dims));
+      uint64_t* shape = shapes.get();
       for (size_t i = 0; i < model->tensors().size(); ++i) {
         const auto& gt = model->tensors()[i];
         InputTensor t;
         t.name = gt.name;
         t.dtype = io::GgmlTypeDType(*gt.type);
-        t.shape = gt.Shape();
+        std::reverse_copy(gt.ne.begin(), gt.ne.end(), shape);
+        t.shape = absl::MakeConstSpan(shape, gt.ne.size());
+        shape += gt.ne.size();
         t.kind = InputKind::kGguf;
         t.file = model->files()[gt.shard];
         t.bytes = model->TensorBytes(i);
@@ -134,6 +144,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
         t.ggml_type = gt.type;
         in->tensors_.push_back(std::move(t));
       }
+      model->ReleaseTensors();  // each InputTensor holds what it needs of its GgufTensor
       in->ggufs_.push_back(std::move(model));
     } else if (ext == ".bolt") {
       BP_ASSIGN_OR_RETURN(auto reader, Reader::Open(path, bolt_options));
@@ -162,6 +173,9 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
                                                "\" (expected .safetensors, .safetensors.index.json, .gguf or .bolt)"));
     }
   }
+  // Names in one file are unique (each parser checks; a split GGUF checks
+  // across its shards), so one such input needs no set (35 MB for 1M names).
+  if (paths.size() == 1 && Extension(paths[0]) != ".json") return in;
   // Views of the names, which stay put now that every input is read: a node
   // and a copy per name cost 1M tensors 100 MB and a third of inspect's time.
   absl::flat_hash_set<std::string_view> names;
@@ -222,8 +236,8 @@ CodecShape ProbeCodec(const std::string& id, uint32_t block) {
 
 absl::StatusOr<TensorInfo> GgufBlockRecord(const InputTensor& t) {
   TensorInfo info;
-  info.name = t.name;
-  info.shape = t.shape;
+  info.name = std::string(t.name);
+  info.shape.assign(t.shape.begin(), t.shape.end());
   info.dtype = t.dtype;
   info.codec_id = io::GgmlTypeCodecId(*t.ggml_type);
   if (info.codec_id.rfind("ggml-", 0) == 0) {

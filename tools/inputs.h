@@ -17,13 +17,15 @@
 
 namespace boltpack::tools {
 
-enum class InputKind { kSafetensors, kBolt, kGguf };
+enum class InputKind : uint8_t { kSafetensors, kBolt, kGguf };
 
 // One per input tensor, so its size is what opening a model of 1M tensors
-// costs per tensor: strings the inputs own are viewed, not copied.
+// costs per tensor (88 bytes, no allocation): names, shapes and paths are
+// views of what the models hold (a GGUF name views its file's mapping; a
+// GGUF shape, ne reversed, is in a block the Inputs keep per model).
 struct InputTensor {
-  std::string name;
-  std::vector<uint64_t> shape;
+  std::string_view name;
+  absl::Span<const uint64_t> shape;
   // For messages: the file's path as the model that holds it keeps it
   // (which lives as long as the Inputs).
   std::string_view file;
@@ -31,9 +33,9 @@ struct InputTensor {
   absl::Span<const uint8_t> bytes;
   // kBolt: the tensor in its reader.
   const Reader* reader = nullptr;
-  size_t index = 0;
   // kGguf: its GGUF type (and ne = shape reversed).
   const io::GgmlType* ggml_type = nullptr;
+  uint32_t index = 0;  // in its reader or model (at most format::kMaxTensors)
   DType dtype = DType::kUnspecified;
   InputKind kind = InputKind::kSafetensors;
 
@@ -61,6 +63,7 @@ class Inputs {
   // facts from the one it opened rather than parsing the file again). The
   // metadata of a single unsplit GGUF input has moved to metadata(), after
   // which come the gguf.* facts (io/gguf.h); the model's own list is empty.
+  // Their tensor lists are released too (tensors() holds them).
   const std::vector<std::unique_ptr<io::GgufModel>>& gguf_models() const { return ggufs_; }
   // Every file read, so the output can refuse to overwrite one.
   const std::vector<std::string>& files() const { return files_; }
@@ -69,11 +72,18 @@ class Inputs {
   // (io::ReleaseMappedPages; every input is a file mapping), so converting
   // a model keeps resident memory near one tensor, not the model.
   void Release(const InputTensor& t) const;
+  // A conversion has copied the names of its GGUF inputs into the output's
+  // declarations: the header pages of those files leave the address space
+  // (io::GgufModel::ReleaseHeaderPages; names read the file again if used).
+  void ReleaseGgufHeaders() const;
 
  private:
   std::vector<std::unique_ptr<io::SafetensorsModel>> safetensors_;
   std::vector<std::unique_ptr<Reader>> readers_;
   std::vector<std::unique_ptr<io::GgufModel>> ggufs_;
+  // The shapes of GGUF tensors (ne reversed), one block per model, which
+  // their InputTensor::shape views.
+  std::vector<std::unique_ptr<uint64_t[]>> gguf_shapes_;
   std::vector<InputTensor> tensors_;
   Metadata metadata_;
   const Metadata* borrowed_metadata_ = nullptr;

@@ -27,7 +27,7 @@ struct Row {
   const TensorInfo* info = nullptr;  // .bolt inputs
 
   std::string_view name() const { return input->name; }
-  const std::vector<uint64_t>& shape() const { return input->shape; }
+  absl::Span<const uint64_t> shape() const { return input->shape; }
   DType dtype() const { return input->dtype; }
   std::string_view ggml_type() const { return input->ggml_type != nullptr ? input->ggml_type->name : ""; }
 };
@@ -119,7 +119,7 @@ std::optional<double> ExponentEntropy(const Reader& reader, size_t index) {
   return bits;
 }
 
-std::string ShapeText(const std::vector<uint64_t>& shape) {
+std::string ShapeText(absl::Span<const uint64_t> shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += StrCat(i ? ", " : "", shape[i]);
   return s + "]";

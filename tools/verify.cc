@@ -261,7 +261,7 @@ absl::Status LoadForLlamaCheck(const std::string& path, const std::string& ext, 
     if (!model.ok()) return model.status();
     *kv = (*model)->metadata();
     for (const auto& t : (*model)->tensors()) {
-      tensors->push_back({t.name, t.Shape(), "", t.type->block_size > 1, t.type->id});
+      tensors->push_back({std::string(t.name), t.Shape(), "", t.type->block_size > 1, t.type->id});
     }
     return absl::OkStatus();
   }
