@@ -111,11 +111,9 @@ absl::Status ValidateFeatures(const google::protobuf::RepeatedPtrField<std::stri
   return absl::OkStatus();
 }
 
-struct Extent {
-  uint64_t begin;
-  uint64_t end;
-  const std::string* tensor;
-};
+using validate_detail::Extent;
+using validate_detail::ViewBits;
+using validate_detail::ViewedStream;
 
 // Views (format 1.1, spec/container.md "Views"). The limits live here until
 // format/limits.h takes them with the 1.1 bump.
@@ -134,8 +132,6 @@ bool IsValidViewName(std::string_view name) {
   return true;
 }
 
-// Declared views by name -> bit (declaration order).
-using ViewBits = absl::flat_hash_map<std::string_view, int>;
 
 absl::Status ValidateViewDeclarations(const v1::Manifest& m, const std::string& file,
                                       const std::vector<uint64_t>& shard_data_end, ViewBits* bits) {
@@ -203,13 +199,6 @@ absl::StatusOr<uint64_t> StreamViewMask(const v1::Stream& s, const ViewBits& bit
   return mask;
 }
 
-struct ViewedStream {
-  uint32_t shard;
-  uint64_t begin;
-  uint64_t end;
-  uint64_t mask;
-  const std::string* tensor;
-};
 
 // Layout: per shard, every stream a view reads lies before every stream it
 // does not read, and the view's ranges are exactly the span of its streams.
@@ -218,13 +207,13 @@ absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, 
   constexpr uint64_t kNone = ~0ull;
   struct Acc {
     uint64_t read_begin, read_end, unread_begin;
-    const std::string* read_last;
-    const std::string* unread_first;
+    std::string_view read_last;
+    std::string_view unread_first;
   };
   std::vector<Acc> acc(shards);
   for (int v = 0; v < m.views_size(); ++v) {
     const auto& view = m.views(v);
-    std::fill(acc.begin(), acc.end(), Acc{kNone, 0, kNone, nullptr, nullptr});
+    std::fill(acc.begin(), acc.end(), Acc{kNone, 0, kNone, {}, {}});
     const uint64_t bit = 1ull << v;
     for (const auto& s : streams) {
       Acc& a = acc[s.shard];
@@ -244,8 +233,8 @@ absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, 
       const Acc& a = acc[shard];
       if (a.read_begin == kNone) continue;
       if (a.read_end > a.unread_begin) {
-        return Invalid(file, StrCat("view \"", view.name(), "\": a stream of tensor ", QuoteForDisplay(*a.unread_first),
-                                    " it does not read lies before a stream of tensor ", QuoteForDisplay(*a.read_last),
+        return Invalid(file, StrCat("view \"", view.name(), "\": a stream of tensor ", QuoteForDisplay(a.unread_first),
+                                    " it does not read lies before a stream of tensor ", QuoteForDisplay(a.read_last),
                                     " it reads (shard ", shard, ")"));
       }
       bool match = r < view.ranges_size() && view.ranges(r).shard() == shard &&
@@ -307,7 +296,7 @@ absl::Status ValidateLinePrefixes(const v1::Stream& s, const Where& where) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t tensor_rows,
+absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, std::string_view stored_name, uint64_t tensor_rows,
                             const std::vector<uint64_t>& shard_data_end, bool zstd_declared,
                             const std::string& file, std::vector<std::vector<Extent>>* extents) {
   // Built only on error: validation runs for every stream of every tensor.
@@ -331,7 +320,7 @@ absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t t
     return absl::DataLossError(absl::StrFormat("%s: bytes [%d, +%d) lie outside the data section [64, %d)",
                                                where(), s.offset(), s.length(), limit));
   }
-  if (s.length() > 0) (*extents)[s.shard()].push_back({s.offset(), *end, &t.name()});
+  if (s.length() > 0) (*extents)[s.shard()].push_back({s.offset(), *end, stored_name});
   switch (s.compression()) {
     case v1::COMPRESSION_NONE:
       if (s.raw_length() != s.length()) {
@@ -442,8 +431,15 @@ absl::Status ValidateShards(const v1::Manifest& m, const std::string& file, uint
   return absl::OkStatus();
 }
 
-absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
-                              const std::vector<uint64_t>& shard_data_end) {
+ManifestValidator::ManifestValidator(const v1::Manifest& head, const std::string& file,
+                                     const std::vector<uint64_t>& shard_data_end)
+    : m_(head), file_(file), shard_data_end_(shard_data_end), extents_(shard_data_end.size()) {}
+
+ManifestValidator::~ManifestValidator() = default;
+
+absl::Status ManifestValidator::Begin(uint64_t tensor_count) {
+  const v1::Manifest& m = m_;
+  const std::string& file = file_;
   if (m.format_major() != kFormatMajor) {
     return Invalid(file, StrCat("manifest format_major ", m.format_major(), " disagrees with the header"));
   }
@@ -464,96 +460,101 @@ absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
       BP_RETURN_IF_ERROR(ValidateValue(e.value(), 0, [&] { return StrCat(file, ": metadata \"", e.key(), "\""); }));
     }
   }
-  if (static_cast<uint64_t>(m.tensors_size()) > kMaxTensors) {
-    return TooMany(file, StrCat(m.tensors_size(), " tensors exceed the limit of ", kMaxTensors));
+  if (tensor_count > kMaxTensors) {
+    return TooMany(file, StrCat(tensor_count, " tensors exceed the limit of ", kMaxTensors));
   }
-  bool zstd_declared = std::find(m.required_features().begin(), m.required_features().end(), "zstd") !=
-                       m.required_features().end();
-  ViewBits view_bits;
-  BP_RETURN_IF_ERROR(ValidateViewDeclarations(m, file, shard_data_end, &view_bits));
-  std::vector<ViewedStream> viewed;  // only when views are declared
-  std::vector<std::vector<Extent>> extents(shard_data_end.size());
-  absl::flat_hash_set<std::string_view> names;
-  names.reserve(m.tensors_size());
-  for (const auto& t : m.tensors()) {
-    BP_RETURN_IF_ERROR(ValidateName(t.name(), "tensor name", file));
-    if (!names.insert(t.name()).second) return Invalid(file, StrCat("duplicate tensor name ", QuoteForDisplay(t.name(), 200)));
-    auto where = [&] { return StrCat(file, ": tensor ", QuoteForDisplay(t.name())); };
-    if (static_cast<uint64_t>(t.shape_size()) > kMaxDims) {
-      return absl::ResourceExhaustedError(StrCat(where(), ": ", t.shape_size(), " dimensions exceed the limit of 8"));
+  zstd_declared_ = std::find(m.required_features().begin(), m.required_features().end(), "zstd") !=
+                   m.required_features().end();
+  view_bits_ = std::make_unique<ViewBits>();
+  BP_RETURN_IF_ERROR(ValidateViewDeclarations(m, file, shard_data_end_, view_bits_.get()));
+  names_.reserve(tensor_count);
+  return absl::OkStatus();
+}
+
+absl::Status ManifestValidator::AddTensor(const v1::Tensor& t) {
+  const std::string& file = file_;
+  BP_RETURN_IF_ERROR(ValidateName(t.name(), "tensor name", file));
+  const auto stored_name = names_.Insert(t.name(), static_cast<uint32_t>(tensor_index_++));
+  if (!stored_name) return Invalid(file, StrCat("duplicate tensor name ", QuoteForDisplay(t.name(), 200)));
+  auto where = [&] { return StrCat(file, ": tensor ", QuoteForDisplay(t.name())); };
+  if (static_cast<uint64_t>(t.shape_size()) > kMaxDims) {
+    return absl::ResourceExhaustedError(StrCat(where(), ": ", t.shape_size(), " dimensions exceed the limit of 8"));
+  }
+  // The product of the non-zero dimensions is bounded, so every partial
+  // product (one row's elements) stays in range even when one dim is 0.
+  uint64_t nonzero = 1;
+  bool overflow = false;
+  for (uint64_t d : t.shape()) {
+    if (d == 0) continue;
+    auto next = CheckedMul(nonzero, d);
+    overflow |= !next;
+    nonzero = next.value_or(~0ull);
+  }
+  if (overflow || nonzero > kMaxElements) {
+    return absl::ResourceExhaustedError(StrCat(where(), ": element count exceeds 2^56"));
+  }
+  // A dtype number this reader does not know (a later minor version's)
+  // still lists; decoding it is refused (spec §6.7).
+  if (t.dtype() == v1::DTYPE_UNSPECIFIED) {
+    return absl::DataLossError(StrCat(where(), ": dtype 0 (unspecified) is invalid"));
+  }
+  if (t.dtype() < 0 || t.dtype() > 255) {
+    return absl::DataLossError(StrCat(where(), ": dtype ", t.dtype(), " is out of range"));
+  }
+  if (!IsValidCodecId(t.codec().id())) {
+    return absl::DataLossError(StrCat(where(), ": invalid codec id \"", absl::CHexEscape(t.codec().id()), "\""));
+  }
+  if (static_cast<uint64_t>(t.codec().params_size()) > kMaxCodecParams) {
+    return absl::ResourceExhaustedError(StrCat(where(), ": more than 64 codec parameters"));
+  }
+  for (int k = 0; k < t.codec().params_size(); ++k) {
+    const auto& p = t.codec().params(k);
+    bool repeated = false;
+    for (int j = 0; j < k; ++j) repeated |= t.codec().params(j).key() == p.key();
+    if (p.key().empty() || p.key().size() > 64 || repeated) {
+      return absl::DataLossError(StrCat(where(), ": codec parameter key \"", p.key(), "\" is empty, too long or repeated"));
     }
-    // The product of the non-zero dimensions is bounded, so every partial
-    // product (one row's elements) stays in range even when one dim is 0.
-    uint64_t nonzero = 1;
-    bool overflow = false;
-    for (uint64_t d : t.shape()) {
-      if (d == 0) continue;
-      auto next = CheckedMul(nonzero, d);
-      overflow |= !next;
-      nonzero = next.value_or(~0ull);
+    BP_RETURN_IF_ERROR(ValidateValue(p.value(), 0, [&] { return StrCat(where(), ": codec parameter \"", p.key(), "\""); }));
+  }
+  BP_RETURN_IF_ERROR(ValidateFeatures(t.required_features(), t.required_features_size() == 0 ? std::string() : where()));
+  if (static_cast<uint64_t>(t.streams_size()) > kMaxStreamsPerTensor) {
+    return absl::ResourceExhaustedError(StrCat(where(), ": more than 64 streams"));
+  }
+  uint64_t rows = t.shape_size() == 0 ? 1 : t.shape(0);
+  for (int k = 0; k < t.streams_size(); ++k) {
+    const auto& s = t.streams(k);
+    bool repeated = false;
+    // At most 64 streams: a linear scan beats a hash set here.
+    for (int j = 0; j < k; ++j) repeated |= t.streams(j).role() == s.role();
+    if (repeated) {
+      return absl::DataLossError(StrCat(where(), ": two streams have the role \"", s.role(), "\""));
     }
-    if (overflow || nonzero > kMaxElements) {
-      return absl::ResourceExhaustedError(StrCat(where(), ": element count exceeds 2^56"));
-    }
-    // A dtype number this reader does not know (a later minor version's)
-    // still lists; decoding it is refused (spec §6.7).
-    if (t.dtype() == v1::DTYPE_UNSPECIFIED) {
-      return absl::DataLossError(StrCat(where(), ": dtype 0 (unspecified) is invalid"));
-    }
-    if (t.dtype() < 0 || t.dtype() > 255) {
-      return absl::DataLossError(StrCat(where(), ": dtype ", t.dtype(), " is out of range"));
-    }
-    if (!IsValidCodecId(t.codec().id())) {
-      return absl::DataLossError(StrCat(where(), ": invalid codec id \"", absl::CHexEscape(t.codec().id()), "\""));
-    }
-    if (static_cast<uint64_t>(t.codec().params_size()) > kMaxCodecParams) {
-      return absl::ResourceExhaustedError(StrCat(where(), ": more than 64 codec parameters"));
-    }
-    for (int k = 0; k < t.codec().params_size(); ++k) {
-      const auto& p = t.codec().params(k);
-      bool repeated = false;
-      for (int j = 0; j < k; ++j) repeated |= t.codec().params(j).key() == p.key();
-      if (p.key().empty() || p.key().size() > 64 || repeated) {
-        return absl::DataLossError(StrCat(where(), ": codec parameter key \"", p.key(), "\" is empty, too long or repeated"));
-      }
-      BP_RETURN_IF_ERROR(ValidateValue(p.value(), 0, [&] { return StrCat(where(), ": codec parameter \"", p.key(), "\""); }));
-    }
-    BP_RETURN_IF_ERROR(ValidateFeatures(t.required_features(), t.required_features_size() == 0 ? std::string() : where()));
-    if (static_cast<uint64_t>(t.streams_size()) > kMaxStreamsPerTensor) {
-      return absl::ResourceExhaustedError(StrCat(where(), ": more than 64 streams"));
-    }
-    uint64_t rows = t.shape_size() == 0 ? 1 : t.shape(0);
-    for (int k = 0; k < t.streams_size(); ++k) {
-      const auto& s = t.streams(k);
-      bool repeated = false;
-      // At most 64 streams: a linear scan beats a hash set here.
-      for (int j = 0; j < k; ++j) repeated |= t.streams(j).role() == s.role();
-      if (repeated) {
-        return absl::DataLossError(StrCat(where(), ": two streams have the role \"", s.role(), "\""));
-      }
-      BP_RETURN_IF_ERROR(ValidateStream(s, t, rows, shard_data_end, zstd_declared, file, &extents));
-      BP_ASSIGN_OR_RETURN(uint64_t mask,
-                          StreamViewMask(s, view_bits, static_cast<size_t>(m.views_size()), [&] {
-                            return StrCat(where(), " stream \"", s.role(), "\"");
-                          }));
-      if (m.views_size() > 0 && s.length() > 0) {
-        viewed.push_back({s.shard(), s.offset(), s.offset() + s.length(), mask, &t.name()});
-      }
+    BP_RETURN_IF_ERROR(ValidateStream(s, t, *stored_name, rows, shard_data_end_, zstd_declared_, file, &extents_));
+    BP_ASSIGN_OR_RETURN(uint64_t mask,
+                        StreamViewMask(s, *view_bits_, static_cast<size_t>(m_.views_size()), [&] {
+                          return StrCat(where(), " stream \"", s.role(), "\"");
+                        }));
+    if (m_.views_size() > 0 && s.length() > 0) {
+      viewed_.push_back({s.shard(), s.offset(), s.offset() + s.length(), mask, *stored_name});
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ManifestValidator::Finish() {
+  const std::string& file = file_;
   // No two streams share a byte.
-  for (size_t shard = 0; shard < extents.size(); ++shard) {
-    auto& ex = extents[shard];
+  for (size_t shard = 0; shard < extents_.size(); ++shard) {
+    auto& ex = extents_[shard];
     std::sort(ex.begin(), ex.end(), [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
     for (size_t k = 1; k < ex.size(); ++k) {
       if (ex[k].begin < ex[k - 1].end) {
-        return Invalid(file, StrCat("streams of tensors \"", *ex[k - 1].tensor, "\" and \"", *ex[k].tensor,
+        return Invalid(file, StrCat("streams of tensors \"", ex[k - 1].tensor, "\" and \"", ex[k].tensor,
                                           "\" overlap in shard ", shard));
       }
     }
   }
-  if (m.views_size() > 0) BP_RETURN_IF_ERROR(ValidateViewLayout(m, file, shard_data_end.size(), viewed));
-  if (m.has_elastic()) BP_RETURN_IF_ERROR(ValidateElasticOf(m, file));  // format 1.1, spec/elastic.md
+  if (m_.views_size() > 0) BP_RETURN_IF_ERROR(ValidateViewLayout(m_, file, shard_data_end_.size(), viewed_));
   return absl::OkStatus();
 }
 
