@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "boltpack/tensor_info.h"
 #include "boltpack_proto/boltpack.pb.h"
 #include "format/manifest_validate.h"
 
@@ -25,6 +26,8 @@ namespace boltpack::format {
 
 // Field numbers of spec/boltpack.proto this parse splits at.
 inline constexpr uint32_t kManifestTensorsField = 8;
+inline constexpr uint32_t kTensorStreamsField = 5;
+inline constexpr uint32_t kStreamChunksField = 9;
 
 // Walks the top-level fields of the serialized message `bytes`: calls
 // `on_record` with the payload of each length-delimited field `number`, and
@@ -42,13 +45,23 @@ bool SplitRepeatedField(absl::Span<const uint8_t> bytes, uint32_t number,
 absl::StatusOr<uint64_t> ParseManifestHead(absl::Span<const uint8_t> bytes, const std::string& file,
                                            v1::Manifest* head);
 
-// Parses the tensors one at a time into one reused message, checks each
-// with `validator` (after its Begin) and hands each valid one to `visit`
-// with its payload in `bytes`; then the validator's Finish. The first error
-// of the parse, the validator or `visit` is returned.
+// Parses the tensors one at a time into one reused message whose streams
+// hold no chunks (a stream may have 2^22: as messages, 90 bytes each, the
+// chunks are read from the wire one at a time instead, TensorChunks), checks
+// each with `validator` (after its Begin) and hands each valid one to
+// `visit` with its payload in `bytes`; then the validator's Finish. The
+// first error of the parse, the validator or `visit` is returned.
 absl::Status ForEachValidTensor(
     absl::Span<const uint8_t> bytes, const std::string& file, ManifestValidator& validator,
-    absl::FunctionRef<absl::Status(const v1::Tensor&, absl::Span<const uint8_t>)> visit);
+    absl::FunctionRef<absl::Status(const v1::Tensor&, const TensorChunks&, absl::Span<const uint8_t>)> visit);
+
+// The tensor record `tensor` (streams without chunks) with the chunks of
+// `chunks`, converted (format/manifest_convert.h), for a validated record.
+TensorInfo TensorFromWire(const v1::Tensor& tensor, const TensorChunks& chunks);
+// The same, telling `read_up_to` now and then how far into the manifest the
+// chunks read have come (a reader drops the mapped pages before that).
+TensorInfo TensorFromWire(const v1::Tensor& tensor, const TensorChunks& chunks,
+                          absl::FunctionRef<void(const uint8_t*)> read_up_to);
 
 }  // namespace boltpack::format
 

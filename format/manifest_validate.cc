@@ -253,24 +253,43 @@ absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, 
   return absl::OkStatus();
 }
 
+// What the line-prefix rules need of a stream's chunks, gathered in the
+// pass that checks their tiling (the chunks are read from the wire one at
+// a time, so once, not once per rule): the first chunk that breaks each.
+struct ChunkLineFacts {
+  int64_t first_with_prefixes = -1;  // a chunk with prefix checksums
+  int64_t first_bad = -1;            // not whole lines, or the wrong prefix count
+  uint64_t bad_stored_length = 0;
+  int bad_prefix_count = 0;
+  void See(const v1::Stream& s, const v1::Chunk& c, int64_t k) {
+    if (first_with_prefixes < 0 && c.prefix_xxh3_size() != 0) first_with_prefixes = k;
+    if (first_bad >= 0 || s.prefix_bytes_size() == 0 || s.line_bytes() == 0) return;
+    if (c.stored_length() % s.line_bytes() != 0 || c.prefix_xxh3_size() != s.prefix_bytes_size()) {
+      first_bad = k;
+      bad_stored_length = c.stored_length();
+      bad_prefix_count = c.prefix_xxh3_size();
+    }
+  }
+};
+
 // Format 1.2 line-prefix checksums: lines that tile every chunk of an
 // uncompressed stream, prefixes strictly ascending inside a line, and one
 // checksum per prefix in every chunk.
 template <typename Where>
-absl::Status ValidateLinePrefixes(const v1::Stream& s, const Where& where) {
+absl::Status ValidateLinePrefixes(const v1::Stream& s, uint64_t chunk_count, const ChunkLineFacts& facts,
+                                  const Where& where) {
   if (s.prefix_bytes_size() == 0) {
     if (s.line_bytes() != 0) return absl::DataLossError(StrCat(where(), ": line_bytes without prefix_bytes"));
-    for (int k = 0; k < s.chunks_size(); ++k) {
-      if (s.chunks(k).prefix_xxh3_size() != 0) {
-        return absl::DataLossError(StrCat(where(), ": chunk ", k, " has prefix checksums but the stream no prefix_bytes"));
-      }
+    if (facts.first_with_prefixes >= 0) {
+      return absl::DataLossError(StrCat(where(), ": chunk ", facts.first_with_prefixes,
+                                        " has prefix checksums but the stream no prefix_bytes"));
     }
     return absl::OkStatus();
   }
   if (static_cast<uint64_t>(s.prefix_bytes_size()) > kMaxLinePrefixes) {
     return absl::ResourceExhaustedError(StrCat(where(), ": more than ", kMaxLinePrefixes, " prefix_bytes"));
   }
-  if (s.compression() != v1::COMPRESSION_NONE || s.chunks_size() == 0 || s.line_bytes() == 0) {
+  if (s.compression() != v1::COMPRESSION_NONE || chunk_count == 0 || s.line_bytes() == 0) {
     return absl::DataLossError(
         StrCat(where(), ": prefix_bytes need an uncompressed stream with chunks and a line_bytes > 0"));
   }
@@ -282,21 +301,20 @@ absl::Status ValidateLinePrefixes(const v1::Stream& s, const Where& where) {
     }
     previous = p;
   }
-  for (int k = 0; k < s.chunks_size(); ++k) {
-    const auto& c = s.chunks(k);
-    if (c.stored_length() % s.line_bytes() != 0) {
-      return absl::DataLossError(StrCat(where(), ": chunk ", k, " (", c.stored_length(),
+  if (facts.first_bad >= 0) {
+    const int64_t k = facts.first_bad;
+    if (facts.bad_stored_length % s.line_bytes() != 0) {
+      return absl::DataLossError(StrCat(where(), ": chunk ", k, " (", facts.bad_stored_length,
                                         " bytes) is not whole lines of ", s.line_bytes()));
     }
-    if (c.prefix_xxh3_size() != s.prefix_bytes_size()) {
-      return absl::DataLossError(StrCat(where(), ": chunk ", k, " has ", c.prefix_xxh3_size(),
-                                        " prefix checksums, the stream ", s.prefix_bytes_size(), " prefixes"));
-    }
+    return absl::DataLossError(StrCat(where(), ": chunk ", k, " has ", facts.bad_prefix_count,
+                                      " prefix checksums, the stream ", s.prefix_bytes_size(), " prefixes"));
   }
   return absl::OkStatus();
 }
 
-absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, std::string_view stored_name, uint64_t tensor_rows,
+absl::Status ValidateStream(const v1::Stream& s, const TensorChunks& chunks, size_t stream_index,
+                            const v1::Tensor& t, std::string_view stored_name, uint64_t tensor_rows,
                             const std::vector<uint64_t>& shard_data_end, bool zstd_declared,
                             const std::string& file, std::vector<std::vector<Extent>>* extents) {
   // Built only on error: validation runs for every stream of every tensor.
@@ -345,34 +363,46 @@ absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, std::strin
       }
       break;
   }
-  if (static_cast<uint64_t>(s.chunks_size()) > kMaxChunksPerStream) {
+  const uint64_t chunk_count = chunks.counts[stream_index];
+  if (chunk_count > kMaxChunksPerStream) {
     return absl::ResourceExhaustedError(StrCat(where(), ": more than 2^24 chunks"));
   }
   // Chunks tile the stored and the raw bytes exactly, in order, and cover
   // consecutive whole rows from 0 to the tensor's row count.
   uint64_t stored = 0, raw = 0, row = 0;
-  for (int k = 0; k < s.chunks_size(); ++k) {
-    const auto& c = s.chunks(k);
+  ChunkLineFacts facts;
+  absl::Status status;
+  const bool read = chunks.ForEach(stream_index, [&](const v1::Chunk& c, uint64_t index, absl::Span<const uint8_t>) {
+    const int64_t k = static_cast<int64_t>(index);
     if (c.stored_offset() != stored || c.raw_offset() != raw || c.first_row() != row) {
-      return absl::DataLossError(StrCat(where(), ": chunk ", k, " does not start where chunk ", k - 1, " ended"));
+      status = absl::DataLossError(StrCat(where(), ": chunk ", k, " does not start where chunk ", k - 1, " ended"));
+      return false;
     }
     if (s.compression() == v1::COMPRESSION_NONE && c.stored_length() != c.raw_length()) {
-      return absl::DataLossError(StrCat(where(), ": chunk ", k, " stored and raw lengths differ in an uncompressed stream"));
+      status = absl::DataLossError(StrCat(where(), ": chunk ", k, " stored and raw lengths differ in an uncompressed stream"));
+      return false;
     }
     auto ns = CheckedAdd(stored, c.stored_length());
     auto nr = CheckedAdd(raw, c.raw_length());
     auto nrow = CheckedAdd(row, c.row_count());
-    if (!ns || !nr || !nrow) return absl::DataLossError(StrCat(where(), ": chunk ", k, " sizes overflow"));
+    if (!ns || !nr || !nrow) {
+      status = absl::DataLossError(StrCat(where(), ": chunk ", k, " sizes overflow"));
+      return false;
+    }
     stored = *ns;
     raw = *nr;
     row = *nrow;
-  }
-  if (s.chunks_size() > 0 && (stored != s.length() || raw != s.raw_length() || row != tensor_rows)) {
+    facts.See(s, c, k);
+    return true;
+  });
+  BP_RETURN_IF_ERROR(status);
+  if (!read) return absl::DataLossError(StrCat(file, ": manifest is not a valid boltpack.v1.Manifest"));
+  if (chunk_count > 0 && (stored != s.length() || raw != s.raw_length() || row != tensor_rows)) {
     return absl::DataLossError(StrCat(where(), ": chunks do not cover the stream (", stored, "/", s.length(),
                                             " stored, ", raw, "/", s.raw_length(), " raw, ", row, "/",
                                             tensor_rows, " rows)"));
   }
-  return ValidateLinePrefixes(s, where);
+  return ValidateLinePrefixes(s, chunk_count, facts, where);
 }
 
 }  // namespace
@@ -471,7 +501,7 @@ absl::Status ManifestValidator::Begin(uint64_t tensor_count) {
   return absl::OkStatus();
 }
 
-absl::Status ManifestValidator::AddTensor(const v1::Tensor& t) {
+absl::Status ManifestValidator::AddTensor(const v1::Tensor& t, const TensorChunks& chunks) {
   const std::string& file = file_;
   BP_RETURN_IF_ERROR(ValidateName(t.name(), "tensor name", file));
   const auto stored_name = names_.Insert(t.name(), static_cast<uint32_t>(tensor_index_++));
@@ -529,7 +559,7 @@ absl::Status ManifestValidator::AddTensor(const v1::Tensor& t) {
     if (repeated) {
       return absl::DataLossError(StrCat(where(), ": two streams have the role \"", s.role(), "\""));
     }
-    BP_RETURN_IF_ERROR(ValidateStream(s, t, *stored_name, rows, shard_data_end_, zstd_declared_, file, &extents_));
+    BP_RETURN_IF_ERROR(ValidateStream(s, chunks, static_cast<size_t>(k), t, *stored_name, rows, shard_data_end_, zstd_declared_, file, &extents_));
     BP_ASSIGN_OR_RETURN(uint64_t mask,
                         StreamViewMask(s, *view_bits_, static_cast<size_t>(m_.views_size()), [&] {
                           return StrCat(where(), " stream \"", s.role(), "\"");

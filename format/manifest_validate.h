@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "boltpack_proto/boltpack.pb.h"
 #include "format/name_index.h"
 
@@ -23,6 +24,18 @@ namespace boltpack::format {
 // this file), so a reader knows which siblings it may open.
 absl::Status ValidateShards(const v1::Manifest& manifest, const std::string& file,
                             uint64_t file_id);
+
+// The chunks of a tensor's streams, read from the wire one at a time
+// (format/manifest_stream.h): stream k's serialized payload and its count.
+struct TensorChunks {
+  std::vector<absl::Span<const uint8_t>> streams;
+  std::vector<uint64_t> counts;
+  // Parses each chunk of stream `k` into one reused message and calls
+  // `visit` with it, its index and its wire bytes; false when a chunk is
+  // not a valid Chunk message or `visit` returns false.
+  bool ForEach(size_t k,
+               absl::FunctionRef<bool(const v1::Chunk&, uint64_t, absl::Span<const uint8_t>)> visit) const;
+};
 
 namespace validate_detail {
 struct Extent {
@@ -57,7 +70,8 @@ class ManifestValidator {
   ~ManifestValidator();
   // The checks of everything but the tensors; `tensor_count` follow.
   absl::Status Begin(uint64_t tensor_count);
-  absl::Status AddTensor(const v1::Tensor& tensor);
+  // `tensor`'s streams hold no chunks: `chunks` has them.
+  absl::Status AddTensor(const v1::Tensor& tensor, const TensorChunks& chunks);
   // Once every tensor is added: no two streams overlap, views' layout.
   absl::Status Finish();
   NameIndex& names() { return names_; }

@@ -129,10 +129,10 @@ absl::Status ValidateAsReader(const std::string& serialized, const std::string& 
   // needs them all; a file with an elastic manifest holds a model's
   // tensors, not a million.
   std::vector<TensorInfo> kept;
-  absl::Status read = ForEachValidTensor(bytes, file, validator, [&](const v1::Tensor& t, absl::Span<const uint8_t>) {
+  absl::Status read = ForEachValidTensor(bytes, file, validator, [&](const v1::Tensor& t, const TensorChunks& chunks, absl::Span<const uint8_t>) {
     const Codec* codec = check_records ? FindCodec(t.codec().id()) : nullptr;
     if (codec == nullptr && !m.has_elastic()) return absl::OkStatus();
-    TensorInfo info = FromProto(t);
+    TensorInfo info = TensorFromWire(t, chunks);
     if (codec != nullptr) {
       absl::Status valid = codec->ValidateRecord(info);
       if (!valid.ok()) {

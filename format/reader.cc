@@ -118,12 +118,19 @@ absl::Status Reader::Impl::LoadTensors(const v1::Manifest& head, absl::Span<cons
   const uint8_t* released = manifest_bytes.data();
   if (file != nullptr) io::ReleaseMappedPages(manifest_bytes);  // read by the checksum and the scan
   BP_RETURN_IF_ERROR(format::ForEachValidTensor(
-      manifest_bytes, path, validator, [&](const v1::Tensor& record, absl::Span<const uint8_t> bytes) {
-        tensors.push_back(format::FromProto(record));
-        if (file != nullptr && bytes.data() - released > static_cast<ptrdiff_t>(kReleaseEvery)) {
-          io::ReleaseMappedPages({released, static_cast<size_t>(bytes.data() - released)});
-          released = bytes.data();
-        }
+      manifest_bytes, path, validator,
+      [&](const v1::Tensor& record, const format::TensorChunks& chunks, absl::Span<const uint8_t> bytes) {
+        // A tensor of many chunks can be most of the manifest: its pages go
+        // as its chunks are converted too.
+        auto release_up_to = [&](const uint8_t* read) {
+          if (file != nullptr && read - released > static_cast<ptrdiff_t>(kReleaseEvery)) {
+            io::ReleaseMappedPages({released, static_cast<size_t>(read - released)});
+            released = read;
+          }
+        };
+        if (file != nullptr && bytes.size() > kReleaseEvery) io::ReleaseMappedPages(bytes);  // read by the validation
+        tensors.push_back(format::TensorFromWire(record, chunks, release_up_to));
+        release_up_to(bytes.data());
         return absl::OkStatus();
       }));
   if (file != nullptr) io::ReleaseMappedPages(manifest_bytes);
@@ -261,7 +268,7 @@ absl::Status Reader::VerifyStream(size_t tensor, size_t stream) const {
     if (!prefixes) continue;
     std::vector<uint64_t> digests = prefixes->Finish();
     for (size_t p = 0; p < digests.size() && chunk_error.empty(); ++p) {
-      if (digests[p] != c.prefix_xxh3[p]) {
+      if (digests[p] != s.ChunkPrefixXxh3(k)[p]) {
         chunk_error = StrCat(where, ": chunk ", k, " line-prefix checksum mismatch (prefix ", p, ": the first ",
                              s.prefix_bytes[p], " bytes of each ", s.line_bytes, "-byte line)");
       }

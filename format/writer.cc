@@ -120,7 +120,7 @@ struct Writer::Impl {
     for (auto& st : info->streams) {
       st.line_bytes = 0;
       st.prefix_bytes.clear();
-      for (auto& c : st.chunks) c.prefix_xxh3.clear();
+      st.prefix_xxh3.clear();
     }
     if (!options.line_prefixes || bindings == nullptr) return;
     format::PlanLinePrefixes(info, format::PlanLineCuts(*elastic, *bindings, info->name, info->shape));
@@ -308,9 +308,12 @@ struct Writer::Impl {
     auto close_prefix_chunks = [&] {
       while (pc < s->chunks.size() && s->chunks[pc].stored_offset + s->chunks[pc].stored_length <= prefixed) {
         std::vector<uint64_t> digests = prefixes->Finish();
+        const auto known_digests = s->ChunkPrefixXxh3(pc);
         if (!copied) {
-          s->chunks[pc].prefix_xxh3 = std::move(digests);
-        } else if (digests != s->chunks[pc].prefix_xxh3 && prefix_status.ok()) {
+          s->prefix_xxh3.resize(s->chunks.size() * s->prefix_bytes.size());
+          std::copy(digests.begin(), digests.end(), s->prefix_xxh3.begin() + static_cast<ptrdiff_t>(pc * digests.size()));
+        } else if (!std::equal(digests.begin(), digests.end(), known_digests.begin(), known_digests.end()) &&
+                   prefix_status.ok()) {
           prefix_status = absl::DataLossError(StrCat(file->path(), ": stream \"", s->role, "\": chunk ", pc,
                                                      " copied from a source whose line-prefix checksums do not match"));
         }
