@@ -504,7 +504,7 @@ absl::Status ManifestValidator::Begin(uint64_t tensor_count) {
 absl::Status ManifestValidator::AddTensor(const v1::Tensor& t, const TensorChunks& chunks) {
   const std::string& file = file_;
   BP_RETURN_IF_ERROR(ValidateName(t.name(), "tensor name", file));
-  const auto stored_name = names_.Insert(t.name(), static_cast<uint32_t>(tensor_index_++));
+  const auto stored_name = names_.Insert(t.name());
   if (!stored_name) return Invalid(file, StrCat("duplicate tensor name ", QuoteForDisplay(t.name(), 200)));
   auto where = [&] { return StrCat(file, ": tensor ", QuoteForDisplay(t.name())); };
   if (static_cast<uint64_t>(t.shape_size()) > kMaxDims) {

@@ -81,7 +81,6 @@ class ManifestValidator {
   const std::string& file_;
   const std::vector<uint64_t>& shard_data_end_;
   bool zstd_declared_ = false;
-  uint64_t tensor_index_ = 0;
   std::unique_ptr<validate_detail::ViewBits> view_bits_;
   NameIndex names_;
   std::vector<std::vector<validate_detail::Extent>> extents_;  // per shard

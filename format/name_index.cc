@@ -5,19 +5,29 @@
 
 namespace boltpack::format {
 
-std::optional<std::string_view> NameIndex::Insert(std::string_view name, uint32_t index) {
-  // The name is copied first and taken back if it is already there: one
-  // hash lookup a name, not two (1M names are mostly cache misses).
-  if (blocks_.empty() || block_size_ - block_used_ < name.size()) {
-    block_size_ = std::max(kBlockBytes, name.size());
-    blocks_.push_back(std::make_unique<char[]>(block_size_));
-    block_used_ = 0;
+NameIndex::NameIndex()
+    : store_(std::make_unique<Store>()), set_(0, Hash{store_.get()}, Eq{store_.get()}) {}
+
+void NameIndex::reserve(size_t names) {
+  set_.reserve(names);
+  store_->names.reserve(names);
+}
+
+std::optional<std::string_view> NameIndex::Insert(std::string_view name) {
+  if (set_.contains(name)) return std::nullopt;
+  Store& s = *store_;
+  constexpr size_t kBlockBytes = size_t{1} << 20;
+  if (s.blocks.empty() || s.block_size - s.block_used < name.size()) {
+    s.block_size = std::max(kBlockBytes, name.size());
+    s.blocks.push_back(std::make_unique<char[]>(s.block_size));
+    s.block_used = 0;
   }
-  char* at = blocks_.back().get() + block_used_;
+  char* at = s.blocks.back().get() + s.block_used;
   if (!name.empty()) std::memcpy(at, name.data(), name.size());
+  s.block_used += name.size();
   const std::string_view stored(at, name.size());
-  if (!index_.emplace(stored, index).second) return std::nullopt;
-  block_used_ += name.size();
+  s.names.push_back(stored);
+  set_.insert(static_cast<uint32_t>(s.names.size() - 1));
   return stored;
 }
 

@@ -20,10 +20,16 @@ void TensorRecords::AppendRecord(const TensorInfo& info, std::string* out) {
 }
 
 void TensorRecords::Add(const TensorInfo& info, bool pending) {
+  constexpr size_t kBlockBytes = size_t{1} << 20;
   if (pending) {
-    held_.push_back({bytes_.size(), count_, info});
+    held_.push_back({blocks_.size(), count_, info});
+    blocks_.emplace_back();  // the records after it
   } else {
-    AppendRecord(info, &bytes_);
+    if (blocks_.empty() || blocks_.back().size() >= kBlockBytes) {
+      blocks_.emplace_back();
+      blocks_.back().reserve(kBlockBytes + 4096);
+    }
+    AppendRecord(info, &blocks_.back());
   }
   ++count_;
 }
@@ -46,25 +52,22 @@ std::string TensorRecords::Serialize(v1::Manifest& head) {
   head.mutable_views()->Swap(tail.mutable_views());
   head.set_writer(tail.writer());
 
+  size_t total = first.size() + last.size();
+  for (const auto& b : blocks_) total += b.size();
   std::string out;
-  if (held_.empty()) {
-    // In place: the records usually have the room (a string grows by
-    // doubling), so the manifest is not held twice.
-    out = std::move(bytes_);
-    out.insert(0, first);
-  } else {
-    out.reserve(first.size() + bytes_.size() + held_.size() * 64 + last.size());
-    out += first;
-    size_t done = 0;
-    for (const Held& h : held_) {
-      out.append(bytes_, done, h.at - done);
-      AppendRecord(h.info, &out);
-      done = h.at;
+  out.reserve(total + held_.size() * 64);
+  out += first;
+  size_t next_held = 0;
+  for (size_t b = 0; b <= blocks_.size(); ++b) {
+    for (; next_held < held_.size() && held_[next_held].block == b; ++next_held) {
+      AppendRecord(held_[next_held].info, &out);
     }
-    out.append(bytes_, done, std::string::npos);
+    if (b == blocks_.size()) break;
+    out += blocks_[b];
+    std::string().swap(blocks_[b]);
   }
   out += last;
-  std::string().swap(bytes_);
+  blocks_.clear();
   held_.clear();
   count_ = 0;
   return out;

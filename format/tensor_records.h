@@ -30,11 +30,14 @@ class TensorRecords {
  private:
   void AppendRecord(const TensorInfo& info, std::string* out);
   struct Held {
-    size_t at;     // where in bytes_ it goes
+    size_t block;  // the records before it: blocks_[0, block)
     size_t index;  // its tensor number
     TensorInfo info;
   };
-  std::string bytes_;  // field-8 records, in order, the held ones left out
+  // Field-8 records in order, the held ones left out, in blocks of about
+  // 1 MiB (a held record starts a new one): no string doubling past the
+  // manifest's size, and Serialize frees each as it copies it.
+  std::vector<std::string> blocks_;
   std::vector<Held> held_;
   size_t count_ = 0;
   v1::Tensor scratch_;  // reused: Clear() keeps its parts

@@ -132,9 +132,10 @@ struct Writer::Impl {
   }
   absl::Status CheckName(const std::string& name) {
     BP_RETURN_IF_ERROR(format::CheckWrittenName(name, "tensor name", file->path()));
-    if (!tensor_names.Insert(name, static_cast<uint32_t>(tensor_names_added++))) {
+    if (!tensor_names.Insert(name)) {
       return absl::InvalidArgumentError(StrCat(file->path(), ": duplicate tensor name ", QuoteForDisplay(name, 200)));
     }
+    ++tensor_names_added;
     if (tensor_names_added > format::kMaxTensors) {
       return absl::ResourceExhaustedError(StrCat(file->path(), ": more than ", format::kMaxTensors, " tensors"));
     }
@@ -719,7 +720,9 @@ absl::Status Writer::Finish() {
   }
   uint64_t manifest_offset = impl_->file->position();
   std::string bytes = impl_->records.Serialize(m);
-  v1::Manifest().Swap(&m);  // the metadata, freed before the read-back
+  // Freed before the read-back builds its own: the metadata, the name index.
+  v1::Manifest().Swap(&m);
+  impl_->tensor_names = format::NameIndex();
   if (bytes.size() > format::kMaxManifestBytes) {
     return absl::ResourceExhaustedError(StrCat(impl_->file->path(), ": manifest of ", bytes.size(),
                                                      " bytes exceeds the 256 MiB limit"));
