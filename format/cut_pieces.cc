@@ -478,7 +478,7 @@ std::optional<std::vector<ChunkInfo>> StreamCutPieces::UseLinePrefixes() {
     c.raw_length = c.stored_length = it->row_count * row_out_bytes;
     const size_t index = static_cast<size_t>(it - s.chunks.begin());
     units.push_back({c.stored_offset, c.stored_offset + c.stored_length,
-                     it->prefix_xxh3[static_cast<size_t>(p - s.prefix_bytes.begin())], index});
+                     s.ChunkPrefixXxh3(index)[static_cast<size_t>(p - s.prefix_bytes.begin())], index});
     chunks.push_back(c);
     r += it->row_count;
   }

@@ -576,19 +576,14 @@ absl::Status ValidateElastic(const ElasticManifest& m, const std::vector<Elastic
   return absl::OkStatus();
 }
 
-absl::Status ValidateElasticOf(const v1::Manifest& m, const std::string& file) {
-  ElasticManifest elastic = ElasticFromProto(m.elastic());
-  std::vector<std::vector<uint64_t>> shapes(m.tensors_size());
-  std::vector<CodecParams> params(m.tensors_size());
-  std::vector<ElasticTensorRef> refs(m.tensors_size());
-  for (int i = 0; i < m.tensors_size(); ++i) {
-    const auto& t = m.tensors(i);
-    shapes[i].assign(t.shape().begin(), t.shape().end());
+absl::Status ValidateElasticOf(const v1::ElasticManifest& proto, absl::Span<const TensorInfo> tensors,
+                               const std::string& file) {
+  ElasticManifest elastic = ElasticFromProto(proto);
+  std::vector<ElasticTensorRef> refs(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorInfo& t = tensors[i];
     // Only ggml-* codecs need their parameters here (StoredCellLayout).
-    if (t.codec().id().rfind("ggml-", 0) == 0) {
-      for (const auto& p : t.codec().params()) params[i].emplace_back(p.key(), FromProto(p.value()));
-    }
-    refs[i] = {t.name(), shapes[i], t.codec().id(), static_cast<DType>(t.dtype()), &params[i]};
+    refs[i] = {t.name, t.shape, t.codec_id, t.dtype, &t.codec_params};
   }
   return ValidateElastic(elastic, refs, file);
 }

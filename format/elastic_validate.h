@@ -15,6 +15,8 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "boltpack/tensor_info.h"
+#include "boltpack_proto/boltpack.pb.h"
 #include "boltpack/elastic.h"
 #include "boltpack/types.h"
 
@@ -48,9 +50,10 @@ struct ElasticTensorRef {
 absl::Status ValidateElastic(const ElasticManifest& manifest, const std::vector<ElasticTensorRef>& tensors,
                              const std::string& file);
 
-// The elastic manifest of a container manifest whose tensors are already
-// validated (called by ValidateManifest when the manifest has one).
-absl::Status ValidateElasticOf(const v1::Manifest& manifest, const std::string& file);
+// The elastic manifest of a container manifest against its tensors, once
+// they are validated and converted (the reader's records).
+absl::Status ValidateElasticOf(const v1::ElasticManifest& elastic, absl::Span<const TensorInfo> tensors,
+                               const std::string& file);
 
 // A budget's kept units per (axis index, layer) in O(1) (KeptUnits is
 // linear in the budget's size lists).

@@ -92,7 +92,7 @@ void PlanLinePrefixes(TensorInfo* info, const LineCuts& line) {
   if (chunkless && shape[0] > 0) {
     AddRowChunks(info);
     for (StreamInfo& s : info->streams) {
-      if (s.chunks.empty()) s.chunks.push_back({0, s.raw_length, 0, s.raw_length, 0, shape[0], 0, {}});
+      if (s.chunks.empty()) s.chunks.push_back({0, s.raw_length, 0, s.raw_length, 0, shape[0], 0});
     }
   }
   // Cells of one step of the line's dimension (everything inside it, the

@@ -126,10 +126,11 @@ TensorInfo FromProto(const v1::Tensor& tensor) {
     si.xxh3 = s.xxh3();
     si.compression = static_cast<Compression>(s.compression());
     si.raw_length = s.raw_length();
+    si.chunks.reserve(s.chunks_size());
     for (const auto& c : s.chunks()) {
       si.chunks.push_back(ChunkInfo{c.stored_offset(), c.stored_length(), c.raw_offset(), c.raw_length(),
-                                    c.first_row(), c.row_count(), c.xxh3(),
-                                    {c.prefix_xxh3().begin(), c.prefix_xxh3().end()}});
+                                    c.first_row(), c.row_count(), c.xxh3()});
+      si.prefix_xxh3.insert(si.prefix_xxh3.end(), c.prefix_xxh3().begin(), c.prefix_xxh3().end());
     }
     si.views.assign(s.views().begin(), s.views().end());
     si.line_bytes = s.line_bytes();
@@ -161,7 +162,8 @@ void ToProto(const TensorInfo& info, v1::Tensor* out) {
     ps->set_xxh3(s.xxh3);
     ps->set_compression(static_cast<v1::Compression>(s.compression));
     ps->set_raw_length(s.raw_length);
-    for (const auto& c : s.chunks) {
+    for (size_t k = 0; k < s.chunks.size(); ++k) {
+      const ChunkInfo& c = s.chunks[k];
       auto* pc = ps->add_chunks();
       pc->set_stored_offset(c.stored_offset);
       pc->set_stored_length(c.stored_length);
@@ -170,7 +172,7 @@ void ToProto(const TensorInfo& info, v1::Tensor* out) {
       pc->set_first_row(c.first_row);
       pc->set_row_count(c.row_count);
       pc->set_xxh3(c.xxh3);
-      for (uint64_t h : c.prefix_xxh3) pc->add_prefix_xxh3(h);
+      for (uint64_t h : s.ChunkPrefixXxh3(k)) pc->add_prefix_xxh3(h);
     }
     for (const auto& v : s.views) ps->add_views(v);
     ps->set_line_bytes(s.line_bytes);

@@ -111,11 +111,9 @@ absl::Status ValidateFeatures(const google::protobuf::RepeatedPtrField<std::stri
   return absl::OkStatus();
 }
 
-struct Extent {
-  uint64_t begin;
-  uint64_t end;
-  const std::string* tensor;
-};
+using validate_detail::Extent;
+using validate_detail::ViewBits;
+using validate_detail::ViewedStream;
 
 // Views (format 1.1, spec/container.md "Views"). The limits live here until
 // format/limits.h takes them with the 1.1 bump.
@@ -134,8 +132,6 @@ bool IsValidViewName(std::string_view name) {
   return true;
 }
 
-// Declared views by name -> bit (declaration order).
-using ViewBits = absl::flat_hash_map<std::string_view, int>;
 
 absl::Status ValidateViewDeclarations(const v1::Manifest& m, const std::string& file,
                                       const std::vector<uint64_t>& shard_data_end, ViewBits* bits) {
@@ -203,13 +199,6 @@ absl::StatusOr<uint64_t> StreamViewMask(const v1::Stream& s, const ViewBits& bit
   return mask;
 }
 
-struct ViewedStream {
-  uint32_t shard;
-  uint64_t begin;
-  uint64_t end;
-  uint64_t mask;
-  const std::string* tensor;
-};
 
 // Layout: per shard, every stream a view reads lies before every stream it
 // does not read, and the view's ranges are exactly the span of its streams.
@@ -218,13 +207,13 @@ absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, 
   constexpr uint64_t kNone = ~0ull;
   struct Acc {
     uint64_t read_begin, read_end, unread_begin;
-    const std::string* read_last;
-    const std::string* unread_first;
+    std::string_view read_last;
+    std::string_view unread_first;
   };
   std::vector<Acc> acc(shards);
   for (int v = 0; v < m.views_size(); ++v) {
     const auto& view = m.views(v);
-    std::fill(acc.begin(), acc.end(), Acc{kNone, 0, kNone, nullptr, nullptr});
+    std::fill(acc.begin(), acc.end(), Acc{kNone, 0, kNone, {}, {}});
     const uint64_t bit = 1ull << v;
     for (const auto& s : streams) {
       Acc& a = acc[s.shard];
@@ -244,8 +233,8 @@ absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, 
       const Acc& a = acc[shard];
       if (a.read_begin == kNone) continue;
       if (a.read_end > a.unread_begin) {
-        return Invalid(file, StrCat("view \"", view.name(), "\": a stream of tensor ", QuoteForDisplay(*a.unread_first),
-                                    " it does not read lies before a stream of tensor ", QuoteForDisplay(*a.read_last),
+        return Invalid(file, StrCat("view \"", view.name(), "\": a stream of tensor ", QuoteForDisplay(a.unread_first),
+                                    " it does not read lies before a stream of tensor ", QuoteForDisplay(a.read_last),
                                     " it reads (shard ", shard, ")"));
       }
       bool match = r < view.ranges_size() && view.ranges(r).shard() == shard &&
@@ -264,24 +253,43 @@ absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, 
   return absl::OkStatus();
 }
 
+// What the line-prefix rules need of a stream's chunks, gathered in the
+// pass that checks their tiling (the chunks are read from the wire one at
+// a time, so once, not once per rule): the first chunk that breaks each.
+struct ChunkLineFacts {
+  int64_t first_with_prefixes = -1;  // a chunk with prefix checksums
+  int64_t first_bad = -1;            // not whole lines, or the wrong prefix count
+  uint64_t bad_stored_length = 0;
+  int bad_prefix_count = 0;
+  void See(const v1::Stream& s, const v1::Chunk& c, int64_t k) {
+    if (first_with_prefixes < 0 && c.prefix_xxh3_size() != 0) first_with_prefixes = k;
+    if (first_bad >= 0 || s.prefix_bytes_size() == 0 || s.line_bytes() == 0) return;
+    if (c.stored_length() % s.line_bytes() != 0 || c.prefix_xxh3_size() != s.prefix_bytes_size()) {
+      first_bad = k;
+      bad_stored_length = c.stored_length();
+      bad_prefix_count = c.prefix_xxh3_size();
+    }
+  }
+};
+
 // Format 1.2 line-prefix checksums: lines that tile every chunk of an
 // uncompressed stream, prefixes strictly ascending inside a line, and one
 // checksum per prefix in every chunk.
 template <typename Where>
-absl::Status ValidateLinePrefixes(const v1::Stream& s, const Where& where) {
+absl::Status ValidateLinePrefixes(const v1::Stream& s, uint64_t chunk_count, const ChunkLineFacts& facts,
+                                  const Where& where) {
   if (s.prefix_bytes_size() == 0) {
     if (s.line_bytes() != 0) return absl::DataLossError(StrCat(where(), ": line_bytes without prefix_bytes"));
-    for (int k = 0; k < s.chunks_size(); ++k) {
-      if (s.chunks(k).prefix_xxh3_size() != 0) {
-        return absl::DataLossError(StrCat(where(), ": chunk ", k, " has prefix checksums but the stream no prefix_bytes"));
-      }
+    if (facts.first_with_prefixes >= 0) {
+      return absl::DataLossError(StrCat(where(), ": chunk ", facts.first_with_prefixes,
+                                        " has prefix checksums but the stream no prefix_bytes"));
     }
     return absl::OkStatus();
   }
   if (static_cast<uint64_t>(s.prefix_bytes_size()) > kMaxLinePrefixes) {
     return absl::ResourceExhaustedError(StrCat(where(), ": more than ", kMaxLinePrefixes, " prefix_bytes"));
   }
-  if (s.compression() != v1::COMPRESSION_NONE || s.chunks_size() == 0 || s.line_bytes() == 0) {
+  if (s.compression() != v1::COMPRESSION_NONE || chunk_count == 0 || s.line_bytes() == 0) {
     return absl::DataLossError(
         StrCat(where(), ": prefix_bytes need an uncompressed stream with chunks and a line_bytes > 0"));
   }
@@ -293,21 +301,20 @@ absl::Status ValidateLinePrefixes(const v1::Stream& s, const Where& where) {
     }
     previous = p;
   }
-  for (int k = 0; k < s.chunks_size(); ++k) {
-    const auto& c = s.chunks(k);
-    if (c.stored_length() % s.line_bytes() != 0) {
-      return absl::DataLossError(StrCat(where(), ": chunk ", k, " (", c.stored_length(),
+  if (facts.first_bad >= 0) {
+    const int64_t k = facts.first_bad;
+    if (facts.bad_stored_length % s.line_bytes() != 0) {
+      return absl::DataLossError(StrCat(where(), ": chunk ", k, " (", facts.bad_stored_length,
                                         " bytes) is not whole lines of ", s.line_bytes()));
     }
-    if (c.prefix_xxh3_size() != s.prefix_bytes_size()) {
-      return absl::DataLossError(StrCat(where(), ": chunk ", k, " has ", c.prefix_xxh3_size(),
-                                        " prefix checksums, the stream ", s.prefix_bytes_size(), " prefixes"));
-    }
+    return absl::DataLossError(StrCat(where(), ": chunk ", k, " has ", facts.bad_prefix_count,
+                                      " prefix checksums, the stream ", s.prefix_bytes_size(), " prefixes"));
   }
   return absl::OkStatus();
 }
 
-absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t tensor_rows,
+absl::Status ValidateStream(const v1::Stream& s, const TensorChunks& chunks, size_t stream_index,
+                            const v1::Tensor& t, std::string_view stored_name, uint64_t tensor_rows,
                             const std::vector<uint64_t>& shard_data_end, bool zstd_declared,
                             const std::string& file, std::vector<std::vector<Extent>>* extents) {
   // Built only on error: validation runs for every stream of every tensor.
@@ -331,7 +338,7 @@ absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t t
     return absl::DataLossError(absl::StrFormat("%s: bytes [%d, +%d) lie outside the data section [64, %d)",
                                                where(), s.offset(), s.length(), limit));
   }
-  if (s.length() > 0) (*extents)[s.shard()].push_back({s.offset(), *end, &t.name()});
+  if (s.length() > 0) (*extents)[s.shard()].push_back({s.offset(), *end, stored_name});
   switch (s.compression()) {
     case v1::COMPRESSION_NONE:
       if (s.raw_length() != s.length()) {
@@ -356,34 +363,46 @@ absl::Status ValidateStream(const v1::Stream& s, const v1::Tensor& t, uint64_t t
       }
       break;
   }
-  if (static_cast<uint64_t>(s.chunks_size()) > kMaxChunksPerStream) {
+  const uint64_t chunk_count = chunks.counts[stream_index];
+  if (chunk_count > kMaxChunksPerStream) {
     return absl::ResourceExhaustedError(StrCat(where(), ": more than 2^24 chunks"));
   }
   // Chunks tile the stored and the raw bytes exactly, in order, and cover
   // consecutive whole rows from 0 to the tensor's row count.
   uint64_t stored = 0, raw = 0, row = 0;
-  for (int k = 0; k < s.chunks_size(); ++k) {
-    const auto& c = s.chunks(k);
+  ChunkLineFacts facts;
+  absl::Status status;
+  const bool read = chunks.ForEach(stream_index, [&](const v1::Chunk& c, uint64_t index, absl::Span<const uint8_t>) {
+    const int64_t k = static_cast<int64_t>(index);
     if (c.stored_offset() != stored || c.raw_offset() != raw || c.first_row() != row) {
-      return absl::DataLossError(StrCat(where(), ": chunk ", k, " does not start where chunk ", k - 1, " ended"));
+      status = absl::DataLossError(StrCat(where(), ": chunk ", k, " does not start where chunk ", k - 1, " ended"));
+      return false;
     }
     if (s.compression() == v1::COMPRESSION_NONE && c.stored_length() != c.raw_length()) {
-      return absl::DataLossError(StrCat(where(), ": chunk ", k, " stored and raw lengths differ in an uncompressed stream"));
+      status = absl::DataLossError(StrCat(where(), ": chunk ", k, " stored and raw lengths differ in an uncompressed stream"));
+      return false;
     }
     auto ns = CheckedAdd(stored, c.stored_length());
     auto nr = CheckedAdd(raw, c.raw_length());
     auto nrow = CheckedAdd(row, c.row_count());
-    if (!ns || !nr || !nrow) return absl::DataLossError(StrCat(where(), ": chunk ", k, " sizes overflow"));
+    if (!ns || !nr || !nrow) {
+      status = absl::DataLossError(StrCat(where(), ": chunk ", k, " sizes overflow"));
+      return false;
+    }
     stored = *ns;
     raw = *nr;
     row = *nrow;
-  }
-  if (s.chunks_size() > 0 && (stored != s.length() || raw != s.raw_length() || row != tensor_rows)) {
+    facts.See(s, c, k);
+    return true;
+  });
+  BP_RETURN_IF_ERROR(status);
+  if (!read) return absl::DataLossError(StrCat(file, ": manifest is not a valid boltpack.v1.Manifest"));
+  if (chunk_count > 0 && (stored != s.length() || raw != s.raw_length() || row != tensor_rows)) {
     return absl::DataLossError(StrCat(where(), ": chunks do not cover the stream (", stored, "/", s.length(),
                                             " stored, ", raw, "/", s.raw_length(), " raw, ", row, "/",
                                             tensor_rows, " rows)"));
   }
-  return ValidateLinePrefixes(s, where);
+  return ValidateLinePrefixes(s, chunk_count, facts, where);
 }
 
 }  // namespace
@@ -442,8 +461,15 @@ absl::Status ValidateShards(const v1::Manifest& m, const std::string& file, uint
   return absl::OkStatus();
 }
 
-absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
-                              const std::vector<uint64_t>& shard_data_end) {
+ManifestValidator::ManifestValidator(const v1::Manifest& head, const std::string& file,
+                                     const std::vector<uint64_t>& shard_data_end)
+    : m_(head), file_(file), shard_data_end_(shard_data_end), extents_(shard_data_end.size()) {}
+
+ManifestValidator::~ManifestValidator() = default;
+
+absl::Status ManifestValidator::Begin(uint64_t tensor_count) {
+  const v1::Manifest& m = m_;
+  const std::string& file = file_;
   if (m.format_major() != kFormatMajor) {
     return Invalid(file, StrCat("manifest format_major ", m.format_major(), " disagrees with the header"));
   }
@@ -464,96 +490,101 @@ absl::Status ValidateManifest(const v1::Manifest& m, const std::string& file,
       BP_RETURN_IF_ERROR(ValidateValue(e.value(), 0, [&] { return StrCat(file, ": metadata \"", e.key(), "\""); }));
     }
   }
-  if (static_cast<uint64_t>(m.tensors_size()) > kMaxTensors) {
-    return TooMany(file, StrCat(m.tensors_size(), " tensors exceed the limit of ", kMaxTensors));
+  if (tensor_count > kMaxTensors) {
+    return TooMany(file, StrCat(tensor_count, " tensors exceed the limit of ", kMaxTensors));
   }
-  bool zstd_declared = std::find(m.required_features().begin(), m.required_features().end(), "zstd") !=
-                       m.required_features().end();
-  ViewBits view_bits;
-  BP_RETURN_IF_ERROR(ValidateViewDeclarations(m, file, shard_data_end, &view_bits));
-  std::vector<ViewedStream> viewed;  // only when views are declared
-  std::vector<std::vector<Extent>> extents(shard_data_end.size());
-  absl::flat_hash_set<std::string_view> names;
-  names.reserve(m.tensors_size());
-  for (const auto& t : m.tensors()) {
-    BP_RETURN_IF_ERROR(ValidateName(t.name(), "tensor name", file));
-    if (!names.insert(t.name()).second) return Invalid(file, StrCat("duplicate tensor name ", QuoteForDisplay(t.name(), 200)));
-    auto where = [&] { return StrCat(file, ": tensor ", QuoteForDisplay(t.name())); };
-    if (static_cast<uint64_t>(t.shape_size()) > kMaxDims) {
-      return absl::ResourceExhaustedError(StrCat(where(), ": ", t.shape_size(), " dimensions exceed the limit of 8"));
+  zstd_declared_ = std::find(m.required_features().begin(), m.required_features().end(), "zstd") !=
+                   m.required_features().end();
+  view_bits_ = std::make_unique<ViewBits>();
+  BP_RETURN_IF_ERROR(ValidateViewDeclarations(m, file, shard_data_end_, view_bits_.get()));
+  names_.reserve(tensor_count);
+  return absl::OkStatus();
+}
+
+absl::Status ManifestValidator::AddTensor(const v1::Tensor& t, const TensorChunks& chunks) {
+  const std::string& file = file_;
+  BP_RETURN_IF_ERROR(ValidateName(t.name(), "tensor name", file));
+  const auto stored_name = names_.Insert(t.name());
+  if (!stored_name) return Invalid(file, StrCat("duplicate tensor name ", QuoteForDisplay(t.name(), 200)));
+  auto where = [&] { return StrCat(file, ": tensor ", QuoteForDisplay(t.name())); };
+  if (static_cast<uint64_t>(t.shape_size()) > kMaxDims) {
+    return absl::ResourceExhaustedError(StrCat(where(), ": ", t.shape_size(), " dimensions exceed the limit of 8"));
+  }
+  // The product of the non-zero dimensions is bounded, so every partial
+  // product (one row's elements) stays in range even when one dim is 0.
+  uint64_t nonzero = 1;
+  bool overflow = false;
+  for (uint64_t d : t.shape()) {
+    if (d == 0) continue;
+    auto next = CheckedMul(nonzero, d);
+    overflow |= !next;
+    nonzero = next.value_or(~0ull);
+  }
+  if (overflow || nonzero > kMaxElements) {
+    return absl::ResourceExhaustedError(StrCat(where(), ": element count exceeds 2^56"));
+  }
+  // A dtype number this reader does not know (a later minor version's)
+  // still lists; decoding it is refused (spec §6.7).
+  if (t.dtype() == v1::DTYPE_UNSPECIFIED) {
+    return absl::DataLossError(StrCat(where(), ": dtype 0 (unspecified) is invalid"));
+  }
+  if (t.dtype() < 0 || t.dtype() > 255) {
+    return absl::DataLossError(StrCat(where(), ": dtype ", t.dtype(), " is out of range"));
+  }
+  if (!IsValidCodecId(t.codec().id())) {
+    return absl::DataLossError(StrCat(where(), ": invalid codec id \"", absl::CHexEscape(t.codec().id()), "\""));
+  }
+  if (static_cast<uint64_t>(t.codec().params_size()) > kMaxCodecParams) {
+    return absl::ResourceExhaustedError(StrCat(where(), ": more than 64 codec parameters"));
+  }
+  for (int k = 0; k < t.codec().params_size(); ++k) {
+    const auto& p = t.codec().params(k);
+    bool repeated = false;
+    for (int j = 0; j < k; ++j) repeated |= t.codec().params(j).key() == p.key();
+    if (p.key().empty() || p.key().size() > 64 || repeated) {
+      return absl::DataLossError(StrCat(where(), ": codec parameter key \"", p.key(), "\" is empty, too long or repeated"));
     }
-    // The product of the non-zero dimensions is bounded, so every partial
-    // product (one row's elements) stays in range even when one dim is 0.
-    uint64_t nonzero = 1;
-    bool overflow = false;
-    for (uint64_t d : t.shape()) {
-      if (d == 0) continue;
-      auto next = CheckedMul(nonzero, d);
-      overflow |= !next;
-      nonzero = next.value_or(~0ull);
+    BP_RETURN_IF_ERROR(ValidateValue(p.value(), 0, [&] { return StrCat(where(), ": codec parameter \"", p.key(), "\""); }));
+  }
+  BP_RETURN_IF_ERROR(ValidateFeatures(t.required_features(), t.required_features_size() == 0 ? std::string() : where()));
+  if (static_cast<uint64_t>(t.streams_size()) > kMaxStreamsPerTensor) {
+    return absl::ResourceExhaustedError(StrCat(where(), ": more than 64 streams"));
+  }
+  uint64_t rows = t.shape_size() == 0 ? 1 : t.shape(0);
+  for (int k = 0; k < t.streams_size(); ++k) {
+    const auto& s = t.streams(k);
+    bool repeated = false;
+    // At most 64 streams: a linear scan beats a hash set here.
+    for (int j = 0; j < k; ++j) repeated |= t.streams(j).role() == s.role();
+    if (repeated) {
+      return absl::DataLossError(StrCat(where(), ": two streams have the role \"", s.role(), "\""));
     }
-    if (overflow || nonzero > kMaxElements) {
-      return absl::ResourceExhaustedError(StrCat(where(), ": element count exceeds 2^56"));
-    }
-    // A dtype number this reader does not know (a later minor version's)
-    // still lists; decoding it is refused (spec §6.7).
-    if (t.dtype() == v1::DTYPE_UNSPECIFIED) {
-      return absl::DataLossError(StrCat(where(), ": dtype 0 (unspecified) is invalid"));
-    }
-    if (t.dtype() < 0 || t.dtype() > 255) {
-      return absl::DataLossError(StrCat(where(), ": dtype ", t.dtype(), " is out of range"));
-    }
-    if (!IsValidCodecId(t.codec().id())) {
-      return absl::DataLossError(StrCat(where(), ": invalid codec id \"", absl::CHexEscape(t.codec().id()), "\""));
-    }
-    if (static_cast<uint64_t>(t.codec().params_size()) > kMaxCodecParams) {
-      return absl::ResourceExhaustedError(StrCat(where(), ": more than 64 codec parameters"));
-    }
-    for (int k = 0; k < t.codec().params_size(); ++k) {
-      const auto& p = t.codec().params(k);
-      bool repeated = false;
-      for (int j = 0; j < k; ++j) repeated |= t.codec().params(j).key() == p.key();
-      if (p.key().empty() || p.key().size() > 64 || repeated) {
-        return absl::DataLossError(StrCat(where(), ": codec parameter key \"", p.key(), "\" is empty, too long or repeated"));
-      }
-      BP_RETURN_IF_ERROR(ValidateValue(p.value(), 0, [&] { return StrCat(where(), ": codec parameter \"", p.key(), "\""); }));
-    }
-    BP_RETURN_IF_ERROR(ValidateFeatures(t.required_features(), t.required_features_size() == 0 ? std::string() : where()));
-    if (static_cast<uint64_t>(t.streams_size()) > kMaxStreamsPerTensor) {
-      return absl::ResourceExhaustedError(StrCat(where(), ": more than 64 streams"));
-    }
-    uint64_t rows = t.shape_size() == 0 ? 1 : t.shape(0);
-    for (int k = 0; k < t.streams_size(); ++k) {
-      const auto& s = t.streams(k);
-      bool repeated = false;
-      // At most 64 streams: a linear scan beats a hash set here.
-      for (int j = 0; j < k; ++j) repeated |= t.streams(j).role() == s.role();
-      if (repeated) {
-        return absl::DataLossError(StrCat(where(), ": two streams have the role \"", s.role(), "\""));
-      }
-      BP_RETURN_IF_ERROR(ValidateStream(s, t, rows, shard_data_end, zstd_declared, file, &extents));
-      BP_ASSIGN_OR_RETURN(uint64_t mask,
-                          StreamViewMask(s, view_bits, static_cast<size_t>(m.views_size()), [&] {
-                            return StrCat(where(), " stream \"", s.role(), "\"");
-                          }));
-      if (m.views_size() > 0 && s.length() > 0) {
-        viewed.push_back({s.shard(), s.offset(), s.offset() + s.length(), mask, &t.name()});
-      }
+    BP_RETURN_IF_ERROR(ValidateStream(s, chunks, static_cast<size_t>(k), t, *stored_name, rows, shard_data_end_, zstd_declared_, file, &extents_));
+    BP_ASSIGN_OR_RETURN(uint64_t mask,
+                        StreamViewMask(s, *view_bits_, static_cast<size_t>(m_.views_size()), [&] {
+                          return StrCat(where(), " stream \"", s.role(), "\"");
+                        }));
+    if (m_.views_size() > 0 && s.length() > 0) {
+      viewed_.push_back({s.shard(), s.offset(), s.offset() + s.length(), mask, *stored_name});
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ManifestValidator::Finish() {
+  const std::string& file = file_;
   // No two streams share a byte.
-  for (size_t shard = 0; shard < extents.size(); ++shard) {
-    auto& ex = extents[shard];
+  for (size_t shard = 0; shard < extents_.size(); ++shard) {
+    auto& ex = extents_[shard];
     std::sort(ex.begin(), ex.end(), [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
     for (size_t k = 1; k < ex.size(); ++k) {
       if (ex[k].begin < ex[k - 1].end) {
-        return Invalid(file, StrCat("streams of tensors \"", *ex[k - 1].tensor, "\" and \"", *ex[k].tensor,
+        return Invalid(file, StrCat("streams of tensors \"", ex[k - 1].tensor, "\" and \"", ex[k].tensor,
                                           "\" overlap in shard ", shard));
       }
     }
   }
-  if (m.views_size() > 0) BP_RETURN_IF_ERROR(ValidateViewLayout(m, file, shard_data_end.size(), viewed));
-  if (m.has_elastic()) BP_RETURN_IF_ERROR(ValidateElasticOf(m, file));  // format 1.1, spec/elastic.md
+  if (m_.views_size() > 0) BP_RETURN_IF_ERROR(ValidateViewLayout(m_, file, shard_data_end_.size(), viewed_));
   return absl::OkStatus();
 }
 

@@ -8,9 +8,15 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "boltpack_proto/boltpack.pb.h"
+#include "format/name_index.h"
 
 namespace boltpack::format {
 
@@ -19,10 +25,67 @@ namespace boltpack::format {
 absl::Status ValidateShards(const v1::Manifest& manifest, const std::string& file,
                             uint64_t file_id);
 
+// The chunks of a tensor's streams, read from the wire one at a time
+// (format/manifest_stream.h): stream k's serialized payload and its count.
+struct TensorChunks {
+  std::vector<absl::Span<const uint8_t>> streams;
+  std::vector<uint64_t> counts;
+  // Parses each chunk of stream `k` into one reused message and calls
+  // `visit` with it, its index and its wire bytes; false when a chunk is
+  // not a valid Chunk message or `visit` returns false.
+  bool ForEach(size_t k,
+               absl::FunctionRef<bool(const v1::Chunk&, uint64_t, absl::Span<const uint8_t>)> visit) const;
+};
+
+namespace validate_detail {
+struct Extent {
+  uint64_t begin;
+  uint64_t end;
+  std::string_view tensor;  // in the validator's NameIndex
+};
+struct ViewedStream {
+  uint32_t shard;
+  uint64_t begin;
+  uint64_t end;
+  uint64_t mask;
+  std::string_view tensor;
+};
+// Declared views by name -> bit (declaration order).
+using ViewBits = absl::flat_hash_map<std::string_view, int>;
+}  // namespace validate_detail
+
+// Validates a manifest one tensor record at a time (format/manifest_stream.h
+// parses them so), keeping per tensor only its name (in names(), which a
+// reader keeps as its name index) and its streams' extents: Begin with
+// `head`, the manifest without its tensors, then AddTensor for each tensor
+// in file order, then Finish. The checks and their messages are those of
+// one pass over the whole manifest; the elastic manifest is checked
+// against the converted records (ValidateElasticOf).
 // `shard_data_end[k]`: the first byte of shard k that streams may not reach
 // (the manifest offset for shard 0, the file size for siblings).
-absl::Status ValidateManifest(const v1::Manifest& manifest, const std::string& file,
-                              const std::vector<uint64_t>& shard_data_end);
+class ManifestValidator {
+ public:
+  ManifestValidator(const v1::Manifest& head, const std::string& file,
+                    const std::vector<uint64_t>& shard_data_end);
+  ~ManifestValidator();
+  // The checks of everything but the tensors; `tensor_count` follow.
+  absl::Status Begin(uint64_t tensor_count);
+  // `tensor`'s streams hold no chunks: `chunks` has them.
+  absl::Status AddTensor(const v1::Tensor& tensor, const TensorChunks& chunks);
+  // Once every tensor is added: no two streams overlap, views' layout.
+  absl::Status Finish();
+  NameIndex& names() { return names_; }
+
+ private:
+  const v1::Manifest& m_;
+  const std::string& file_;
+  const std::vector<uint64_t>& shard_data_end_;
+  bool zstd_declared_ = false;
+  std::unique_ptr<validate_detail::ViewBits> view_bits_;
+  NameIndex names_;
+  std::vector<std::vector<validate_detail::Extent>> extents_;  // per shard
+  std::vector<validate_detail::ViewedStream> viewed_;          // only when views are declared
+};
 
 // `where` names the value in an error message; it is called only on error.
 absl::Status ValidateValue(const v1::Value& value, int depth, absl::FunctionRef<std::string()> where);

@@ -11,7 +11,9 @@
 #include "format/limits.h"
 #include "format/manifest_convert.h"
 #include "format/manifest_scan.h"
+#include "format/manifest_stream.h"
 #include "format/manifest_validate.h"
+#include "format/elastic_validate.h"
 #include "google/protobuf/arena.h"
 
 namespace boltpack::format {
@@ -110,24 +112,43 @@ absl::Status ValidateAsReader(const std::string& serialized, const std::string& 
   // The reader's limits first, as the reader checks them (format/manifest_scan.h).
   BP_RETURN_IF_ERROR(ScanManifestLimits(
       absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(serialized.data()), serialized.size()), file));
-  // An arena, as the reader parses: one allocation pattern, freed at once.
+  // The reader's parse (format/manifest_stream.h): the head in an arena,
+  // then one tensor record at a time.
+  const auto bytes = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(serialized.data()), serialized.size());
   google::protobuf::Arena arena;
   v1::Manifest& m = *google::protobuf::Arena::CreateMessage<v1::Manifest>(&arena);
-  if (!m.ParseFromString(serialized)) {
+  auto tensor_count = ParseManifestHead(bytes, file, &m);
+  if (!tensor_count.ok()) {
     return absl::InternalError(StrCat(file, ": the manifest does not parse back as a boltpack.v1.Manifest (a name "
                                             "that is not UTF-8?); nothing written"));
   }
-  BP_RETURN_IF_ERROR(ValidateManifest(m, file, {data_end}));
-  if (!check_records) return absl::OkStatus();
-  for (const auto& t : m.tensors()) {
-    const Codec* codec = FindCodec(t.codec().id());
-    if (codec == nullptr) continue;
-    absl::Status valid = codec->ValidateRecord(FromProto(t));
-    if (!valid.ok()) {
-      return absl::Status(valid.code(), StrCat(file, ": the reader would refuse tensor \"", Escaped(t.name()),
-                                               "\": ", valid.message()));
+  const std::vector<uint64_t> data_ends = {data_end};
+  ManifestValidator validator(m, file, data_ends);
+  BP_RETURN_IF_ERROR(validator.Begin(*tensor_count));
+  // The converted records are kept only for the elastic check, which
+  // needs them all; a file with an elastic manifest holds a model's
+  // tensors, not a million.
+  std::vector<TensorInfo> kept;
+  absl::Status read = ForEachValidTensor(bytes, file, validator, [&](const v1::Tensor& t, const TensorChunks& chunks, absl::Span<const uint8_t>) {
+    const Codec* codec = check_records ? FindCodec(t.codec().id()) : nullptr;
+    if (codec == nullptr && !m.has_elastic()) return absl::OkStatus();
+    TensorInfo info = TensorFromWire(t, chunks);
+    if (codec != nullptr) {
+      absl::Status valid = codec->ValidateRecord(info);
+      if (!valid.ok()) {
+        return absl::Status(valid.code(), StrCat(file, ": the reader would refuse tensor \"", Escaped(t.name()),
+                                                 "\": ", valid.message()));
+      }
     }
+    if (m.has_elastic()) kept.push_back(std::move(info));
+    return absl::OkStatus();
+  });
+  if (absl::IsDataLoss(read) && read.message().find("is not a valid boltpack.v1.Manifest") != std::string_view::npos) {
+    return absl::InternalError(StrCat(file, ": the manifest does not parse back as a boltpack.v1.Manifest (a name "
+                                            "that is not UTF-8?); nothing written"));
   }
+  BP_RETURN_IF_ERROR(read);
+  if (m.has_elastic()) BP_RETURN_IF_ERROR(ValidateElasticOf(m.elastic(), kept, file));
   return absl::OkStatus();
 }
 

@@ -11,11 +11,13 @@
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "format/elastic_manifest.h"
+#include "format/elastic_validate.h"
 #include "format/layout.h"
 #include "format/line_prefix.h"
 #include "format/limits.h"
 #include "format/manifest_convert.h"
 #include "format/manifest_scan.h"
+#include "format/manifest_stream.h"
 #include "format/manifest_validate.h"
 #include "format/reader_impl.h"
 #include "io/mapped_file.h"
@@ -56,14 +58,15 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   if (format::Xxh3(manifest_bytes) != footer.manifest_xxh3) {
     return absl::DataLossError(StrCat(path, ": manifest checksum mismatch"));
   }
-  // An arena makes parsing tens of thousands of tensor records cheap: one
-  // allocation pattern, freed at once after conversion.
+  BP_RETURN_IF_ERROR(format::ScanManifestLimits(manifest_bytes, path));  // before parsing builds anything
+  // Every field but the tensors, then the tensors one at a time into one
+  // reused message (format/manifest_stream.h), each validated and
+  // converted before the next is parsed: the whole protobuf tree of a
+  // large manifest never exists. An arena holds the head (metadata can be
+  // millions of values): one allocation pattern, freed at once.
   google::protobuf::Arena arena;
   v1::Manifest& manifest = *google::protobuf::Arena::CreateMessage<v1::Manifest>(&arena);
-  BP_RETURN_IF_ERROR(format::ScanManifestLimits(manifest_bytes, path));  // before parsing builds anything
-  if (!manifest.ParseFromArray(manifest_bytes.data(), static_cast<int>(manifest_bytes.size()))) {
-    return absl::DataLossError(StrCat(path, ": manifest is not a valid boltpack.v1.Manifest"));
-  }
+  BP_ASSIGN_OR_RETURN(const uint64_t tensor_count, format::ParseManifestHead(manifest_bytes, path, &manifest));
   if (manifest.format_minor() != header.format_minor) {
     return absl::DataLossError(StrCat(path, ": manifest format_minor disagrees with the header"));
   }
@@ -91,22 +94,49 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
       sibling_files.push_back(std::move(f));
     }
   }
-  BP_RETURN_IF_ERROR(format::ValidateManifest(manifest, path, shard_data_end));
-
+  BP_RETURN_IF_ERROR(LoadTensors(manifest, manifest_bytes, tensor_count));
   required_features.assign(manifest.required_features().begin(), manifest.required_features().end());
   for (const auto& f : required_features) {
     if (!format::IsKnownFeature(f)) missing_features.push_back(f);
   }
-  tensors.reserve(manifest.tensors_size());
-  for (const auto& t : manifest.tensors()) tensors.push_back(format::FromProto(t));
   checks.Reset(tensors);
   metadata = format::MetadataFromProto(manifest);
   writer = manifest.writer();
   if (manifest.has_elastic()) elastic = format::ElasticFromProto(manifest.elastic());
-  by_name.reserve(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) by_name.emplace(tensors[i].name, i);
   LoadViews(manifest);
   return FindView(options.view).status();
+}
+
+absl::Status Reader::Impl::LoadTensors(const v1::Manifest& head, absl::Span<const uint8_t> manifest_bytes,
+                                       uint64_t tensor_count) {
+  format::ManifestValidator validator(head, path, shard_data_end);
+  BP_RETURN_IF_ERROR(validator.Begin(tensor_count));
+  tensors.reserve(tensor_count);
+  // A mapped manifest's pages are read once: dropped as the parse passes
+  // them, they do not count in the reader's memory next to its records.
+  constexpr size_t kReleaseEvery = size_t{8} << 20;
+  const uint8_t* released = manifest_bytes.data();
+  if (file != nullptr) io::ReleaseMappedPages(manifest_bytes);  // read by the checksum and the scan
+  BP_RETURN_IF_ERROR(format::ForEachValidTensor(
+      manifest_bytes, path, validator,
+      [&](const v1::Tensor& record, const format::TensorChunks& chunks, absl::Span<const uint8_t> bytes) {
+        // A tensor of many chunks can be most of the manifest: its pages go
+        // as its chunks are converted too.
+        auto release_up_to = [&](const uint8_t* read) {
+          if (file != nullptr && read - released > static_cast<ptrdiff_t>(kReleaseEvery)) {
+            io::ReleaseMappedPages({released, static_cast<size_t>(read - released)});
+            released = read;
+          }
+        };
+        if (file != nullptr && bytes.size() > kReleaseEvery) io::ReleaseMappedPages(bytes);  // read by the validation
+        tensors.push_back(format::TensorFromWire(record, chunks, release_up_to));
+        release_up_to(bytes.data());
+        return absl::OkStatus();
+      }));
+  if (file != nullptr) io::ReleaseMappedPages(manifest_bytes);
+  if (head.has_elastic()) BP_RETURN_IF_ERROR(format::ValidateElasticOf(head.elastic(), tensors, path));  // format 1.1, spec/elastic.md
+  names = std::move(validator.names());
+  return absl::OkStatus();
 }
 
 void Reader::Impl::LoadViews(const v1::Manifest& manifest) {
@@ -193,9 +223,7 @@ absl::StatusOr<uint64_t> Reader::ViewBytes(std::string_view view) const {
 const ElasticManifest* Reader::elastic() const { return impl_->elastic ? &*impl_->elastic : nullptr; }
 
 std::optional<size_t> Reader::FindTensor(std::string_view name) const {
-  auto it = impl_->by_name.find(name);
-  if (it == impl_->by_name.end()) return std::nullopt;
-  return it->second;
+  return impl_->names.Find(name);
 }
 
 absl::StatusOr<absl::Span<const uint8_t>> Reader::StoredStream(size_t tensor, size_t stream) const {
@@ -240,7 +268,7 @@ absl::Status Reader::VerifyStream(size_t tensor, size_t stream) const {
     if (!prefixes) continue;
     std::vector<uint64_t> digests = prefixes->Finish();
     for (size_t p = 0; p < digests.size() && chunk_error.empty(); ++p) {
-      if (digests[p] != c.prefix_xxh3[p]) {
+      if (digests[p] != s.ChunkPrefixXxh3(k)[p]) {
         chunk_error = StrCat(where, ": chunk ", k, " line-prefix checksum mismatch (prefix ", p, ": the first ",
                              s.prefix_bytes[p], " bytes of each ", s.line_bytes, "-byte line)");
       }

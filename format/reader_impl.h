@@ -20,6 +20,7 @@
 #include "common/escape.h"
 #include "common/str_cat.h"
 #include "format/layout.h"
+#include "format/name_index.h"
 #include "format/stream_checks.h"
 #include "io/mapped_file.h"
 
@@ -39,13 +40,16 @@ struct Reader::Impl {
   Metadata metadata;
   std::vector<std::string> required_features;
   std::vector<std::string> missing_features;
-  absl::flat_hash_map<std::string_view, size_t> by_name;
+  format::NameIndex names;  // tensor name -> index
   std::optional<ElasticManifest> elastic;
   std::vector<ViewInfo> views;  // [0] is "full"
   // What decodes have checked so far (format/stream_checks.h).
   format::StreamChecks checks;
 
   absl::Status Load(absl::Span<const uint8_t> bytes, bool allow_siblings);
+  // Parses, validates and converts the tensors of the manifest whose other
+  // fields are `head`, one at a time.
+  absl::Status LoadTensors(const v1::Manifest& head, absl::Span<const uint8_t> manifest_bytes, uint64_t tensor_count);
   void LoadViews(const v1::Manifest& manifest);
   // The view named `name` ("" is "full"), or NOT_FOUND naming the file's views.
   absl::StatusOr<const ViewInfo*> FindView(std::string_view name) const {

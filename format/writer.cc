@@ -34,7 +34,9 @@
 #include "format/limits.h"
 #include "format/manifest_convert.h"
 #include "format/manifest_validate.h"
+#include "format/name_index.h"
 #include "format/output_rules.h"
+#include "format/tensor_records.h"
 #include "io/atomic_file.h"
 
 namespace boltpack {
@@ -69,8 +71,9 @@ struct Writer::Impl {
   WriterOptions options;
   std::unique_ptr<io::AtomicFile> file;
   format::Header header;
-  v1::Manifest manifest;
-  std::unordered_set<std::string> tensor_names;
+  v1::Manifest manifest;  // every field but the tensors
+  format::TensorRecords records;
+  format::NameIndex tensor_names;
   std::unordered_set<std::string> metadata_keys;
   bool uses_zstd = false;
   // The elastic manifest (SetElastic) and its bindings, for line prefixes.
@@ -89,6 +92,12 @@ struct Writer::Impl {
   // Views named by streams (besides "full"), in order of first use, with
   // their descriptions; written to Manifest.views at Finish.
   std::vector<std::pair<std::string, std::string>> views;
+  // Per entry of `views`, the span [begin, end) of the streams that name it;
+  // `every_view` the span of the streams that list no view (read by every
+  // view, including those named later).
+  std::vector<std::pair<uint64_t, uint64_t>> view_spans;
+  std::pair<uint64_t, uint64_t> every_view{~0ull, 0};
+  uint64_t tensor_names_added = 0;
   // Streams only "full" reads, in the spill file until Finish appends them.
   struct Spilled {
     int tensor;
@@ -111,7 +120,7 @@ struct Writer::Impl {
     for (auto& st : info->streams) {
       st.line_bytes = 0;
       st.prefix_bytes.clear();
-      for (auto& c : st.chunks) c.prefix_xxh3.clear();
+      st.prefix_xxh3.clear();
     }
     if (!options.line_prefixes || bindings == nullptr) return;
     format::PlanLinePrefixes(info, format::PlanLineCuts(*elastic, *bindings, info->name, info->shape));
@@ -123,10 +132,11 @@ struct Writer::Impl {
   }
   absl::Status CheckName(const std::string& name) {
     BP_RETURN_IF_ERROR(format::CheckWrittenName(name, "tensor name", file->path()));
-    if (!tensor_names.insert(name).second) {
+    if (!tensor_names.Insert(name)) {
       return absl::InvalidArgumentError(StrCat(file->path(), ": duplicate tensor name ", QuoteForDisplay(name, 200)));
     }
-    if (tensor_names.size() > format::kMaxTensors) {
+    ++tensor_names_added;
+    if (tensor_names_added > format::kMaxTensors) {
       return absl::ResourceExhaustedError(StrCat(file->path(), ": more than ", format::kMaxTensors, " tensors"));
     }
     return absl::OkStatus();
@@ -212,7 +222,7 @@ struct Writer::Impl {
     const uint64_t source_xxh3 = s->xxh3;
     if (stream == 0) {
       // Spilled streams of a tensor whose add failed are not placed.
-      while (!spilled.empty() && spilled.back().tensor >= manifest.tensors_size()) spilled.pop_back();
+      while (!spilled.empty() && spilled.back().tensor >= static_cast<int>(records.size())) spilled.pop_back();
     }
     const bool spill = FullOnly(*s);
     const uint64_t length = src.size();
@@ -299,9 +309,12 @@ struct Writer::Impl {
     auto close_prefix_chunks = [&] {
       while (pc < s->chunks.size() && s->chunks[pc].stored_offset + s->chunks[pc].stored_length <= prefixed) {
         std::vector<uint64_t> digests = prefixes->Finish();
+        const auto known_digests = s->ChunkPrefixXxh3(pc);
         if (!copied) {
-          s->chunks[pc].prefix_xxh3 = std::move(digests);
-        } else if (digests != s->chunks[pc].prefix_xxh3 && prefix_status.ok()) {
+          s->prefix_xxh3.resize(s->chunks.size() * s->prefix_bytes.size());
+          std::copy(digests.begin(), digests.end(), s->prefix_xxh3.begin() + static_cast<ptrdiff_t>(pc * digests.size()));
+        } else if (!std::equal(digests.begin(), digests.end(), known_digests.begin(), known_digests.end()) &&
+                   prefix_status.ok()) {
           prefix_status = absl::DataLossError(StrCat(file->path(), ": stream \"", s->role, "\": chunk ", pc,
                                                      " copied from a source whose line-prefix checksums do not match"));
         }
@@ -343,7 +356,7 @@ struct Writer::Impl {
                                                  file->path(), s->role, source_xxh3, s->xxh3));
     }
     if (spill) {
-      spilled.push_back({manifest.tensors_size(), stream, spill_size, length, s->xxh3});
+      spilled.push_back({static_cast<int>(records.size()), stream, spill_size, length, s->xxh3});
       spill_size += length;
     }
     return absl::OkStatus();
@@ -378,12 +391,12 @@ struct Writer::Impl {
   // Appends the spilled streams after every other stream, in blocks, and
   // records their final offsets.
   absl::Status PlaceSpilled() {
-    while (!spilled.empty() && spilled.back().tensor >= manifest.tensors_size()) spilled.pop_back();
+    while (!spilled.empty() && spilled.back().tensor >= static_cast<int>(records.size())) spilled.pop_back();
     std::vector<uint8_t> block;
     Xxh3Stream state;
     for (const Spilled& sp : spilled) {
       BP_RETURN_IF_ERROR(file->PadTo(options.alignment));
-      manifest.mutable_tensors(sp.tensor)->mutable_streams(sp.stream)->set_offset(file->position());
+      records.Pending(static_cast<size_t>(sp.tensor))->streams[static_cast<size_t>(sp.stream)].offset = file->position();
       block.resize(std::min<uint64_t>(sp.length, kCopyBlock));
       state.Reset();
       for (uint64_t done = 0; done < sp.length;) {
@@ -402,18 +415,33 @@ struct Writer::Impl {
     }
     return absl::OkStatus();
   }
-  // Manifest.views: per declared view, the span of the streams it reads.
-  void RecordViews() {
-    for (const auto& [name, description] : views) {
-      uint64_t begin = ~0ull, end = 0;
-      for (const auto& t : manifest.tensors()) {
-        for (const auto& s : t.streams()) {
-          bool reads = s.views_size() == 0 || std::find(s.views().begin(), s.views().end(), name) != s.views().end();
-          if (!reads || s.length() == 0) continue;
-          begin = std::min<uint64_t>(begin, s.offset());
-          end = std::max<uint64_t>(end, s.offset() + s.length());
+  // Adds the record of a tensor whose streams are all appended (a spilled
+  // one is placed at Finish) and the spans of the views its streams name.
+  void AddRecord(const TensorInfo& info) {
+    bool pending = !spilled.empty() && spilled.back().tensor == static_cast<int>(records.size());
+    for (const auto& s : info.streams) {
+      if (s.length == 0 || FullOnly(s)) continue;  // a spilled stream is FullOnly: no declared view reads it
+      auto widen = [&](std::pair<uint64_t, uint64_t>& span) {
+        span.first = std::min<uint64_t>(span.first, s.offset);
+        span.second = std::max<uint64_t>(span.second, s.offset + s.length);
+      };
+      if (s.views.empty()) widen(every_view);
+      view_spans.resize(views.size(), {~0ull, 0});
+      for (const auto& name : s.views) {
+        for (size_t v = 0; v < views.size(); ++v) {
+          if (views[v].first == name) widen(view_spans[v]);
         }
       }
+    }
+    records.Add(info, pending);
+  }
+  // Manifest.views: per declared view, the span of the streams it reads.
+  void RecordViews() {
+    view_spans.resize(views.size(), {~0ull, 0});
+    for (size_t k = 0; k < views.size(); ++k) {
+      const auto& [name, description] = views[k];
+      const uint64_t begin = std::min(view_spans[k].first, every_view.first);
+      const uint64_t end = std::max(view_spans[k].second, every_view.second);
       auto* v = manifest.add_views();
       v->set_name(name);
       v->set_description(description);
@@ -559,7 +587,7 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
       BP_RETURN_IF_ERROR(impl_->Append(es.bytes, &s, static_cast<int>(k)));
     }
   }
-  format::ToProto(info, impl_->manifest.add_tensors());
+  impl_->AddRecord(info);
   return absl::OkStatus();
 }
 
@@ -621,7 +649,7 @@ absl::Status Writer::AddStored(TensorInfo info, const std::vector<PieceSource*>&
     BP_RETURN_IF_ERROR(impl_->AppendPieces(*streams[k], &info.streams[k], static_cast<int>(k), /*copied=*/false,
                                            behind.empty() ? nullptr : behind[k]));
   }
-  format::ToProto(info, impl_->manifest.add_tensors());
+  impl_->AddRecord(info);
   return absl::OkStatus();
 }
 
@@ -653,7 +681,7 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
     BP_RETURN_IF_ERROR(impl_->AppendPieces(*pieces, &s, static_cast<int>(k), /*copied=*/true,
                                            impl_->options.write_behind ? pieces : nullptr));
   }
-  format::ToProto(info, impl_->manifest.add_tensors());
+  impl_->AddRecord(info);
   return absl::OkStatus();
 }
 
@@ -691,12 +719,10 @@ absl::Status Writer::Finish() {
     BP_RETURN_IF_ERROR(impl_->file->Overwrite(0, format::EncodeHeader(impl_->header)));
   }
   uint64_t manifest_offset = impl_->file->position();
-  std::string bytes;
-  if (!m.SerializeToString(&bytes)) return absl::InternalError(StrCat(impl_->file->path(), ": cannot serialize the manifest"));
-  // The message is done with: freed before the read-back parses its bytes
-  // again, the two copies are never held at once (1M tensors: 370 MB and
-  // 530 MB). Clear() would keep every record for reuse.
+  std::string bytes = impl_->records.Serialize(m);
+  // Freed before the read-back builds its own: the metadata, the name index.
   v1::Manifest().Swap(&m);
+  impl_->tensor_names = format::NameIndex();
   if (bytes.size() > format::kMaxManifestBytes) {
     return absl::ResourceExhaustedError(StrCat(impl_->file->path(), ": manifest of ", bytes.size(),
                                                      " bytes exceeds the 256 MiB limit"));

@@ -231,7 +231,7 @@ void ExpectRecordedPrefixes(const Reader& r, const std::vector<ModelTensor>& mod
     EXPECT_EQ(s.prefix_bytes, want);
     if (want.empty()) {
       EXPECT_EQ(s.line_bytes, 0u);
-      for (const auto& c : s.chunks) EXPECT_TRUE(c.prefix_xxh3.empty());
+      EXPECT_TRUE(s.prefix_xxh3.empty());
       continue;
     }
     const uint64_t line = LineBytesFrom(t, t.line_dim);
@@ -240,10 +240,10 @@ void ExpectRecordedPrefixes(const Reader& r, const std::vector<ModelTensor>& mod
     ASSERT_TRUE(stored.ok()) << stored.status();
     for (size_t k = 0; k < s.chunks.size(); ++k) {
       const ChunkInfo& c = s.chunks[k];
-      ASSERT_EQ(c.prefix_xxh3.size(), want.size()) << "chunk " << k;
+      ASSERT_EQ(s.ChunkPrefixXxh3(k).size(), want.size()) << "chunk " << k;
       auto bytes = stored->subspan(c.stored_offset, c.stored_length);
       for (size_t p = 0; p < want.size(); ++p) {
-        EXPECT_EQ(c.prefix_xxh3[p], HandPrefixXxh3(bytes, line, want[p]))
+        EXPECT_EQ(s.ChunkPrefixXxh3(k)[p], HandPrefixXxh3(bytes, line, want[p]))
             << "chunk " << k << " prefix " << want[p];
       }
     }
@@ -378,7 +378,7 @@ TEST(LinePrefix, NoPrefixesWithoutTheOptionOrWithTheManifestLate) {
       for (const auto& s : t.streams) {
         EXPECT_EQ(s.line_bytes, 0u) << t.name;
         EXPECT_TRUE(s.prefix_bytes.empty()) << t.name;
-        for (const auto& c : s.chunks) EXPECT_TRUE(c.prefix_xxh3.empty()) << t.name;
+        EXPECT_TRUE(s.prefix_xxh3.empty()) << t.name;
       }
     }
     // Nor in the stored manifest.
@@ -407,7 +407,7 @@ TEST(LinePrefix, CompressedStreamsGetNone) {
       any_zstd = true;
       EXPECT_EQ(s.line_bytes, 0u) << t.name;
       EXPECT_TRUE(s.prefix_bytes.empty()) << t.name;
-      for (const auto& c : s.chunks) EXPECT_TRUE(c.prefix_xxh3.empty()) << t.name;
+      EXPECT_TRUE(s.prefix_xxh3.empty()) << t.name;
     }
   }
   EXPECT_TRUE(any_zstd);
@@ -766,7 +766,7 @@ void CheckBoltSlice(const std::string& src, const std::string& out, const std::v
     for (size_t c = 0; c < kept_chunks.size(); ++c) {
       EXPECT_EQ(os.chunks[c].first_row, kept_chunks[c]->first_row) << "chunk " << c;
       EXPECT_EQ(os.chunks[c].row_count, kept_chunks[c]->row_count) << "chunk " << c;
-      EXPECT_EQ(os.chunks[c].xxh3, kept_chunks[c]->prefix_xxh3[p - ps.prefix_bytes.begin()]) << "chunk " << c;
+      EXPECT_EQ(os.chunks[c].xxh3, ps.ChunkPrefixXxh3(static_cast<size_t>(kept_chunks[c] - ps.chunks.data()))[static_cast<size_t>(p - ps.prefix_bytes.begin())]) << "chunk " << c;
       // And it is the hash of the chunk's bytes.
       EXPECT_EQ(os.chunks[c].xxh3, Xxh3(sstored->subspan(os.chunks[c].stored_offset, os.chunks[c].stored_length)));
     }
@@ -988,11 +988,12 @@ TEST(LinePrefix, TwoStreamCodecHasLinesPerStream) {
     ASSERT_EQ(s.chunks.size(), 2u);
     auto stored = (*r)->StoredStream(0, k);
     ASSERT_TRUE(stored.ok());
-    for (const auto& c : s.chunks) {
-      ASSERT_EQ(c.prefix_xxh3.size(), 2u);
+    for (size_t ci = 0; ci < s.chunks.size(); ++ci) {
+      const ChunkInfo& c = s.chunks[ci];
+      ASSERT_EQ(s.ChunkPrefixXxh3(ci).size(), 2u);
       auto b = stored->subspan(c.stored_offset, c.stored_length);
-      EXPECT_EQ(c.prefix_xxh3[0], HandPrefixXxh3(b, line[k], line[k] / 4));
-      EXPECT_EQ(c.prefix_xxh3[1], HandPrefixXxh3(b, line[k], line[k] / 2));
+      EXPECT_EQ(s.ChunkPrefixXxh3(ci)[0], HandPrefixXxh3(b, line[k], line[k] / 4));
+      EXPECT_EQ(s.ChunkPrefixXxh3(ci)[1], HandPrefixXxh3(b, line[k], line[k] / 2));
     }
   }
   // "half" keeps the first half of every line of both streams; the output
@@ -1012,7 +1013,7 @@ TEST(LinePrefix, TwoStreamCodecHasLinesPerStream) {
       const StreamInfo& ss = (*r)->tensors()[0].streams[k];
       const StreamInfo& os = (*h)->tensors()[0].streams[k];
       ASSERT_EQ(os.chunks.size(), ss.chunks.size());
-      for (size_t c = 0; c < os.chunks.size(); ++c) EXPECT_EQ(os.chunks[c].xxh3, ss.chunks[c].prefix_xxh3[1]);
+      for (size_t c = 0; c < os.chunks.size(); ++c) EXPECT_EQ(os.chunks[c].xxh3, ss.ChunkPrefixXxh3(c)[1]);
     }
   }
   // A kept and a dropped byte of the scales stream (line 8300, chunk 1).
@@ -1066,7 +1067,7 @@ TEST(LinePrefix, CopyKeepsAndChecksPrefixes) {
       EXPECT_EQ(sb.line_bytes, sa.line_bytes);
       EXPECT_EQ(sb.prefix_bytes, sa.prefix_bytes);
       ASSERT_EQ(sb.chunks.size(), sa.chunks.size());
-      for (size_t k = 0; k < sa.chunks.size(); ++k) EXPECT_EQ(sb.chunks[k].prefix_xxh3, sa.chunks[k].prefix_xxh3);
+      EXPECT_EQ(sb.prefix_xxh3, sa.prefix_xxh3);
     }
     ASSERT_NO_FATAL_FAILURE(ExpectRecordedPrefixes(**b, ModelTensors()));
   }
@@ -1088,11 +1089,12 @@ TEST(LinePrefix, CopyKeepsAndChecksPrefixes) {
     auto stored = (*r)->StoredStream(i, 0);
     ASSERT_TRUE(stored.ok());
     ASSERT_GE(s.chunks.size(), 2u);
-    for (const auto& chunk : s.chunks) {
-      ASSERT_EQ(chunk.prefix_xxh3.size(), 2u);
+    for (size_t ci = 0; ci < s.chunks.size(); ++ci) {
+      const ChunkInfo& chunk = s.chunks[ci];
+      ASSERT_EQ(s.ChunkPrefixXxh3(ci).size(), 2u);
       auto bytes = stored->subspan(chunk.stored_offset, chunk.stored_length);
-      EXPECT_EQ(chunk.prefix_xxh3[0], HandPrefixXxh3(bytes, 512, 128));
-      EXPECT_EQ(chunk.prefix_xxh3[1], HandPrefixXxh3(bytes, 512, 256));
+      EXPECT_EQ(s.ChunkPrefixXxh3(ci)[0], HandPrefixXxh3(bytes, 512, 128));
+      EXPECT_EQ(s.ChunkPrefixXxh3(ci)[1], HandPrefixXxh3(bytes, 512, 256));
     }
   }
 

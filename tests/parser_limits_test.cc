@@ -13,6 +13,7 @@
 #include "boltpack/types.h"
 #include "common/sanitizers.h"
 #include "common/str_cat.h"
+#include "format/layout.h"
 #include "format/limits.h"
 #include "gtest/gtest.h"
 #include "io/json.h"
@@ -154,6 +155,14 @@ std::vector<uint8_t> GgufOfEmptyTensors(int64_t n, size_t name_bytes = 0) {
   g.PadTo(32);
   return g.b;
 }
+// .bolt of 1M zero-size tensors: the protobuf tree is gone (1.0 GB to open,
+// 2.0 GB to copy before), but each tensor is still a ~400-byte TensorInfo
+// with its StreamInfo and heap parts (see the report of the commit that
+// added these tests): over the 256 MB target by that much.
+constexpr int64_t kBoltMillionTensorsInspectPeakKib = 720 * 1024;  // 631-662 MB measured
+constexpr int64_t kBoltMillionTensorsVerifyPeakKib = 540 * 1024;   // 448-480 MB measured
+constexpr int64_t kBoltMillionTensorsCopyPeakKib = 1024 * 1024;    // 907-938 MB measured
+constexpr int64_t kBoltChunkLimitPeakKib = kMaxPeakKib;            // 237 MB measured
 
 TEST_F(ParserLimits, GgufMillionZeroSizeTensorsOpenWithinBounds) {
   // 39 MB: the tensor limit's worth of distinct names, each 1-D and empty.
@@ -488,6 +497,97 @@ TEST_F(ParserLimits, BoltManifestArraysNestedTooDeepAreRefused) {
   const std::string value = Varint(1 << 3) + Varint(13) + Field(8, array);
   ExpectRefused(BoltWithExtraManifestFields("deep.bolt", Field(7, Field(1, "deep") + Field(2, value))),
                 {"metadata \"deep\"", "arrays nested deeper than 8"});
+}
+
+// .bolt files just inside the manifest limits: opening and copying them
+// costs about the manifest's bytes (the reader parses one tensor record at
+// a time; the writer serializes each record as it is added).
+class BoltManifestBounds : public ParserLimits {
+ protected:
+  // A .bolt made by convert from a GGUF of one zero-size tensor, and its
+  // manifest without the tensor; `record` that tensor's fields but its name.
+  void SetUp() override {
+    ParserLimits::SetUp();
+    if (IsSkipped()) return;
+    Gguf g;
+    g.Header(1, 0).Str("t").Put<uint32_t>(1).Put<uint64_t>(0).Put<int32_t>(0).Put<uint64_t>(0);
+    g.PadTo(32);
+    const std::string base = dir_ + "/base.bolt";
+    const auto run = testing::RunCli({"convert", Write("base.gguf", g.b), "-o", base});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    base_ = ReadFileBytes(base);
+    head_ = testing::ManifestOf(base_);
+    ASSERT_EQ(head_.tensors_size(), 1);
+    v1::Tensor t = head_.tensors(0);
+    t.clear_name();
+    record_ = t.SerializeAsString();
+    head_.clear_tensors();
+  }
+  // The base file with tensors t0..t{n-1}, each a copy of the base's one.
+  std::string MillionTensors(size_t n) {
+    std::string m = head_.SerializeAsString();
+    m.reserve(m.size() + n * (record_.size() + 12));
+    for (size_t i = 0; i < n; ++i) m += Field(8, Field(1, "t" + std::to_string(i)) + record_);
+    return Write("million.bolt", testing::WithManifestBytes(base_, m));
+  }
+  std::vector<uint8_t> base_;
+  v1::Manifest head_;
+  std::string record_;
+};
+
+TEST_F(BoltManifestBounds, MillionTensorsAreInspectedAndVerifiedWithinBounds) {
+  // 46 MB of manifest: 1.0 GB to open before the manifest was parsed one
+  // tensor at a time.
+  const std::string path = MillionTensors(format::kMaxTensors);
+  const auto inspect = RunCliMeasured({"inspect", path}, kHeapCap);
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.output.substr(0, 400);
+  EXPECT_NE(inspect.output.find("tensors (1000000):"), std::string::npos) << inspect.output.substr(0, 400);
+  EXPECT_NE(inspect.output.find("  t999999 "), std::string::npos);
+  EXPECT_LT(inspect.peak_rss_kib, kBoltMillionTensorsInspectPeakKib);
+  const auto verify = RunCliMeasured({"verify", path}, kHeapCap);
+  EXPECT_EQ(verify.exit_code, 0) << verify.output.substr(0, 400);
+  EXPECT_NE(verify.output.find("OK (1000000 tensors"), std::string::npos) << verify.output.substr(0, 400);
+  EXPECT_LT(verify.peak_rss_kib, kBoltMillionTensorsVerifyPeakKib);
+}
+
+TEST_F(BoltManifestBounds, MillionTensorsAreCopiedWithinBounds) {
+  const std::string path = MillionTensors(format::kMaxTensors);
+  const std::string out = dir_ + "/copy.bolt";
+  const auto run = RunCliMeasured({"convert", path, "-o", out}, 2 * kHeapCap);
+  EXPECT_EQ(run.exit_code, 0) << run.output.substr(0, 400);
+  EXPECT_NE(run.output.find("(1000000 tensors)"), std::string::npos) << run.output.substr(0, 400);
+  EXPECT_LT(run.peak_rss_kib, kBoltMillionTensorsCopyPeakKib);
+  // The copy holds the same records (its manifest is written in field order).
+  const v1::Manifest copy = testing::ManifestOf(ReadFileBytes(out));
+  ASSERT_EQ(copy.tensors_size(), static_cast<int>(format::kMaxTensors));
+  EXPECT_EQ(copy.tensors(999999).name(), "t999999");
+  v1::Tensor last = copy.tensors(999999);
+  last.clear_name();
+  EXPECT_EQ(last.SerializeAsString(), record_);
+}
+
+TEST_F(BoltManifestBounds, StreamOfTheChunkLimitIsVerifiedWithinBounds) {
+  // One empty tensor whose stream has kMaxManifestChunks empty chunks, each
+  // with its checksum (54 MB of manifest; 507 MB to open before).
+  const std::string chunk =
+      Field(9, Varint(7 << 3 | 1) + std::string(8, '\0'));  // xxh3, patched below
+  uint64_t empty_xxh3 = format::Xxh3({});
+  std::string c = chunk;
+  std::memcpy(c.data() + c.size() - 8, &empty_xxh3, 8);
+  v1::Tensor t;
+  t.ParseFromString(record_);
+  t.set_name("many");
+  std::string m = head_.SerializeAsString();
+  std::string stream = t.streams(0).SerializeAsString();
+  stream.reserve(stream.size() + c.size() * format::kMaxManifestChunks);
+  for (uint64_t i = 0; i < format::kMaxManifestChunks; ++i) stream += c;
+  t.clear_streams();
+  m += Field(8, t.SerializeAsString() + Field(5, stream));
+  const std::string path = Write("chunks.bolt", testing::WithManifestBytes(base_, m));
+  const auto run = RunCliMeasured({"verify", path}, kHeapCap);
+  EXPECT_EQ(run.exit_code, 0) << run.output.substr(0, 400);
+  EXPECT_NE(run.output.find("OK (1 tensors"), std::string::npos) << run.output.substr(0, 400);
+  EXPECT_LT(run.peak_rss_kib, kBoltChunkLimitPeakKib);
 }
 
 TEST(JsonLimits, ValuesPastMaxValuesAreRefused) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
+
 #include "boltpack/types.h"
 
 namespace boltpack {
@@ -23,9 +25,7 @@ struct ChunkInfo {
   uint64_t first_row = 0;
   uint64_t row_count = 0;
   uint64_t xxh3 = 0;
-  // Format 1.2: per StreamInfo::prefix_bytes entry, the XXH3 of the first
-  // that many bytes of every line of the chunk, concatenated.
-  std::vector<uint64_t> prefix_xxh3;
+  // Format 1.2 line-prefix checksums: StreamInfo::ChunkPrefixXxh3.
 };
 
 struct StreamInfo {
@@ -44,6 +44,16 @@ struct StreamInfo {
   // the line prefixes every chunk carries a checksum of.
   uint64_t line_bytes = 0;
   std::vector<uint64_t> prefix_bytes;
+  // Per chunk and per prefix_bytes entry, the XXH3 of the first that many
+  // bytes of every line of the chunk: chunk k's are the prefix_bytes.size()
+  // values from k * prefix_bytes.size(). One vector per stream, not one per
+  // chunk: a stream of 2^22 chunks holds 96 MB less.
+  std::vector<uint64_t> prefix_xxh3;
+  absl::Span<const uint64_t> ChunkPrefixXxh3(size_t chunk) const {
+    const size_t n = prefix_bytes.size();
+    if ((chunk + 1) * n > prefix_xxh3.size()) return {};
+    return absl::MakeConstSpan(prefix_xxh3).subspan(chunk * n, n);
+  }
 };
 
 struct TensorInfo {

@@ -1,0 +1,148 @@
+#include "format/manifest_stream.h"
+
+#include <climits>
+
+#include "common/str_cat.h"
+#include "format/manifest_convert.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
+
+namespace boltpack::format {
+
+bool SplitRepeatedField(absl::Span<const uint8_t> bytes, uint32_t number,
+                        absl::FunctionRef<bool(absl::Span<const uint8_t>)> on_record,
+                        absl::FunctionRef<bool(absl::Span<const uint8_t>)> on_other) {
+  using google::protobuf::internal::WireFormatLite;
+  if (bytes.size() > INT_MAX) return false;
+  google::protobuf::io::CodedInputStream in(bytes.data(), static_cast<int>(bytes.size()));
+  in.SetRecursionLimit(100);  // protobuf's default, as the whole parse
+  const uint32_t record_tag = WireFormatLite::MakeTag(static_cast<int>(number), WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  size_t run_begin = 0;  // start of the run of other fields being collected
+  auto flush = [&](size_t end) { return end == run_begin || on_other(bytes.subspan(run_begin, end - run_begin)); };
+  while (true) {
+    const size_t field_begin = static_cast<size_t>(in.CurrentPosition());
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) {
+      // The end, or a tag protobuf refuses (field 0, a varint past 5 bytes).
+      return field_begin == bytes.size() && flush(field_begin);
+    }
+    if (tag != record_tag) {
+      if (!WireFormatLite::SkipField(&in, tag)) return false;
+      continue;
+    }
+    uint32_t length = 0;
+    if (!in.ReadVarint32(&length)) return false;
+    const size_t payload = static_cast<size_t>(in.CurrentPosition());
+    if (length > bytes.size() - payload) return false;
+    if (!flush(field_begin) || !on_record(bytes.subspan(payload, length))) return false;
+    if (!in.Skip(static_cast<int>(length))) return false;
+    run_begin = payload + length;
+  }
+}
+
+namespace {
+
+// Merging a run of fields is parsing them after what came before.
+bool MergeRun(google::protobuf::MessageLite* message, absl::Span<const uint8_t> run) {
+  google::protobuf::io::CodedInputStream in(run.data(), static_cast<int>(run.size()));
+  return message->MergeFromCodedStream(&in) && in.ConsumedEntireMessage();
+}
+
+// `payload` into `record` but its streams' chunks, which `chunks` points at.
+bool ParseTensorRecord(absl::Span<const uint8_t> payload, v1::Tensor* record, TensorChunks* chunks) {
+  record->Clear();
+  chunks->streams.clear();
+  chunks->counts.clear();
+  return SplitRepeatedField(
+      payload, kTensorStreamsField,
+      [&](absl::Span<const uint8_t> stream) {
+        v1::Stream* s = record->add_streams();
+        uint64_t n = 0;
+        chunks->streams.push_back(stream);
+        const bool ok = SplitRepeatedField(
+            stream, kStreamChunksField, [&](absl::Span<const uint8_t>) { return ++n, true; },
+            [&](absl::Span<const uint8_t> run) { return MergeRun(s, run); });
+        chunks->counts.push_back(n);
+        return ok;
+      },
+      [&](absl::Span<const uint8_t> run) { return MergeRun(record, run); });
+}
+
+}  // namespace
+
+namespace {
+absl::Status NotAManifest(const std::string& file) {
+  return absl::DataLossError(StrCat(file, ": manifest is not a valid boltpack.v1.Manifest"));
+}
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseManifestHead(absl::Span<const uint8_t> bytes, const std::string& file,
+                                           v1::Manifest* head) {
+  uint64_t tensors = 0;
+  const bool parsed = SplitRepeatedField(
+      bytes, kManifestTensorsField, [&](absl::Span<const uint8_t>) { return ++tensors, true; },
+      [&](absl::Span<const uint8_t> run) { return MergeRun(head, run); });
+  if (!parsed) return NotAManifest(file);
+  return tensors;
+}
+
+
+bool TensorChunks::ForEach(
+    size_t k, absl::FunctionRef<bool(const v1::Chunk&, uint64_t, absl::Span<const uint8_t>)> visit) const {
+  v1::Chunk chunk;
+  uint64_t index = 0;
+  return SplitRepeatedField(
+      streams[k], kStreamChunksField,
+      [&](absl::Span<const uint8_t> payload) {
+        return chunk.ParseFromArray(payload.data(), static_cast<int>(payload.size())) && visit(chunk, index++, payload);
+      },
+      [](absl::Span<const uint8_t>) { return true; });
+}
+
+absl::Status ForEachValidTensor(
+    absl::Span<const uint8_t> bytes, const std::string& file, ManifestValidator& validator,
+    absl::FunctionRef<absl::Status(const v1::Tensor&, const TensorChunks&, absl::Span<const uint8_t>)> visit) {
+  v1::Tensor record;  // Clear() keeps its parts for the next record
+  TensorChunks chunks;
+  absl::Status status;
+  const bool parsed = SplitRepeatedField(
+      bytes, kManifestTensorsField,
+      [&](absl::Span<const uint8_t> payload) {
+        if (!ParseTensorRecord(payload, &record, &chunks)) return false;
+        status = validator.AddTensor(record, chunks);
+        if (status.ok()) status = visit(record, chunks, payload);
+        return status.ok();
+      },
+      [](absl::Span<const uint8_t>) { return true; });
+  if (!status.ok()) return status;
+  if (!parsed) return NotAManifest(file);
+  return validator.Finish();
+}
+
+namespace {
+constexpr uint64_t kChunksPerProgress = 1 << 16;
+}  // namespace
+
+TensorInfo TensorFromWire(const v1::Tensor& tensor, const TensorChunks& chunks) {
+  return TensorFromWire(tensor, chunks, [](const uint8_t*) {});
+}
+
+TensorInfo TensorFromWire(const v1::Tensor& tensor, const TensorChunks& chunks,
+                          absl::FunctionRef<void(const uint8_t*)> read_up_to) {
+  TensorInfo info = FromProto(tensor);
+  for (size_t k = 0; k < info.streams.size(); ++k) {
+    StreamInfo& s = info.streams[k];
+    s.chunks.reserve(chunks.counts[k]);
+    s.prefix_xxh3.reserve(chunks.counts[k] * s.prefix_bytes.size());
+    chunks.ForEach(k, [&](const v1::Chunk& c, uint64_t index, absl::Span<const uint8_t> payload) {
+      if (index % kChunksPerProgress == kChunksPerProgress - 1) read_up_to(payload.data());
+      s.chunks.push_back(ChunkInfo{c.stored_offset(), c.stored_length(), c.raw_offset(), c.raw_length(),
+                                   c.first_row(), c.row_count(), c.xxh3()});
+      s.prefix_xxh3.insert(s.prefix_xxh3.end(), c.prefix_xxh3().begin(), c.prefix_xxh3().end());
+      return true;
+    });
+  }
+  return info;
+}
+
+}  // namespace boltpack::format

@@ -1,0 +1,76 @@
+#include "format/tensor_records.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "format/manifest_convert.h"
+#include "format/manifest_stream.h"
+#include "google/protobuf/io/coded_stream.h"
+
+namespace boltpack::format {
+
+void TensorRecords::AppendRecord(const TensorInfo& info, std::string* out) {
+  scratch_.Clear();
+  ToProto(info, &scratch_);
+  uint8_t prefix[1 + 10];
+  prefix[0] = static_cast<uint8_t>(kManifestTensorsField << 3 | 2);  // length-delimited
+  uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(scratch_.ByteSizeLong(), prefix + 1);
+  out->append(reinterpret_cast<const char*>(prefix), static_cast<size_t>(end - prefix));
+  scratch_.AppendToString(out);
+}
+
+void TensorRecords::Add(const TensorInfo& info, bool pending) {
+  constexpr size_t kBlockBytes = size_t{1} << 20;
+  if (pending) {
+    held_.push_back({blocks_.size(), count_, info});
+    blocks_.emplace_back();  // the records after it
+  } else {
+    if (blocks_.empty() || blocks_.back().size() >= kBlockBytes) {
+      blocks_.emplace_back();
+      blocks_.back().reserve(kBlockBytes + 4096);
+    }
+    AppendRecord(info, &blocks_.back());
+  }
+  ++count_;
+}
+
+TensorInfo* TensorRecords::Pending(size_t index) {
+  auto it = std::lower_bound(held_.begin(), held_.end(), index, [](const Held& h, size_t i) { return h.index < i; });
+  return it != held_.end() && it->index == index ? &it->info : nullptr;
+}
+
+std::string TensorRecords::Serialize(v1::Manifest& head) {
+  // Fields after the tensors move to a tail message for the moment.
+  v1::Manifest tail;
+  if (head.has_elastic()) tail.set_allocated_elastic(head.release_elastic());
+  tail.mutable_views()->Swap(head.mutable_views());
+  tail.set_writer(head.writer());
+  head.clear_writer();
+  const std::string first = head.SerializeAsString();
+  const std::string last = tail.SerializeAsString();
+  if (tail.has_elastic()) head.set_allocated_elastic(tail.release_elastic());
+  head.mutable_views()->Swap(tail.mutable_views());
+  head.set_writer(tail.writer());
+
+  size_t total = first.size() + last.size();
+  for (const auto& b : blocks_) total += b.size();
+  std::string out;
+  out.reserve(total + held_.size() * 64);
+  out += first;
+  size_t next_held = 0;
+  for (size_t b = 0; b <= blocks_.size(); ++b) {
+    for (; next_held < held_.size() && held_[next_held].block == b; ++next_held) {
+      AppendRecord(held_[next_held].info, &out);
+    }
+    if (b == blocks_.size()) break;
+    out += blocks_[b];
+    std::string().swap(blocks_[b]);
+  }
+  out += last;
+  blocks_.clear();
+  held_.clear();
+  count_ = 0;
+  return out;
+}
+
+}  // namespace boltpack::format
