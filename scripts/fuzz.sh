@@ -5,25 +5,7 @@
 # with its -max_len, flags and dictionary from fuzz/campaign.conf.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-conf_field() {  # conf_field TARGET COLUMN(2: max_len, 4: flags) DEFAULT
-  local v
-  v=$(awk -v t="$1" -v c="$2" '$1 == t { print $c }' "$ROOT/fuzz/campaign.conf" 2>/dev/null)
-  echo "${v:-$3}"
-}
-# split_flags FLAGS: a conf flags field (comma-separated; "-" for none) into
-# LF_FLAGS (libFuzzer flags) and ASAN_EXTRA (its asan:K=V entries).
-split_flags() {
-  local f parts
-  LF_FLAGS="" ASAN_EXTRA=""
-  IFS=, read -ra parts <<<"$1"
-  for f in "${parts[@]}"; do
-    case "$f" in
-      -) ;;
-      asan:*) ASAN_EXTRA+=":${f#asan:}" ;;
-      *) LF_FLAGS+=" $f" ;;
-    esac
-  done
-}
+. "$ROOT/scripts/fuzz_conf.sh"
 BUILD="$1"
 SECONDS_EACH="$2"
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"

@@ -32,29 +32,8 @@
 # --work DIR
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-CONF="$ROOT/fuzz/campaign.conf"
 
-conf_field() {  # conf_field TARGET COLUMN(2: max_len, 3: rate, 4: flags) DEFAULT
-  local v
-  v=$(awk -v t="$1" -v c="$2" '$1 == t { print $c }' "$CONF" 2>/dev/null)
-  echo "${v:-$3}"
-}
-
-# split_flags FLAGS: a conf flags field (comma-separated; "-" for none) into
-# LF_FLAGS (libFuzzer flags) and ASAN_EXTRA (its asan:K=V entries, each
-# ":K=V" for ASAN_OPTIONS).
-split_flags() {
-  local f parts
-  LF_FLAGS="" ASAN_EXTRA=""
-  IFS=, read -ra parts <<<"$1"
-  for f in "${parts[@]}"; do
-    case "$f" in
-      -) ;;
-      asan:*) ASAN_EXTRA+=":${f#asan:}" ;;
-      *) LF_FLAGS+=" $f" ;;
-    esac
-  done
-}
+. "$ROOT/scripts/fuzz_conf.sh"
 
 bundle() {  # bundle BUILD_DIR FILE.tar.gz
   local build="$1" file="$2" dir
