@@ -120,21 +120,6 @@ class Cursor {
     *total += n;
     return true;
   }
-  template <typename W>
-  absl::Status ReadString(std::string* s, W&& what) {
-    uint64_t n = 0;
-    BP_RETURN_IF_ERROR(Read(&n, what));
-    if (n > kGgufMaxStringBytes) {
-      return Fail(StrCat(Text(what), " at byte ", pos_ - 8, " claims ", n, " bytes (limit 1 GiB)"));
-    }
-    if (n > left()) {
-      return Fail(StrCat(Text(what), " at byte ", pos_ - 8, " claims ", n, " bytes, only ", left(),
-                         " left in the file"));
-    }
-    s->assign(reinterpret_cast<const char*>(b_.data() + pos_), n);
-    pos_ += n;
-    return absl::OkStatus();
-  }
   // A string the caller views in the file's bytes (tensor names: a model of
   // 1M tensors holds no copy of them).
   template <typename W>
@@ -150,6 +135,14 @@ class Cursor {
     }
     *s = std::string_view(reinterpret_cast<const char*>(b_.data() + pos_), n);
     pos_ += n;
+    return absl::OkStatus();
+  }
+  // The same string, copied (metadata keys and values outlive the file).
+  template <typename W>
+  absl::Status ReadString(std::string* s, W&& what) {
+    std::string_view view;
+    BP_RETURN_IF_ERROR(ReadView(&view, what));
+    s->assign(view);
     return absl::OkStatus();
   }
 
