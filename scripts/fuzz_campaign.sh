@@ -83,6 +83,12 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 if [ -z "$TARGETS" ]; then
   for b in "$BIN"/fuzz_*; do [ -x "$b" ] && TARGETS+="${b##*/fuzz_} "; done
 fi
+# A wrong BIN (a build folder, not its fuzz/) once gave a campaign of no
+# executions that ended with exit 0.
+[ -n "${TARGETS// /}" ] || { echo "fuzz_campaign.sh: no fuzz_* binaries in $BIN" >&2; exit 2; }
+for t in $TARGETS; do
+  [ -x "$BIN/fuzz_$t" ] || { echo "fuzz_campaign.sh: $BIN/fuzz_$t is not an executable" >&2; exit 2; }
+done
 
 # A resumed campaign's jobs count as this one's (state/TARGET.prev-ID), so
 # a chain of runs keeps the whole total.
@@ -207,6 +213,9 @@ for t in $TARGETS; do echo "$t $CAP"; done | xargs -r -P "$CORES" -L 1 bash -c '
       'BEGIN { printf "%d", (s > 0 ? e / s : 0) }')
     result=ok
     [ "$execs" -lt "$EXECS" ] && result=short
+    # A job that failed before its first execution (a missing library, a
+    # bad flag) is a broken campaign, not a short one.
+    grep -qsE '^0 [0-9.]+ [1-9]' "$OUT"/state/"$t".* && result="NOT RUN (see $OUT/logs/$t.*)"
     [ "$crashes" -gt 0 ] && result="CRASH (see $OUT/crashes/$t-*)"
     printf '%-20s %12d %12d %5d %8d %9d %7d %5d %6d %s\n' "$t" "$EXECS" "$execs" "$jobs" "$secs" "$rate" "$crashes" "$slow" "$new" "$result"
   done
@@ -214,4 +223,5 @@ for t in $TARGETS; do echo "$t $CAP"; done | xargs -r -P "$CORES" -L 1 bash -c '
 } | tee "$OUT/table.txt"
 [ "$WORK_IS_TEMP" = 1 ] && rm -rf "$WORK"  # what it found that adds coverage is in corpus_new
 find "$OUT/crashes" -type f ! -name '*slow-unit-*' | grep -q . && exit 1
+grep -q 'NOT RUN' "$OUT/table.txt" && exit 1
 exit 0
