@@ -13,6 +13,7 @@
 #include "format/manifest_scan.h"
 #include "format/manifest_stream.h"
 #include "format/manifest_validate.h"
+#include "format/metadata_wire.h"
 #include "format/elastic_validate.h"
 #include "google/protobuf/arena.h"
 
@@ -117,11 +118,13 @@ absl::Status ValidateAsReader(const std::string& serialized, const std::string& 
   const auto bytes = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(serialized.data()), serialized.size());
   google::protobuf::Arena arena;
   v1::Manifest& m = *google::protobuf::Arena::CreateMessage<v1::Manifest>(&arena);
-  auto tensor_count = ParseManifestHead(bytes, file, &m);
+  MetadataWire metadata;
+  auto tensor_count = ParseManifestHead(bytes, file, &m, &metadata);
   if (!tensor_count.ok()) {
     return absl::InternalError(StrCat(file, ": the manifest does not parse back as a boltpack.v1.Manifest (a name "
                                             "that is not UTF-8?); nothing written"));
   }
+  BP_RETURN_IF_ERROR(ReadMetadataWire(metadata, file, /*out=*/nullptr));  // checked, not built
   const std::vector<uint64_t> data_ends = {data_end};
   ManifestValidator validator(m, file, data_ends);
   BP_RETURN_IF_ERROR(validator.Begin(*tensor_count));

@@ -310,6 +310,61 @@ TEST_F(ParserLimits, BoltMetadataArrayAtTheLimitConvertsBothWays) {
   EXPECT_EQ(ReadFileBytes(back), gguf);
 }
 
+// A string array as a .bolt's metadata: GGUF -> .bolt, then inspect,
+// verify, .bolt -> GGUF (byte-identical to the input) and .bolt -> .bolt,
+// each exit 0 within the bound. Entries are read from the wire into
+// the packed form and written from it (format/metadata_wire.h): as protobuf
+// messages, a std::string per element, these cost 317-439 MB.
+class BoltStringArrays : public ParserLimits {
+ protected:
+  void ExpectEveryPathWithinBounds(const std::vector<uint8_t>& gguf, const std::string& shown) {
+    const std::string in = Write("strings.gguf", gguf);
+    const std::string bolt = dir_ + "/strings.bolt", copy = dir_ + "/copy.bolt", back = dir_ + "/back.gguf";
+    auto expect_ok = [&](const testing::MeasuredCommand& run, const char* what) {
+      EXPECT_EQ(run.exit_code, 0) << what << ": " << run.output.substr(0, 400);
+      EXPECT_LT(run.peak_rss_kib, kMaxPeakKib) << what;
+      // 1 s on one core is the target (0.1-0.6 s measured alone); wall time
+      // on a shared machine waits for a core too.
+      EXPECT_LT(run.seconds, 2.0) << what;
+    };
+    expect_ok(RunCliMeasured({"convert", in, "-o", bolt, "--no-fsync"}, kHeapCap), "GGUF -> .bolt");
+    const auto inspect = RunCliMeasured({"inspect", bolt}, kHeapCap);
+    expect_ok(inspect, "inspect");
+    EXPECT_NE(inspect.output.find(shown), std::string::npos) << inspect.output.substr(0, 600);
+    const auto verify = RunCliMeasured({"verify", bolt}, kHeapCap);
+    expect_ok(verify, "verify");
+    EXPECT_NE(verify.output.find(bolt + ": OK (0 tensors"), std::string::npos) << verify.output.substr(0, 400);
+    expect_ok(RunCliMeasured({"convert", bolt, "-o", copy, "--no-fsync"}, kHeapCap), ".bolt -> .bolt");
+    expect_ok(RunCliMeasured({"convert", copy, "-o", back, "--no-fsync"}, kHeapCap), ".bolt -> GGUF");
+    EXPECT_EQ(ReadFileBytes(back), gguf);
+  }
+};
+
+TEST_F(BoltStringArrays, FourByteStringsAtTheElementLimit) {
+  // 2^22 four-byte strings: a 50 MB GGUF, a 25 MB manifest.
+  constexpr uint64_t n = format::kMaxMetadataArrayElements;
+  const auto gguf = GgufOfOneArray("tokenizer.ggml.tokens", 8, n, [](Gguf& g, uint64_t k) {
+    char s[4];
+    std::memcpy(s, &k, 4);
+    g.Str(std::string_view(s, 4));
+  });
+  ExpectEveryPathWithinBounds(gguf, "string[4194304] [\"\\x00\\x00\\x00\\x00\", \"\\x01\\x00\\x00\\x00\"");
+}
+
+TEST_F(BoltStringArrays, ThirtyByteTokensOf64MB) {
+  // 1.7M 30-byte tokens: a 64 MB GGUF, a 56 MB manifest.
+  constexpr uint64_t m = (uint64_t{64} << 20) / 38 - 2;
+  const auto gguf = GgufOfOneArray("tokenizer.ggml.tokens", 8, m, [](Gguf& g, uint64_t k) {
+    std::string s = "token-" + std::to_string(k);
+    s.resize(30, '_');
+    g.Str(s);
+  });
+  ASSERT_LE(gguf.size(), size_t{64} << 20);
+  std::string first = "token-0", last = "token-1";
+  first.resize(30, '_');
+  ExpectEveryPathWithinBounds(gguf, StrCat("string[", m, "] [\"", first, "\", \"", last));
+}
+
 TEST_F(ParserLimits, NestedMetadataArraysAtTheLimitConvertBothWays) {
   // 4.2 MB: 4096 U8 arrays of 1023 elements (2^22 elements with the outer
   // array's): children are values, their elements packed.
