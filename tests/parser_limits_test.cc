@@ -92,6 +92,24 @@ class ParserLimits : public ::testing::Test {
   std::string dir_;
 };
 
+TEST_F(ParserLimits, MeasuredPeakIsTheCliOwnWhateverTheTestProcessHolds) {
+  // 384 MiB resident here (as the whole test binary grows, run in one
+  // process): a forked child's ru_maxrss counted them all, so the bounds
+  // below failed in a full run and passed alone.
+  std::vector<char> held(size_t{384} << 20);
+  std::memset(held.data(), 1, held.size());
+  const auto run = RunCliMeasured({"--version"}, kHeapCap);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("bolt-pack "), std::string::npos) << run.output;
+  EXPECT_GT(run.peak_rss_kib, 0);
+  EXPECT_LT(run.peak_rss_kib, 32 * 1024);
+  EXPECT_EQ(held[held.size() / 2], 1);
+  // A failure is still measured: exit 2 for bad usage.
+  const auto bad = RunCliMeasured({"inspect"}, kHeapCap);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_LT(bad.peak_rss_kib, 32 * 1024);
+}
+
 TEST_F(ParserLimits, GgufArrayOf16MBytesIsRefusedBeforeItIsBuilt) {
   // 16.8 MB: one U8 array of 2^24 elements, which the bytes left allow
   // (5.5 GB and 11.6 s before: a MetaValue per byte, three copies).
