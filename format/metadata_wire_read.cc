@@ -25,8 +25,9 @@ using Where = absl::FunctionRef<std::string()>;
 constexpr uint32_t kEntryKey = 1, kEntryValue = 2;
 constexpr uint32_t kValueType = 1, kValueU = 2, kValueI = 3, kValueF32 = 4, kValueF64 = 5, kValueB = 6,
                    kValueS = 7, kValueArray = 8;
-constexpr uint32_t kArrayElementType = 1, kArrayFirstElements = 2;  // uints .. arrays: 2 .. 8
-constexpr uint32_t kArrayStrings = 7, kArrayArrays = 8;
+constexpr uint32_t kArrayElementType = 1, kArrayUints = 2, kArrayInts = 3, kArrayF32s = 4, kArrayF64s = 5,
+                   kArrayBools = 6, kArrayStrings = 7, kArrayArrays = 8;
+constexpr uint32_t kArrayFirstElements = kArrayUints;  // the repeated fields, in ArrayFieldOf's order
 
 struct WireField {
   uint32_t number = 0;
@@ -119,9 +120,9 @@ bool ArrayParses(Bytes bytes, int depth) {
   return depth < 100 && ForEachField(bytes, [&](const WireField& f) {
     if (f.wire != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) return true;
     switch (f.number) {
-      case 2: case 3: case 6: return ForEachVarint(f.bytes, [](uint64_t) {});
-      case 4: return f.bytes.size() % 4 == 0;
-      case 5: return f.bytes.size() % 8 == 0;
+      case kArrayUints: case kArrayInts: case kArrayBools: return ForEachVarint(f.bytes, [](uint64_t) {});
+      case kArrayF32s: return f.bytes.size() % 4 == 0;
+      case kArrayF64s: return f.bytes.size() % 8 == 0;
       case kArrayArrays: return ArrayParses(f.bytes, depth + 1);
       default: return true;
     }
@@ -154,11 +155,11 @@ struct ArrayShape {
   uint64_t string_bytes = 0;
 };
 
-// What a scalar field of an Array's repeated field `number` holds as wire
-// type `wire`: elements of a width (1 for varints), or 0 for another type.
+// Whether an occurrence of the Array's repeated scalar field `number` of
+// wire type `wire` is one unpacked element (else packed, or unknown).
 bool IsElementWire(uint32_t number, WireFormatLite::WireType wire) {
-  if (number == 4) return wire == WireFormatLite::WIRETYPE_FIXED32;
-  if (number == 5) return wire == WireFormatLite::WIRETYPE_FIXED64;
+  if (number == kArrayF32s) return wire == WireFormatLite::WIRETYPE_FIXED32;
+  if (number == kArrayF64s) return wire == WireFormatLite::WIRETYPE_FIXED64;
   return wire == WireFormatLite::WIRETYPE_VARINT;
 }
 
@@ -171,8 +172,8 @@ ArrayShape ShapeOf(Bytes array) {
     } else if (f.number >= kArrayFirstElements && f.number < kArrayStrings) {
       uint64_t& n = shape.counts[f.number - kArrayFirstElements];
       if (IsElementWire(f.number, f.wire)) ++n;
-      else if (delimited && f.number == 4) n += f.bytes.size() / 4;
-      else if (delimited && f.number == 5) n += f.bytes.size() / 8;
+      else if (delimited && f.number == kArrayF32s) n += f.bytes.size() / 4;
+      else if (delimited && f.number == kArrayF64s) n += f.bytes.size() / 8;
       else if (delimited) ForEachVarint(f.bytes, [&](uint64_t) { ++n; });
     } else if (delimited && (f.number == kArrayStrings || f.number == kArrayArrays)) {
       ++shape.counts[f.number - kArrayFirstElements];
@@ -193,7 +194,7 @@ void ForEachElement(Bytes array, uint32_t number, absl::FunctionRef<void(uint64_
     if (IsElementWire(number, f.wire)) {
       visit(f.value);
     } else if (f.wire == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
-      const size_t width = number == 4 ? 4 : number == 5 ? 8 : 0;
+      const size_t width = number == kArrayF32s ? 4 : number == kArrayF64s ? 8 : 0;
       if (width == 0) return ForEachVarint(f.bytes, visit);
       for (size_t at = 0; at + width <= f.bytes.size(); at += width) {
         uint64_t bits = 0;
