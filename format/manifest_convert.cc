@@ -181,11 +181,4 @@ void ToProto(const TensorInfo& info, v1::Tensor* out) {
   for (const auto& f : info.required_features) out->add_required_features(f);
 }
 
-Metadata MetadataFromProto(const v1::Manifest& manifest) {
-  Metadata m;
-  m.reserve(manifest.metadata_size());
-  for (const auto& e : manifest.metadata()) m.emplace_back(e.key(), FromProto(e.value()));
-  return m;
-}
-
 }  // namespace boltpack::format

@@ -14,7 +14,6 @@ MetaValue FromProto(const v1::Value& value);
 void ToProto(const MetaValue& value, v1::Value* out);
 TensorInfo FromProto(const v1::Tensor& tensor);
 void ToProto(const TensorInfo& info, v1::Tensor* out);
-Metadata MetadataFromProto(const v1::Manifest& manifest);
 
 }  // namespace boltpack::format
 

@@ -77,11 +77,17 @@ absl::Status NotAManifest(const std::string& file) {
 }  // namespace
 
 absl::StatusOr<uint64_t> ParseManifestHead(absl::Span<const uint8_t> bytes, const std::string& file,
-                                           v1::Manifest* head) {
+                                           v1::Manifest* head, MetadataWire* metadata) {
   uint64_t tensors = 0;
+  metadata->clear();
+  // The runs between tensors split again at the metadata entries.
+  auto merge_head = [&](absl::Span<const uint8_t> run) {
+    return SplitRepeatedField(
+        run, kManifestMetadataField, [&](absl::Span<const uint8_t> entry) { return metadata->push_back(entry), true; },
+        [&](absl::Span<const uint8_t> other) { return MergeRun(head, other); });
+  };
   const bool parsed = SplitRepeatedField(
-      bytes, kManifestTensorsField, [&](absl::Span<const uint8_t>) { return ++tensors, true; },
-      [&](absl::Span<const uint8_t> run) { return MergeRun(head, run); });
+      bytes, kManifestTensorsField, [&](absl::Span<const uint8_t>) { return ++tensors, true; }, merge_head);
   if (!parsed) return NotAManifest(file);
   return tensors;
 }

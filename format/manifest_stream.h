@@ -21,6 +21,7 @@
 #include "boltpack/tensor_info.h"
 #include "boltpack_proto/boltpack.pb.h"
 #include "format/manifest_validate.h"
+#include "format/metadata_wire.h"
 
 namespace boltpack::format {
 
@@ -39,11 +40,13 @@ bool SplitRepeatedField(absl::Span<const uint8_t> bytes, uint32_t number,
                         absl::FunctionRef<bool(absl::Span<const uint8_t>)> on_record,
                         absl::FunctionRef<bool(absl::Span<const uint8_t>)> on_other);
 
-// Parses every field of the manifest `bytes` but its tensors into `head`
-// (empty before) and returns how many tensors follow. DATA_LOSS naming
-// `file` when the wire data is not a manifest.
+// Parses every field of the manifest `bytes` but its tensors and its
+// metadata into `head` (empty before) and returns how many tensors follow;
+// the metadata entries' payloads go to `metadata`, for ReadMetadataWire
+// (format/metadata_wire.h: no message per entry). DATA_LOSS naming `file`
+// when the wire data is not a manifest.
 absl::StatusOr<uint64_t> ParseManifestHead(absl::Span<const uint8_t> bytes, const std::string& file,
-                                           v1::Manifest* head);
+                                           v1::Manifest* head, MetadataWire* metadata);
 
 // Parses the tensors one at a time into one reused message whose streams
 // hold no chunks (a stream may have 2^22: as messages, 90 bytes each, the

@@ -53,36 +53,63 @@ std::pair<int64_t, int64_t> SignedRange(v1::ValueType t) {
 bool ValidValueType(int t) { return t >= v1::UINT8 && t <= v1::ARRAY; }
 
 absl::Status ValidateArray(const v1::Array& a, int depth, absl::FunctionRef<std::string()> where) {
+  const uint64_t counts[kArrayFieldCount] = {
+      static_cast<uint64_t>(a.uints_size()), static_cast<uint64_t>(a.ints_size()),
+      static_cast<uint64_t>(a.f32s_size()),  static_cast<uint64_t>(a.f64s_size()),
+      static_cast<uint64_t>(a.bools_size()), static_cast<uint64_t>(a.strings_size()),
+      static_cast<uint64_t>(a.arrays_size())};
+  BP_RETURN_IF_ERROR(CheckArrayHead(depth, a.element_type(), counts, where));
+  const v1::ValueType et = a.element_type();
+  if (IsUnsigned(et)) {
+    for (uint64_t v : a.uints()) BP_RETURN_IF_ERROR(CheckUnsignedElement(et, v, where));
+  } else if (IsSigned(et)) {
+    for (int64_t v : a.ints()) BP_RETURN_IF_ERROR(CheckSignedElement(et, v, where));
+  } else if (et == v1::ARRAY) {
+    for (const auto& inner : a.arrays()) BP_RETURN_IF_ERROR(ValidateArray(inner, depth + 1, where));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckArrayHead(int depth, int32_t element_type, const uint64_t (&counts)[kArrayFieldCount],
+                            absl::FunctionRef<std::string()> where) {
   if (depth > static_cast<int>(kMaxArrayDepth)) {
     return absl::ResourceExhaustedError(
         StrCat(where(), ": arrays nested deeper than ", kMaxArrayDepth));
   }
-  v1::ValueType et = a.element_type();
+  const auto et = static_cast<v1::ValueType>(element_type);
   if (!ValidValueType(et)) return absl::DataLossError(StrCat(where(), ": unknown array element type ", et));
   // Exactly the repeated field of the element type may be non-empty.
-  size_t counts[] = {static_cast<size_t>(a.uints_size()),   static_cast<size_t>(a.ints_size()),
-                     static_cast<size_t>(a.f32s_size()),    static_cast<size_t>(a.f64s_size()),
-                     static_cast<size_t>(a.bools_size()),   static_cast<size_t>(a.strings_size()),
-                     static_cast<size_t>(a.arrays_size())};
-  int slot = IsUnsigned(et) ? 0 : IsSigned(et) ? 1 : et == v1::FLOAT32 ? 2 : et == v1::FLOAT64 ? 3
-             : et == v1::BOOLEAN ? 4 : et == v1::STRING ? 5 : 6;
-  for (int k = 0; k < 7; ++k) {
+  const int slot = ArrayFieldOf(element_type);
+  for (int k = 0; k < kArrayFieldCount; ++k) {
     if (k != slot && counts[k] != 0) {
       return absl::DataLossError(
           StrCat(where(), ": array of ", v1::ValueType_Name(et), " holds elements of another type"));
     }
   }
-  if (IsUnsigned(et)) {
-    for (uint64_t v : a.uints()) {
-      if (v > UnsignedMax(et)) return absl::DataLossError(StrCat(where(), ": array element ", v, " out of range for ", v1::ValueType_Name(et)));
-    }
-  } else if (IsSigned(et)) {
-    auto [lo, hi] = SignedRange(et);
-    for (int64_t v : a.ints()) {
-      if (v < lo || v > hi) return absl::DataLossError(StrCat(where(), ": array element ", v, " out of range for ", v1::ValueType_Name(et)));
-    }
-  } else if (et == v1::ARRAY) {
-    for (const auto& inner : a.arrays()) BP_RETURN_IF_ERROR(ValidateArray(inner, depth + 1, where));
+  return absl::OkStatus();
+}
+
+int ArrayFieldOf(int32_t element_type) {
+  const auto et = static_cast<v1::ValueType>(element_type);
+  return IsUnsigned(et) ? 0 : IsSigned(et) ? 1 : et == v1::FLOAT32 ? 2 : et == v1::FLOAT64 ? 3
+         : et == v1::BOOLEAN ? 4 : et == v1::STRING ? 5 : 6;
+}
+
+absl::Status CheckUnsignedElement(int32_t element_type, uint64_t v, absl::FunctionRef<std::string()> where) {
+  const auto et = static_cast<v1::ValueType>(element_type);
+  if (v > UnsignedMax(et)) {
+    return absl::DataLossError(StrCat(where(), ": array element ", v, " out of range for ", v1::ValueType_Name(et)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSignedElement(int32_t element_type, int64_t v, absl::FunctionRef<std::string()> where) {
+  const auto et = static_cast<v1::ValueType>(element_type);
+  auto [lo, hi] = SignedRange(et);
+  if (v < lo || v > hi) {
+    return absl::DataLossError(StrCat(where(), ": array element ", v, " out of range for ", v1::ValueType_Name(et)));
   }
   return absl::OkStatus();
 }
@@ -97,6 +124,8 @@ absl::Status ValidateName(std::string_view name, std::string_view kind, const st
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::Status ValidateFeatures(const google::protobuf::RepeatedPtrField<std::string>& features,
                               const std::string& where) {
@@ -411,19 +440,24 @@ bool IsKnownFeature(const std::string& feature) {
   return feature == "zstd" || feature == "shards";
 }
 
-absl::Status ValidateValue(const v1::Value& value, int depth, absl::FunctionRef<std::string()> where) {
-  v1::ValueType t = value.type();
+absl::Status CheckScalar(int32_t type, uint64_t u, int64_t i, absl::FunctionRef<std::string()> where) {
+  const auto t = static_cast<v1::ValueType>(type);
   if (!ValidValueType(t)) return absl::DataLossError(StrCat(where(), ": unknown value type ", t));
-  if (IsUnsigned(t) && value.u() > UnsignedMax(t)) {
-    return absl::DataLossError(StrCat(where(), ": ", value.u(), " out of range for ", v1::ValueType_Name(t)));
+  if (IsUnsigned(t) && u > UnsignedMax(t)) {
+    return absl::DataLossError(StrCat(where(), ": ", u, " out of range for ", v1::ValueType_Name(t)));
   }
   if (IsSigned(t)) {
     auto [lo, hi] = SignedRange(t);
-    if (value.i() < lo || value.i() > hi) {
-      return absl::DataLossError(StrCat(where(), ": ", value.i(), " out of range for ", v1::ValueType_Name(t)));
+    if (i < lo || i > hi) {
+      return absl::DataLossError(StrCat(where(), ": ", i, " out of range for ", v1::ValueType_Name(t)));
     }
   }
-  if (t == v1::ARRAY) return ValidateArray(value.array(), depth + 1, where);
+  return absl::OkStatus();
+}
+
+absl::Status ValidateValue(const v1::Value& value, int depth, absl::FunctionRef<std::string()> where) {
+  BP_RETURN_IF_ERROR(CheckScalar(value.type(), value.u(), value.i(), where));
+  if (value.type() == v1::ARRAY) return ValidateArray(value.array(), depth + 1, where);
   return absl::OkStatus();
 }
 
@@ -478,18 +512,7 @@ absl::Status ManifestValidator::Begin(uint64_t tensor_count) {
   if (!IsPowerOfTwo(m.alignment()) || m.alignment() < kMinAlignment || m.alignment() > kMaxAlignment) {
     return Invalid(file, StrCat("alignment ", m.alignment(), " is not a power of two in [64, 2^30]"));
   }
-  if (static_cast<uint64_t>(m.metadata_size()) > kMaxMetadataEntries) {
-    return TooMany(file, StrCat(m.metadata_size(), " metadata entries exceed the limit of ", kMaxMetadataEntries));
-  }
-  {
-    absl::flat_hash_set<std::string_view> keys;
-    keys.reserve(m.metadata_size());
-    for (const auto& e : m.metadata()) {
-      BP_RETURN_IF_ERROR(ValidateName(e.key(), "metadata key", file));
-      if (!keys.insert(e.key()).second) return Invalid(file, StrCat("duplicate metadata key ", QuoteForDisplay(e.key(), 200)));
-      BP_RETURN_IF_ERROR(ValidateValue(e.value(), 0, [&] { return StrCat(file, ": metadata \"", e.key(), "\""); }));
-    }
-  }
+  // Metadata entries are read from the wire: ReadMetadataWire (format/metadata_wire.h).
   if (tensor_count > kMaxTensors) {
     return TooMany(file, StrCat(tensor_count, " tensors exceed the limit of ", kMaxTensors));
   }

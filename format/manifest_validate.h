@@ -90,6 +90,25 @@ class ManifestValidator {
 // `where` names the value in an error message; it is called only on error.
 absl::Status ValidateValue(const v1::Value& value, int depth, absl::FunctionRef<std::string()> where);
 
+// ValidateValue's checks one at a time, for a parse that reads values from
+// the wire without building messages (format/metadata_wire.h): the same
+// rules, the same messages. `type`: a Value's type, its u and i.
+absl::Status CheckScalar(int32_t type, uint64_t u, int64_t i, absl::FunctionRef<std::string()> where);
+// An Array's repeated fields in field order (uints, ints, f32s, f64s,
+// bools, strings, arrays) and which of them `element_type` selects.
+inline constexpr int kArrayFieldCount = 7;
+int ArrayFieldOf(int32_t element_type);
+// The depth (1 for a Value's own array), a valid element type, and no
+// element in a field other than the element type's.
+absl::Status CheckArrayHead(int depth, int32_t element_type, const uint64_t (&counts)[kArrayFieldCount],
+                            absl::FunctionRef<std::string()> where);
+// An element of an integer array within the range of its element type.
+absl::Status CheckUnsignedElement(int32_t element_type, uint64_t v, absl::FunctionRef<std::string()> where);
+absl::Status CheckSignedElement(int32_t element_type, int64_t v, absl::FunctionRef<std::string()> where);
+
+// A tensor name or metadata key (`kind`): 1..kMaxNameBytes, no NUL.
+absl::Status ValidateName(std::string_view name, std::string_view kind, const std::string& file);
+
 // Features this implementation understands.
 bool IsKnownFeature(const std::string& feature);
 

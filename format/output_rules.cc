@@ -1,10 +1,8 @@
 #include "format/output_rules.h"
 
-#include <zstd.h>
-
-#include "absl/strings/escaping.h"
 #include "boltpack/codec_registry.h"
 #include "boltpack_proto/boltpack.pb.h"
+#include "common/escape.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "common/utf8.h"
@@ -13,46 +11,30 @@
 #include "format/manifest_scan.h"
 #include "format/manifest_stream.h"
 #include "format/manifest_validate.h"
+#include "format/metadata_wire.h"
 #include "format/elastic_validate.h"
+#include "format/zstd_frames.h"
 #include "google/protobuf/arena.h"
 
 namespace boltpack::format {
 namespace {
 
-std::string Escaped(std::string_view s) { return absl::CHexEscape(absl::string_view(s.data(), s.size())); }
-
-// A zstd stream's frames (one per chunk, or the whole stream) must declare
-// the raw length the record gives, so a copy never carries a size that
-// decompression would contradict (a "bomb" declaring far more than it holds).
-absl::Status CheckZstdSizes(const Reader& reader, size_t tensor, size_t k, const std::string& where) {
+// Each zstd unit (a chunk, or the whole stream) as the reader checks it
+// before a decode (format/zstd_frames.h), so a copy never carries a size
+// that decompression would contradict.
+absl::Status CheckZstdUnits(const Reader& reader, size_t tensor, size_t k, const std::string& where) {
   const StreamInfo& s = reader.tensors()[tensor].streams[k];
   BP_ASSIGN_OR_RETURN(auto stored, reader.StoredStream(tensor, k));
-  auto check = [&](absl::Span<const uint8_t> frames, uint64_t raw, const std::string& what) -> absl::Status {
-    // Walks the frames' headers (ZSTD_findDecompressedSize is not stable API).
-    uint64_t declared = 0;
-    bool known = true;
-    while (!frames.empty()) {
-      const size_t size = ZSTD_findFrameCompressedSize(frames.data(), frames.size());
-      const unsigned long long n = ZSTD_getFrameContentSize(frames.data(), frames.size());
-      if (ZSTD_isError(size) || n == ZSTD_CONTENTSIZE_ERROR) {
-        return absl::DataLossError(StrCat(where, what, ": not zstd frames; not copied"));
-      }
-      known &= n != ZSTD_CONTENTSIZE_UNKNOWN;
-      if (known && n > raw - declared) break;  // more than the record says: no overflow past it
-      declared += known ? n : 0;
-      frames.remove_prefix(size);
-    }
-    if (known && (declared != raw || !frames.empty())) {
-      return absl::DataLossError(StrCat(where, what, ": zstd frames declare ", frames.empty() ? "" : "more than ",
-                                        declared, " bytes, the record says raw_length ", raw, "; not copied"));
-    }
-    return absl::OkStatus();
+  auto check = [&](absl::Span<const uint8_t> frames, uint64_t raw, const std::string& unit) -> absl::Status {
+    absl::Status frames_hold = CheckZstdFrames(frames, raw, unit);
+    if (frames_hold.ok()) return frames_hold;
+    return absl::Status(frames_hold.code(), StrCat(frames_hold.message(), "; not copied"));
   };
-  if (s.chunks.empty()) return check(stored, s.raw_length, "");
+  if (s.chunks.empty()) return check(stored, s.raw_length, where);
   for (size_t c = 0; c < s.chunks.size(); ++c) {
     const ChunkInfo& chunk = s.chunks[c];
     BP_RETURN_IF_ERROR(
-        check(stored.subspan(chunk.stored_offset, chunk.stored_length), chunk.raw_length, StrCat(" chunk ", c)));
+        check(stored.subspan(chunk.stored_offset, chunk.stored_length), chunk.raw_length, StrCat(where, " chunk ", c)));
   }
   return absl::OkStatus();
 }
@@ -61,7 +43,7 @@ absl::Status CheckZstdSizes(const Reader& reader, size_t tensor, size_t k, const
 
 absl::Status CheckCopyable(const Reader& reader, size_t tensor) {
   const TensorInfo& info = reader.tensors()[tensor];
-  const std::string where = StrCat(reader.path(), ": tensor \"", Escaped(info.name), "\"");
+  const std::string where = StrCat(reader.path(), ": tensor ", QuoteForDisplay(info.name));
   if (static_cast<int>(info.dtype) > kMaxDType) {
     return absl::UnimplementedError(StrCat(where, ": dtype ", static_cast<int>(info.dtype),
                                            " is a later format version's, which this version cannot write; not copied"));
@@ -86,22 +68,21 @@ absl::Status CheckCopyable(const Reader& reader, size_t tensor) {
   }
   for (size_t k = 0; k < info.streams.size(); ++k) {
     if (info.streams[k].compression != Compression::kZstd) continue;
-    BP_RETURN_IF_ERROR(CheckZstdSizes(reader, tensor, k, StrCat(where, " stream \"", info.streams[k].role, "\"")));
+    BP_RETURN_IF_ERROR(CheckZstdUnits(reader, tensor, k, StrCat(where, " stream \"", info.streams[k].role, "\"")));
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckWrittenName(std::string_view text, std::string_view kind, std::string_view file) {
   if (text.empty() || text.size() > kMaxNameBytes) {
-    return absl::InvalidArgumentError(StrCat(file, ": ", kind, " of ", text.size(), " bytes (\"",
-                                             Escaped(text.substr(0, 64)), text.size() > 64 ? "...\"" : "\"",
-                                             "); names are 1..", kMaxNameBytes, " bytes"));
+    return absl::InvalidArgumentError(StrCat(file, ": ", kind, " of ", text.size(), " bytes (",
+                                             QuoteForDisplay(text, 64), "); names are 1..", kMaxNameBytes, " bytes"));
   }
   if (text.find('\0') != std::string_view::npos) {
-    return absl::InvalidArgumentError(StrCat(file, ": ", kind, " \"", Escaped(text), "\" contains a NUL byte"));
+    return absl::InvalidArgumentError(StrCat(file, ": ", kind, " ", QuoteForDisplay(text, 200), " contains a NUL byte"));
   }
   if (auto bad = FirstNonUtf8Byte(text)) {
-    return absl::InvalidArgumentError(StrCat(file, ": ", kind, " \"", Escaped(text), "\" is not valid UTF-8 (byte ",
+    return absl::InvalidArgumentError(StrCat(file, ": ", kind, " ", QuoteForDisplay(text, 200), " is not valid UTF-8 (byte ",
                                              *bad, ")"));
   }
   return absl::OkStatus();
@@ -117,11 +98,13 @@ absl::Status ValidateAsReader(const std::string& serialized, const std::string& 
   const auto bytes = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(serialized.data()), serialized.size());
   google::protobuf::Arena arena;
   v1::Manifest& m = *google::protobuf::Arena::CreateMessage<v1::Manifest>(&arena);
-  auto tensor_count = ParseManifestHead(bytes, file, &m);
+  MetadataWire metadata;
+  auto tensor_count = ParseManifestHead(bytes, file, &m, &metadata);
   if (!tensor_count.ok()) {
     return absl::InternalError(StrCat(file, ": the manifest does not parse back as a boltpack.v1.Manifest (a name "
                                             "that is not UTF-8?); nothing written"));
   }
+  BP_RETURN_IF_ERROR(ReadMetadataWire(metadata, file, /*out=*/nullptr));  // checked, not built
   const std::vector<uint64_t> data_ends = {data_end};
   ManifestValidator validator(m, file, data_ends);
   BP_RETURN_IF_ERROR(validator.Begin(*tensor_count));
@@ -136,8 +119,8 @@ absl::Status ValidateAsReader(const std::string& serialized, const std::string& 
     if (codec != nullptr) {
       absl::Status valid = codec->ValidateRecord(info);
       if (!valid.ok()) {
-        return absl::Status(valid.code(), StrCat(file, ": the reader would refuse tensor \"", Escaped(t.name()),
-                                                 "\": ", valid.message()));
+        return absl::Status(valid.code(), StrCat(file, ": the reader would refuse tensor ", QuoteForDisplay(t.name(), 200),
+                                                 ": ", valid.message()));
       }
     }
     if (m.has_elastic()) kept.push_back(std::move(info));

@@ -19,6 +19,7 @@
 #include "format/manifest_scan.h"
 #include "format/manifest_stream.h"
 #include "format/manifest_validate.h"
+#include "format/metadata_wire.h"
 #include "format/reader_impl.h"
 #include "io/mapped_file.h"
 
@@ -66,7 +67,9 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   // millions of values): one allocation pattern, freed at once.
   google::protobuf::Arena arena;
   v1::Manifest& manifest = *google::protobuf::Arena::CreateMessage<v1::Manifest>(&arena);
-  BP_ASSIGN_OR_RETURN(const uint64_t tensor_count, format::ParseManifestHead(manifest_bytes, path, &manifest));
+  format::MetadataWire metadata_wire;
+  BP_ASSIGN_OR_RETURN(const uint64_t tensor_count,
+                      format::ParseManifestHead(manifest_bytes, path, &manifest, &metadata_wire));
   if (manifest.format_minor() != header.format_minor) {
     return absl::DataLossError(StrCat(path, ": manifest format_minor disagrees with the header"));
   }
@@ -94,13 +97,14 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
       sibling_files.push_back(std::move(f));
     }
   }
+  // Metadata straight from the wire into packed values (format/metadata_wire.h).
+  BP_RETURN_IF_ERROR(format::ReadMetadataWire(metadata_wire, path, &metadata));
   BP_RETURN_IF_ERROR(LoadTensors(manifest, manifest_bytes, tensor_count));
   required_features.assign(manifest.required_features().begin(), manifest.required_features().end());
   for (const auto& f : required_features) {
     if (!format::IsKnownFeature(f)) missing_features.push_back(f);
   }
   checks.Reset(tensors);
-  metadata = format::MetadataFromProto(manifest);
   writer = manifest.writer();
   if (manifest.has_elastic()) elastic = format::ElasticFromProto(manifest.elastic());
   LoadViews(manifest);

@@ -8,7 +8,6 @@
 // them, while their bytes are still in cache, so checking costs a hash of
 // bytes already at hand rather than a second pass over the tensor from
 // memory.
-#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_decompressBound
 #include <zstd.h>
 
 #include <algorithm>
@@ -26,6 +25,7 @@
 #include "format/chunk_hasher.h"
 #include "format/manifest_validate.h"
 #include "format/reader_impl.h"
+#include "format/zstd_frames.h"
 
 namespace boltpack {
 
@@ -115,18 +115,9 @@ absl::Status Reader::Impl::CheckZstdBound(size_t t, size_t s, uint64_t unit) con
                                                " decompressed bytes exceed the reader's limit of ",
                                                options.max_decompressed_stream_bytes));
   }
-  // The frames' headers (their content sizes, else their block headers)
-  // bound what they can decompress to; a raw length beyond it is a lie told
-  // to make the reader allocate.
-  const unsigned long long bound = ZSTD_decompressBound(u.stored.data(), u.stored.size());
-  if (bound == ZSTD_CONTENTSIZE_ERROR) {
-    return absl::DataLossError(StrCat(WhereStream(t, s), UnitName(info, unit), ": zstd: not valid zstd frames"));
-  }
-  if (u.raw_length > bound) {
-    const bool exact = ZSTD_findDecompressedSize(u.stored.data(), u.stored.size()) == bound;
-    return absl::DataLossError(StrCat(WhereStream(t, s), UnitName(info, unit), ": zstd data holds ",
-                                      exact ? "" : "at most ", bound, " bytes, the manifest says ", u.raw_length));
-  }
+  // A raw length beyond what the frames' headers bound is a lie told to
+  // make the reader allocate (the rule a copy applies too).
+  BP_RETURN_IF_ERROR(format::CheckZstdFrames(u.stored, u.raw_length, StrCat(WhereStream(t, s), UnitName(info, unit))));
   checks.Mark(t, s, unit, StreamChecks::kZstdBound);
   return absl::OkStatus();
 }

@@ -39,7 +39,7 @@ TensorInfo* TensorRecords::Pending(size_t index) {
   return it != held_.end() && it->index == index ? &it->info : nullptr;
 }
 
-std::string TensorRecords::Serialize(v1::Manifest& head) {
+std::string TensorRecords::Serialize(v1::Manifest& head, std::vector<std::string>& metadata) {
   // Fields after the tensors move to a tail message for the moment.
   v1::Manifest tail;
   if (head.has_elastic()) tail.set_allocated_elastic(head.release_elastic());
@@ -53,10 +53,16 @@ std::string TensorRecords::Serialize(v1::Manifest& head) {
   head.set_writer(tail.writer());
 
   size_t total = first.size() + last.size();
+  for (const auto& e : metadata) total += e.size();
   for (const auto& b : blocks_) total += b.size();
   std::string out;
   out.reserve(total + held_.size() * 64);
   out += first;
+  for (auto& e : metadata) {
+    out += e;
+    std::string().swap(e);
+  }
+  metadata.clear();
   size_t next_held = 0;
   for (size_t b = 0; b <= blocks_.size(); ++b) {
     for (; next_held < held_.size() && held_[next_held].block == b; ++next_held) {

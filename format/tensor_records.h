@@ -21,11 +21,12 @@ class TensorRecords {
   size_t size() const { return count_; }
   // The held record of tensor `index` (in Add order); it must be pending.
   TensorInfo* Pending(size_t index);
-  // The manifest `head` (every field but the tensors) serialized with every
-  // record in order where protobuf puts field 8 (after fields 1-7, before
+  // The manifest `head` (every field but the metadata and the tensors)
+  // serialized with the serialized field-7 entries `metadata` and every
+  // record in order where protobuf puts them (after fields 1-6, before
   // 9-11), so the bytes are those of one whole Manifest message. Empties
-  // the records.
-  std::string Serialize(v1::Manifest& head);
+  // the records and `metadata`, each freed as it is copied.
+  std::string Serialize(v1::Manifest& head, std::vector<std::string>& metadata);
 
  private:
   void AppendRecord(const TensorInfo& info, std::string* out);

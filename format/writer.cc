@@ -34,6 +34,7 @@
 #include "format/limits.h"
 #include "format/manifest_convert.h"
 #include "format/manifest_validate.h"
+#include "format/metadata_wire.h"
 #include "format/name_index.h"
 #include "format/output_rules.h"
 #include "format/tensor_records.h"
@@ -75,6 +76,7 @@ struct Writer::Impl {
   format::TensorRecords records;
   format::NameIndex tensor_names;
   std::unordered_set<std::string> metadata_keys;
+  std::vector<std::string> metadata_wire;  // field-7 entries, serialized as added
   bool uses_zstd = false;
   // The elastic manifest (SetElastic) and its bindings, for line prefixes.
   std::unique_ptr<ElasticManifest> elastic;
@@ -544,16 +546,20 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(const std::string& path, 
   return std::unique_ptr<Writer>(new Writer(std::move(impl)));
 }
 
-absl::Status Writer::AddMetadata(std::string key, MetaValue value) {
+absl::Status Writer::AddMetadata(std::string key, const MetaValue& value) {
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
   BP_RETURN_IF_ERROR(format::CheckWrittenName(key, "metadata key", impl_->file->path()));
   if (!impl_->metadata_keys.insert(key).second) {
     return absl::InvalidArgumentError(StrCat(impl_->file->path(), ": duplicate metadata key ", QuoteForDisplay(key, 200)));
   }
-  auto* e = impl_->manifest.add_metadata();
-  e->set_key(key);
-  format::ToProto(value, e->mutable_value());
-  return format::ValidateValue(e->value(), 0, [&] { return StrCat(impl_->file->path(), ": metadata \"", key, "\""); });
+  // Serialized as it is added, from the packed form (format/metadata_wire.h):
+  // no message per element, and the entry checked as a reader checks it.
+  std::string wire;
+  const size_t payload = format::AppendMetadataEntry(key, value, &wire);
+  const auto entry = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(wire.data()), wire.size()).subspan(payload);
+  absl::Status valid = format::CheckMetadataEntry(entry, StrCat(impl_->file->path(), ": metadata \"", key, "\""));
+  if (valid.ok()) impl_->metadata_wire.push_back(std::move(wire));
+  return valid;
 }
 
 absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DType dtype, std::string codec_id,
@@ -719,7 +725,7 @@ absl::Status Writer::Finish() {
     BP_RETURN_IF_ERROR(impl_->file->Overwrite(0, format::EncodeHeader(impl_->header)));
   }
   uint64_t manifest_offset = impl_->file->position();
-  std::string bytes = impl_->records.Serialize(m);
+  std::string bytes = impl_->records.Serialize(m, impl_->metadata_wire);
   // Freed before the read-back builds its own: the metadata, the name index.
   v1::Manifest().Swap(&m);
   impl_->tensor_names = format::NameIndex();

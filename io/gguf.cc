@@ -605,6 +605,11 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::Open(const std::string& pa
     BP_ASSIGN_OR_RETURN(f.map, MappedFile::Open(p));
     f.bytes = f.map->bytes();
     BP_RETURN_IF_ERROR(ParseGguf(&f));
+    // The header has been read: the key/values are copied into `kv` (a
+    // tokenizer's tens of megabytes are not read again) and the names, views
+    // of the file, are read again from the page cache if used (1M tensors'
+    // 39 MB stayed resident while the tensor lists were built).
+    ReleaseMappedPages(f.bytes.subspan(0, f.data_offset));
     return f;
   };
   BP_ASSIGN_OR_RETURN(ParsedFile first, open_one(path));
@@ -691,9 +696,37 @@ absl::Span<const uint8_t> GgufModel::TensorBytes(size_t i) const {
 
 namespace {
 
+// Takes the header's bytes so far and empties them (GgufWriter writes them
+// out), so that the tensor infos of 1M tensors (39 MB) or a tokenizer's 64 MB
+// of strings are never held whole.
+using HeaderSink = std::function<absl::Status(std::vector<uint8_t>&)>;
+constexpr size_t kHeaderPartBytes = size_t{1} << 20;
+
 class Out {
  public:
+  explicit Out(const HeaderSink* sink = nullptr) : sink_(sink) {}
   std::vector<uint8_t> b;
+  // Bytes already given to the sink.
+  uint64_t given() const { return given_; }
+  // Gives the bytes so far to the sink (when there is one) once they pass
+  // kHeaderPartBytes.
+  absl::Status MaybeFlush() {
+    if (sink_ == nullptr || b.size() < kHeaderPartBytes) return absl::OkStatus();
+    given_ += b.size();
+    return (*sink_)(b);
+  }
+  absl::Status Finish() {
+    given_ += b.size();
+    return sink_ != nullptr ? (*sink_)(b) : absl::OkStatus();
+  }
+  // `s` in parts of kHeaderPartBytes, each flushed as it passes.
+  absl::Status PutLarge(std::string_view s) {
+    for (size_t at = 0; at < s.size(); at += kHeaderPartBytes) {
+      PutBytes(s.substr(at, kHeaderPartBytes));
+      BP_RETURN_IF_ERROR(MaybeFlush());
+    }
+    return absl::OkStatus();
+  }
   template <typename T>
   void Put(T v) {
     uint8_t tmp[sizeof(T)];
@@ -705,6 +738,10 @@ class Out {
     PutBytes(s);
   }
   void PutBytes(std::string_view s) { b.insert(b.end(), s.begin(), s.end()); }
+
+ private:
+  const HeaderSink* sink_;
+  uint64_t given_ = 0;
 };
 
 absl::Status PutValue(Out& o, const MetaValue& v, std::string_view file, std::string_view key, int depth) {
@@ -736,11 +773,12 @@ absl::Status PutValue(Out& o, const MetaValue& v, std::string_view file, std::st
       o.Put<int32_t>(et);
       o.Put<uint64_t>(n);
       if (ValueTypeWidth(v.element_type) > 0) {
-        o.PutBytes(v.packed_bytes());  // little-endian elements, as GGUF stores them
+        BP_RETURN_IF_ERROR(o.PutLarge(v.packed_bytes()));  // little-endian elements, as GGUF stores them
       } else if (v.element_type == ValueType::kString) {
         for (size_t k = 0; k < n; ++k) {
           if (v.string_element(k).size() > kGgufMaxStringBytes) return fail("string longer than 1 GiB");
-          o.PutString(v.string_element(k));
+          o.Put<uint64_t>(v.string_element(k).size());
+          BP_RETURN_IF_ERROR(o.PutLarge(v.string_element(k)));
         }
       } else {
         for (size_t k = 0; k < n; ++k) {
@@ -770,16 +808,11 @@ absl::StatusOr<uint32_t> GgufAlignmentOf(std::string_view file, const Metadata& 
 
 namespace {
 
-// Takes the header's bytes so far and empties them (GgufWriter writes them
-// out), so that the tensor infos of 1M tensors (39 MB) are never held whole.
-using HeaderSink = std::function<absl::Status(std::vector<uint8_t>&)>;
-constexpr size_t kHeaderPartBytes = size_t{1} << 20;
-
-// EncodeGgufHeader, its bytes given to `sink` (when not null) as they pass
-// kHeaderPartBytes and once at the end; left in `o` otherwise.
+// EncodeGgufHeader, its bytes given to the sink of `o` (when it has one) as
+// they pass kHeaderPartBytes and once at the end; left in `o` otherwise.
 absl::Status EncodeGgufHeaderInto(Out& o, std::string_view file, const Metadata& kv,
                                   const std::vector<GgufTensorDecl>& tensors, uint32_t version, uint32_t alignment,
-                                  bool pad_empty, const HeaderSink* sink) {
+                                  bool pad_empty, bool streamed) {
   if (version != 2 && version != 3) {
     return absl::InvalidArgumentError(StrCat(file, ": GGUF version ", version, " cannot be written (2 or 3)"));
   }
@@ -807,8 +840,7 @@ absl::Status EncodeGgufHeaderInto(Out& o, std::string_view file, const Metadata&
   // of 1M tensors doubled its way there, holding up to 1.5x while copied).
   uint64_t info_bytes = 0;
   for (const auto& t : tensors) info_bytes += 8 + t.name.size() + 4 + 8 * t.ne.size() + 4 + 8;
-  o.b.reserve(sink != nullptr ? o.b.size() + kHeaderPartBytes + 4096 : o.b.size() + info_bytes + alignment);
-  uint64_t given = 0;  // bytes already given to the sink
+  o.b.reserve(streamed ? o.b.size() + kHeaderPartBytes + 4096 : o.b.size() + info_bytes + alignment);
   NameIndexSet<GgufTensorDecl> names = MakeNameIndexSet(tensors.data(), tensors.size());
   uint64_t offset = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -841,14 +873,11 @@ absl::Status EncodeGgufHeaderInto(Out& o, std::string_view file, const Metadata&
     auto next = padded ? CheckedAdd(offset, *padded) : std::nullopt;
     if (!next) return absl::InvalidArgumentError(StrCat(tw(), ": data section size overflows"));
     offset = *next;
-    if (sink != nullptr && o.b.size() >= kHeaderPartBytes) {
-      given += o.b.size();
-      BP_RETURN_IF_ERROR((*sink)(o.b));
-    }
+    BP_RETURN_IF_ERROR(o.MaybeFlush());
   }
   // ggml's writer pads the metadata even when there are no tensors.
-  if (!tensors.empty() || pad_empty) o.b.resize(*AlignUp(given + o.b.size(), alignment) - given, 0);
-  return sink != nullptr ? (*sink)(o.b) : absl::OkStatus();
+  if (!tensors.empty() || pad_empty) o.b.resize(*AlignUp(o.given() + o.b.size(), alignment) - o.given(), 0);
+  return o.Finish();
 }
 
 }  // namespace
@@ -857,7 +886,7 @@ absl::StatusOr<std::vector<uint8_t>> EncodeGgufHeader(std::string_view file, con
                                                       const std::vector<GgufTensorDecl>& tensors, uint32_t version,
                                                       uint32_t alignment, bool pad_empty) {
   Out o;
-  BP_RETURN_IF_ERROR(EncodeGgufHeaderInto(o, file, kv, tensors, version, alignment, pad_empty, nullptr));
+  BP_RETURN_IF_ERROR(EncodeGgufHeaderInto(o, file, kv, tensors, version, alignment, pad_empty, /*streamed=*/false));
   return std::move(o.b);
 }
 
@@ -891,9 +920,9 @@ absl::StatusOr<std::unique_ptr<GgufWriter>> GgufWriter::Create(const std::string
     part.clear();
     return written;
   };
-  Out header;
+  Out header(&sink);
   BP_RETURN_IF_ERROR(EncodeGgufHeaderInto(header, path, kv, tensors, options.version, impl->alignment,
-                                          options.pad_empty, &sink));
+                                          options.pad_empty, /*streamed=*/true));
   impl->sizes.reserve(tensors.size());
   for (const auto& t : tensors) impl->sizes.push_back(*GgmlTensorBytes(*GgmlTypeById(t.type), t.ne));
   impl->tensors = std::move(tensors);

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -59,10 +60,20 @@ class SafetensorsModel {
   std::unique_ptr<Impl> impl_;
 };
 
+// A declaration's shape: up to two dimensions held inline, so that 1M
+// declarations are not 1M heap blocks as well (32 MB); made from a vector
+// or a braced list like one.
+class SafetensorsDeclShape : public absl::InlinedVector<uint64_t, 2> {
+ public:
+  using InlinedVector::InlinedVector;
+  SafetensorsDeclShape(const std::vector<uint64_t>& dims)  // NOLINT: implicit, as the vector it replaces
+      : InlinedVector(dims.begin(), dims.end()) {}
+};
+
 struct SafetensorsTensorDecl {
   std::string name;
   DType dtype = DType::kUnspecified;
-  std::vector<uint64_t> shape;
+  SafetensorsDeclShape shape;
 };
 
 // Streams a .safetensors file: the header is written from the declarations

@@ -177,7 +177,7 @@ TEST(CopyRules, RecordsTheReaderRefusesAreNotCopied) {
          m.mutable_tensors(0)->mutable_codec()->set_id("future-codec");
          SetRawLength(m.mutable_tensors(0)->mutable_streams(0), 1ull << 36);
        },
-       "stream \"blocks\": zstd frames declare 2176 bytes, the record says raw_length 68719476736; not copied"},
+       "stream \"blocks\": zstd data holds 2176 bytes, the manifest says 68719476736; not copied"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -1,7 +1,6 @@
 #include "tests/test_util.h"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -132,16 +131,42 @@ CliArgv::CliArgv(const std::vector<std::string>& args) : strings{BOLTPACK_CLI_PA
   pointers.push_back(nullptr);
 }
 
+namespace {
+
+// The probe's report ("STATUS MAXRSS_KIB") into `result`; false if none.
+bool ReadProbeReport(int fd, MeasuredCommand* result) {
+  std::string report;
+  char buf[64];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) report.append(buf, static_cast<size_t>(n));
+  int status = 0;
+  long peak = -1;
+  if (std::sscanf(report.c_str(), "%d %ld", &status, &peak) != 2) return false;
+  result->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result->peak_rss_kib = peak;
+  return true;
+}
+
+}  // namespace
+
 MeasuredCommand RunCliMeasured(const std::vector<std::string>& args, uint64_t max_data_bytes) {
   MeasuredCommand result;
+  // The CLI runs under tests/peak_probe.cc, which reports its wait status
+  // and peak on fd 3: the peak of a process this one forked would include
+  // this process's resident size, however large other tests made it.
   CliArgv cli(args);
-  char* const* argv = cli.pointers.data();
-  int out[2];
-  if (::pipe(out) != 0) return result;
-  // The child's peak counts the pages it shares with this process at fork:
-  // free heap goes back first, so it measures the CLI, not the tests run
-  // before it.
-  ::malloc_trim(0);
+  std::vector<std::string> probe_args = {BOLTPACK_PEAK_PROBE_PATH, "3"};
+  probe_args.insert(probe_args.end(), cli.strings.begin(), cli.strings.end());
+  std::vector<char*> argv;
+  for (auto& a : probe_args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int out[2], report[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return result;
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return result;
+  }
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = ::fork();
   if (pid < 0) return result;
@@ -150,25 +175,25 @@ MeasuredCommand RunCliMeasured(const std::vector<std::string>& args, uint64_t ma
     if (null_fd >= 0) ::dup2(null_fd, 0);
     ::dup2(out[1], 1);
     ::dup2(out[1], 2);
-    ::close(out[0]);
+    ::dup2(report[1], 3);
     if (max_data_bytes > 0) {
       struct rlimit limit = {max_data_bytes, max_data_bytes};
       ::setrlimit(RLIMIT_DATA, &limit);
     }
-    ::execv(argv[0], argv);
+    ::execv(argv[0], argv.data());
     ::_exit(127);
   }
   ::close(out[1]);
+  ::close(report[1]);
   char buf[4096];
   ssize_t n;
   while ((n = ::read(out[0], buf, sizeof(buf))) > 0) result.output.append(buf, static_cast<size_t>(n));
   ::close(out[0]);
+  const bool reported = ReadProbeReport(report[0], &result);
+  ::close(report[0]);
   int status = 0;
-  struct rusage usage {};
-  if (::wait4(pid, &status, 0, &usage) != pid) return result;
+  if (::waitpid(pid, &status, 0) != pid || !reported) return MeasuredCommand{-1, result.output};
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.peak_rss_kib = usage.ru_maxrss;
   return result;
 }
 

@@ -45,7 +45,7 @@ int64_t CliPeakResidentKib(const std::vector<std::string>& args);
 struct MeasuredCommand {
   int exit_code = -1;         // 128 + signal when killed
   std::string output;         // stdout and stderr together
-  int64_t peak_rss_kib = -1;  // the CLI's own, from wait4
+  int64_t peak_rss_kib = -1;  // the CLI's own (wait4 in tests/peak_probe.cc), whatever this process's size
   double seconds = 0;         // wall clock
 };
 // Runs the CLI with `args` and measures it. `max_data_bytes` > 0 caps its

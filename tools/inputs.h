@@ -65,6 +65,9 @@ class Inputs {
   // which come the gguf.* facts (io/gguf.h); the model's own list is empty.
   // Their tensor lists are released too (tensors() holds them).
   const std::vector<std::unique_ptr<io::GgufModel>>& gguf_models() const { return ggufs_; }
+  // The .bolt readers opened, in the order of their paths (inspect reads a
+  // file's facts from its reader rather than opening the file again).
+  const std::vector<std::unique_ptr<Reader>>& readers() const { return readers_; }
   // Every file read, so the output can refuse to overwrite one.
   const std::vector<std::string>& files() const { return files_; }
   uint64_t total_bytes() const;

@@ -351,17 +351,9 @@ int RunInspect(const InspectArgs& args) {
   s.metadata_count = s.metadata->size();
   s.tensors = &(*in)->tensors();
   if (ext == ".bolt") {
-    const Reader* reader = (*in)->tensors().empty() ? nullptr : (*in)->tensors()[0].reader;
-    std::unique_ptr<Reader> own;
-    if (reader == nullptr) {
-      auto r = Reader::Open(args.input);
-      if (!r.ok()) {
-        PrintError(std::string(r.status().message()));
-        return 1;
-      }
-      own = std::move(*r);
-      reader = own.get();
-    }
+    // The reader Inputs opened (opening the file again cost its metadata
+    // and records again).
+    const Reader* reader = (*in)->readers().front().get();
     s.format = "bolt";
     s.format_version = StrCat(reader->version().major, ".", reader->version().minor);
     s.file_size = reader->file_size();

@@ -58,7 +58,9 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
-  absl::Status AddMetadata(std::string key, MetaValue value);
+  // The value is serialized at once (not kept): a caller's packed array is
+  // not copied.
+  absl::Status AddMetadata(std::string key, const MetaValue& value);
   absl::Status AddTensor(std::string name, std::vector<uint64_t> shape, DType dtype,
                          std::string codec_id, EncodedTensor encoded);
   // Copies a tensor's stored streams (compressed or not, any codec, known or
