@@ -35,4 +35,14 @@ std::optional<std::string_view> NameIndex::Insert(std::string_view name) {
   return stored;
 }
 
+std::optional<std::string_view> NameIndex::InsertView(std::string_view name) {
+  Store& s = *store_;
+  s.names.push_back(name);
+  if (!set_.insert(static_cast<uint32_t>(s.names.size() - 1)).second) {
+    s.names.pop_back();
+    return std::nullopt;
+  }
+  return name;
+}
+
 }  // namespace boltpack::format

@@ -24,6 +24,12 @@ class NameIndex {
   // that returned a view); nullopt (and nothing stored) if it is already
   // there. The view returned lives as long as the index.
   std::optional<std::string_view> Insert(std::string_view name);
+  // The same, keeping the view itself (no copy): its bytes must outlive
+  // the index (a reader's are its manifest's).
+  std::optional<std::string_view> InsertView(std::string_view name);
+  // The name numbered `n`.
+  std::string_view Name(size_t n) const { return store_->names[n]; }
+  size_t size() const { return store_->names.size(); }
   std::optional<size_t> Find(std::string_view name) const {
     auto it = set_.find(name);
     if (it == set_.end()) return std::nullopt;

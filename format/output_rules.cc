@@ -25,7 +25,7 @@ std::string Escaped(std::string_view s) { return absl::CHexEscape(absl::string_v
 // the raw length the record gives, so a copy never carries a size that
 // decompression would contradict (a "bomb" declaring far more than it holds).
 absl::Status CheckZstdSizes(const Reader& reader, size_t tensor, size_t k, const std::string& where) {
-  const StreamInfo& s = reader.tensors()[tensor].streams[k];
+  const StreamInfo s = reader.tensors()[tensor].streams[k];
   BP_ASSIGN_OR_RETURN(auto stored, reader.StoredStream(tensor, k));
   auto check = [&](absl::Span<const uint8_t> frames, uint64_t raw, const std::string& what) -> absl::Status {
     // Walks the frames' headers (ZSTD_findDecompressedSize is not stable API).
