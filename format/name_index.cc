@@ -10,13 +10,14 @@ NameIndex::NameIndex()
 
 void NameIndex::reserve(size_t names) {
   set_.reserve(names);
-  store_->names.reserve(names);
+  reserved_ = names;
 }
 
 std::optional<std::string_view> NameIndex::Insert(std::string_view name) {
   // The name is stored first and taken back if it was already there: one
   // hash lookup a name, not two (1M names are mostly cache misses).
   Store& s = *store_;
+  if (s.names.empty()) s.names.reserve(reserved_);
   constexpr size_t kBlockBytes = size_t{1} << 20;
   if (s.blocks.empty() || s.block_size - s.block_used < name.size()) {
     s.block_size = std::max(kBlockBytes, name.size());
@@ -37,9 +38,17 @@ std::optional<std::string_view> NameIndex::Insert(std::string_view name) {
 
 std::optional<std::string_view> NameIndex::InsertView(std::string_view name) {
   Store& s = *store_;
-  s.names.push_back(name);
-  if (!set_.insert(static_cast<uint32_t>(s.names.size() - 1)).second) {
-    s.names.pop_back();
+  if (!s.by_view) {
+    s.by_view = true;
+    s.offsets.reserve(reserved_);
+    s.lengths.reserve(reserved_);
+  }
+  if (s.base == nullptr && !name.empty()) s.base = name.data();
+  s.offsets.push_back(name.empty() ? 0 : static_cast<uint32_t>(name.data() - s.base));
+  s.lengths.push_back(static_cast<uint16_t>(name.size()));
+  if (!set_.insert(static_cast<uint32_t>(s.offsets.size() - 1)).second) {
+    s.offsets.pop_back();
+    s.lengths.pop_back();
     return std::nullopt;
   }
   return name;

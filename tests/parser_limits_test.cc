@@ -158,10 +158,10 @@ std::vector<uint8_t> GgufOfEmptyTensors(int64_t n, size_t name_bytes = 0) {
 // .bolt of 1M zero-size tensors: the reader keeps each tensor as where its
 // record lies in the manifest (a TensorInfo with its heap parts, 450-600
 // bytes, is built when asked for), the writer its serialized record.
-constexpr int64_t kBoltMillionTensorsInspectPeakKib = kMaxPeakKib;  // 631-662 MB before
-constexpr int64_t kBoltMillionTensorsVerifyPeakKib = kMaxPeakKib;   // 448-480 MB before
-constexpr int64_t kBoltMillionTensorsCopyPeakKib = 320 * 1024;      // 293 MB measured, 907-938 MB before
-constexpr int64_t kBoltMillionTensorsToGgufPeakKib = 320 * 1024;    // 280 MB measured, ~1123 MB before
+constexpr int64_t kBoltMillionTensorsInspectPeakKib = kMaxPeakKib;  // 186 MB measured, 631-662 before
+constexpr int64_t kBoltMillionTensorsVerifyPeakKib = kMaxPeakKib;   // 77 MB measured, 448-480 before
+constexpr int64_t kBoltMillionTensorsCopyPeakKib = kMaxPeakKib;     // 227 MB measured, 907-938 before
+constexpr int64_t kBoltMillionTensorsToGgufPeakKib = kMaxPeakKib;   // 239 MB measured, ~1123 before
 constexpr int64_t kBoltChunkLimitPeakKib = kMaxPeakKib;            // 237 MB measured
 
 TEST_F(ParserLimits, GgufMillionZeroSizeTensorsOpenWithinBounds) {

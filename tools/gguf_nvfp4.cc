@@ -83,7 +83,7 @@ void AdaptNvfp4PlanForGguf(const Inputs& in, CodecPlan* plan,
                            std::vector<std::string>* notes) {
   for (size_t i = 0; i < in.tensors().size(); ++i) {
     const InputTensor& t = in.tensors()[i];
-    const CodecRule* rule = (*plan)[i] ? &*(*plan)[i] : nullptr;
+    const CodecRule* rule = (*plan)[i];
     if (!IsTwoLevelNvfp4(t, rule)) continue;
     auto has = Nvfp4HasScaleTensor(t, rule);
     if (!has.ok()) continue;  // the export reports it
@@ -91,7 +91,7 @@ void AdaptNvfp4PlanForGguf(const Inputs& in, CodecPlan* plan,
     CodecRule q8;
     q8.pattern = rule != nullptr ? rule->pattern : t.name;
     q8.codec_id = "q8_0";
-    (*plan)[i] = std::make_shared<const CodecRule>(std::move(q8));
+    plan->Set(i, std::make_shared<const CodecRule>(std::move(q8)));
     notes->push_back(StrCat(EscapeForDisplay(t.name), ": nvfp4 -> q8_0 (llama.cpp reads no ",
                             EscapeForDisplay(Nvfp4ScaleTensorName(t.name)),
                             ", so NVFP4 would lose the tensor scale)"));
