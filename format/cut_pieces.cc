@@ -46,8 +46,8 @@ std::vector<ChunkInfo>::const_iterator ChunkEndingAfter(const std::vector<ChunkI
 }  // namespace
 
 StreamCutPieces::Source StreamCutPieces::SourceOf(const Reader& reader, size_t tensor, size_t stream) {
-  TensorInfo info = reader.tensors()[tensor];
-  return {std::move(info.name), std::move(info.streams[stream])};
+  const auto info = reader.SharedTensor(tensor);
+  return {info->name, info->streams[stream]};
 }
 
 StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored,
@@ -501,7 +501,8 @@ std::vector<PieceSource*> CutInPlace::pieces() const {
 std::optional<CutInPlace> CutTensorInPlace(const Reader& reader, size_t tensor, const ElementMaps& maps,
                                            const std::string& new_name) {
   if (tensor >= reader.tensors().size()) return std::nullopt;
-  const TensorInfo& info = reader.tensors()[tensor];
+  const auto shared = reader.SharedTensor(tensor);
+  const TensorInfo& info = *shared;
   if (info.shape.empty() || maps.size() != info.shape.size()) return std::nullopt;
   auto layout = StoredCellLayout(info.codec_id, info.dtype, info.codec_params);
   if (!layout || layout->cell_bytes.size() != info.streams.size() || layout->block_elems == 0 ||

@@ -25,7 +25,8 @@ std::string Escaped(std::string_view s) { return absl::CHexEscape(absl::string_v
 // the raw length the record gives, so a copy never carries a size that
 // decompression would contradict (a "bomb" declaring far more than it holds).
 absl::Status CheckZstdSizes(const Reader& reader, size_t tensor, size_t k, const std::string& where) {
-  const StreamInfo s = reader.tensors()[tensor].streams[k];
+  const auto shared = reader.SharedTensor(tensor);
+  const StreamInfo& s = shared->streams[k];
   BP_ASSIGN_OR_RETURN(auto stored, reader.StoredStream(tensor, k));
   auto check = [&](absl::Span<const uint8_t> frames, uint64_t raw, const std::string& what) -> absl::Status {
     // Walks the frames' headers (ZSTD_findDecompressedSize is not stable API).
@@ -60,7 +61,8 @@ absl::Status CheckZstdSizes(const Reader& reader, size_t tensor, size_t k, const
 }  // namespace
 
 absl::Status CheckCopyable(const Reader& reader, size_t tensor) {
-  const TensorInfo& info = reader.tensors()[tensor];
+  const auto shared = reader.SharedTensor(tensor);
+  const TensorInfo& info = *shared;
   const std::string where = StrCat(reader.path(), ": tensor \"", Escaped(info.name), "\"");
   if (static_cast<int>(info.dtype) > kMaxDType) {
     return absl::UnimplementedError(StrCat(where, ": dtype ", static_cast<int>(info.dtype),

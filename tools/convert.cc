@@ -54,7 +54,7 @@ absl::Status PrefixError(const absl::Status& s, const InputTensor& t) {
 }
 
 uint64_t InputBytes(const InputTensor& t) {
-  return t.kind == InputKind::kBolt ? t.reader->tensors()[t.index].stored_bytes() : t.bytes.size();
+  return t.kind == InputKind::kBolt ? t.reader->SharedTensor(t.index)->stored_bytes() : t.bytes.size();
 }
 
 // The imatrix weights for a tensor being re-encoded (empty without one).
@@ -100,7 +100,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
     if (rule == nullptr && t.kind == InputKind::kBolt) {
       // Stored bytes pass through untouched, whatever the codec.
       BP_RETURN_IF_ERROR(PrefixError(writer->CopyTensor(*t.reader, t.index), t));
-      Done(in, t, progress, t.reader->tensors()[t.index].stored_bytes());
+      Done(in, t, progress, t.reader->SharedTensor(t.index)->stored_bytes());
       continue;
     }
     std::string codec = rule != nullptr ? rule->codec_id : t.SourceCodec();
@@ -225,7 +225,7 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
       BP_RETURN_IF_ERROR(PrefixError(t.reader->Decode(t.index, args.view, out, absl::MakeSpan(buf), exec), t));
     }
     BP_RETURN_IF_ERROR(PrefixError(writer->WriteNext(buf), t));
-    Done(in, t, progress, t.kind == InputKind::kBolt ? t.reader->tensors()[t.index].stored_bytes() : t.bytes.size());
+    Done(in, t, progress, InputBytes(t));
   }
   progress.Finish();
   return writer->Finish();
@@ -256,7 +256,8 @@ absl::StatusOr<const io::GgmlType*> GgufTypeOf(const InputTensor& t, const Codec
   } else if (t.kind == InputKind::kGguf) {
     return t.ggml_type;
   } else if (t.kind == InputKind::kBolt) {
-    const TensorInfo& info = t.reader->tensors()[t.index];
+    const auto shared = t.reader->SharedTensor(t.index);
+    const TensorInfo& info = *shared;
     codec = info.codec_id;
     type = StoresBf16Values(codec) ? io::GgmlTypeById(30) : io::GgmlTypeForCodec(codec, info.dtype, info.codec_params);
   } else {
@@ -283,7 +284,8 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
   } else if (rule == nullptr && t.kind != InputKind::kBolt) {
     out->bytes = t.bytes;
   } else if (rule == nullptr) {
-    const TensorInfo& info = t.reader->tensors()[t.index];
+    const auto shared = t.reader->SharedTensor(t.index);
+    const TensorInfo& info = *shared;
     if (info.streams.size() == 1) {
       // The stored codec bytes are the GGUF bytes (the codec ids GGUF knows
       // store ggml's block layout); zstd is undone, checksums checked.

@@ -28,7 +28,7 @@ std::string Extension(const std::string& path) {
 uint64_t InputTensor::element_count() const { return CheckedProduct(shape).value_or(0); }
 
 std::string InputTensor::SourceCodec() const {
-  if (kind == InputKind::kBolt) return reader->tensors()[index].codec_id;
+  if (kind == InputKind::kBolt) return reader->SharedTensor(index)->codec_id;
   if (kind == InputKind::kGguf) return io::GgmlTypeCodecId(*ggml_type);
   switch (dtype) {
     case DType::kF32: return "f32";
@@ -39,10 +39,11 @@ std::string InputTensor::SourceCodec() const {
 }
 
 uint64_t Inputs::total_bytes() const {
+  // A reader's "full" view reads every stream: its bytes are its tensors'
+  // stored bytes, without building each tensor.
   uint64_t total = 0;
-  for (const auto& t : tensors_) {
-    total += t.kind == InputKind::kBolt ? t.reader->tensors()[t.index].stored_bytes() : t.bytes.size();
-  }
+  for (const auto& r : readers_) total += r->views()[0].bytes;
+  for (const auto& t : tensors_) total += t.kind == InputKind::kBolt ? 0 : t.bytes.size();
   return total;
 }
 

@@ -82,7 +82,8 @@ bool CodesExponents(const std::string& codec) {
 // decoded in row blocks of at most ~8 MiB (the whole tensor if the codec has
 // no row decode). nullopt when the tensor does not decode.
 std::optional<double> ExponentEntropy(const Reader& reader, size_t index) {
-  const TensorInfo& info = reader.tensors()[index];
+  const auto shared = reader.SharedTensor(index);
+  const TensorInfo& info = *shared;
   auto whole = reader.DecodedBytes(index, OutputType::kBF16);
   if (!whole.ok() || *whole != info.element_count() * 2) return std::nullopt;
   uint64_t hist[256] = {};
