@@ -1,6 +1,7 @@
 #include "boltpack/reader.h"
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
 
 #include "absl/strings/str_format.h"
@@ -367,15 +368,38 @@ absl::Status Reader::Impl::VerifyStream(size_t tensor, const TensorInfo& info, s
 }
 
 absl::Status Reader::VerifyContainer(const ExecOptions& exec) const {
-  // Padding: every byte of each shard's data section that no stream covers
-  // must be zero, so that no byte of the file goes unchecked. The extents
-  // of all shards' streams are gathered in one pass over the tensors.
-  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> extents(impl_->shard_bytes.size());
-  for (const TensorInfo& t : tensors()) {
-    for (const auto& s : t.streams) {
-      if (s.length > 0) extents[s.shard].emplace_back(s.offset, s.offset + s.length);
+  // One pass over the tensors, in parallel, builds each TensorInfo once:
+  // it checks the checksums of its streams and gathers their extents for
+  // the padding check after it (each pass built every tensor once more).
+  // Errors come as before: a padding error first, then the first checksum
+  // failure in file order.
+  using Extents = std::vector<std::pair<uint64_t, uint64_t>>;
+  std::vector<Extents> extents(impl_->shard_bytes.size());
+  std::mutex mu;  // guards extents and the first failure
+  size_t failed_at = impl_->tensor_count();
+  absl::Status failure;
+  (void)ParallelFor(impl_->tensor_count(), exec.threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
+    std::vector<Extents> found(extents.size());
+    for (uint64_t t = a; t < b; ++t) {
+      const TensorInfo info = impl_->TensorAt(t);
+      for (size_t s = 0; s < info.streams.size(); ++s) {
+        const StreamInfo& st = info.streams[s];
+        if (st.length > 0) found[st.shard].emplace_back(st.offset, st.offset + st.length);
+        absl::Status checked = impl_->VerifyStream(t, info, s);
+        if (mapped()) io::ReleaseMappedPages(impl_->Stored(st));
+        if (!checked.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (t < failed_at) failed_at = t, failure = std::move(checked);
+          break;  // its later streams, as before: the tensor's first failure
+        }
+      }
     }
-  }
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t k = 0; k < found.size(); ++k) extents[k].insert(extents[k].end(), found[k].begin(), found[k].end());
+    return absl::OkStatus();
+  });
+  // Padding: every byte of each shard's data section that no stream covers
+  // must be zero, so that no byte of the file goes unchecked.
   for (size_t shard = 0; shard < impl_->shard_bytes.size(); ++shard) {
     auto& ex = extents[shard];
     std::sort(ex.begin(), ex.end());
@@ -391,19 +415,9 @@ absl::Status Reader::VerifyContainer(const ExecOptions& exec) const {
       }
       pos = std::max(pos, end);
     }
-    std::vector<std::pair<uint64_t, uint64_t>>().swap(ex);
+    Extents().swap(ex);
   }
-  // Checksums in parallel over tensors; the first failure in file order wins.
-  return ParallelFor(impl_->tensor_count(), exec.threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
-    for (uint64_t t = a; t < b; ++t) {
-      const TensorInfo info = impl_->TensorAt(t);
-      for (size_t s = 0; s < info.streams.size(); ++s) {
-        BP_RETURN_IF_ERROR(impl_->VerifyStream(t, info, s));
-        if (mapped()) io::ReleaseMappedPages(impl_->Stored(info.streams[s]));
-      }
-    }
-    return absl::OkStatus();
-  });
+  return failure;
 }
 
 }  // namespace boltpack
