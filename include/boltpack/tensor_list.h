@@ -8,6 +8,7 @@
 #ifndef BOLTPACK_TENSOR_LIST_H_
 #define BOLTPACK_TENSOR_LIST_H_
 
+#include <compare>
 #include <cstddef>
 #include <iterator>
 #include <vector>
