@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "boltpack/budget_view.h"
@@ -44,6 +45,17 @@ struct bp_reader {
   // The most recent error of a call made with this reader, from any thread.
   mutable std::mutex mu;
   mutable std::string last_error;
+  // The tensors described so far (bp_tensor_info, bp_stream_info), whose
+  // strings stay valid until bp_close: the reader builds a TensorInfo each
+  // time it is asked, so the C API keeps the ones it handed out.
+  mutable std::mutex described_mu;
+  mutable absl::flat_hash_map<size_t, std::unique_ptr<const boltpack::TensorInfo>> described;
+  const boltpack::TensorInfo& Described(size_t tensor) const {
+    std::lock_guard<std::mutex> lock(described_mu);
+    auto& slot = described[tensor];
+    if (slot == nullptr) slot = std::make_unique<const boltpack::TensorInfo>(reader->tensors()[tensor]);
+    return *slot;
+  }
 };
 
 namespace {
@@ -432,7 +444,7 @@ bp_status bp_tensor_info(const bp_reader* r, size_t index, struct bp_tensor_info
     if (r == nullptr) return NullArg(r, "bp_tensor_info", "reader");
     if (out == nullptr) return NullArg(r, "bp_tensor_info", "out");
     if (bp_status st = CheckTensor(r, index); st != BP_OK) return st;
-    const boltpack::TensorInfo& t = r->reader->tensors()[index];
+    const boltpack::TensorInfo& t = r->Described(index);
     if (t.shape.size() > BP_MAX_DIMS) {  // the reader's validation forbids it
       return Fail(r, BP_ERR_UNSUPPORTED,
                   StrCat(TensorWhere(r, index), ": ", t.shape.size(), " dimensions exceed ",
@@ -458,7 +470,7 @@ bp_status bp_stream_info(const bp_reader* r, size_t tensor, size_t stream,
     if (r == nullptr) return NullArg(r, "bp_stream_info", "reader");
     if (out == nullptr) return NullArg(r, "bp_stream_info", "out");
     if (bp_status st = CheckStream(r, tensor, stream); st != BP_OK) return st;
-    const boltpack::StreamInfo& s = r->reader->tensors()[tensor].streams[stream];
+    const boltpack::StreamInfo& s = r->Described(tensor).streams[stream];
     struct bp_stream_info info;
     std::memset(&info, 0, sizeof(info));
     info.role = s.role.c_str();

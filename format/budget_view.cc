@@ -207,7 +207,8 @@ absl::Status CheckKept(const Reader& reader, const BudgetTensor& t) {
     return absl::OutOfRangeError(StrCat(reader.path(), ": tensor index ", t.tensor, " past the end (",
                                         reader.tensors().size(), " tensors)"));
   }
-  const TensorInfo& info = reader.tensors()[t.tensor];
+  const auto shared = reader.SharedTensor(t.tensor);
+  const TensorInfo& info = *shared;
   bool ok = t.shape.size() == info.shape.size();
   for (size_t d = 0; ok && d < t.shape.size(); ++d) ok = t.shape[d] <= info.shape[d];
   if (!ok) {
@@ -261,7 +262,8 @@ absl::StatusOr<std::vector<BudgetTensor>> BudgetTensors(const Reader& reader, st
 absl::StatusOr<BudgetTensorView> BudgetView(const Reader& reader, const BudgetTensor& t, std::string_view view_name) {
   BP_ASSIGN_OR_RETURN(std::string view, ResolveView(reader, view_name));
   BP_RETURN_IF_ERROR(CheckKept(reader, t));
-  const TensorInfo& info = reader.tensors()[t.tensor];
+  const auto shared = reader.SharedTensor(t.tensor);
+  const TensorInfo& info = *shared;
   std::string where = StrCat(reader.path(), ": tensor ", QuoteForDisplay(info.name));
   auto layout = format::StoredCellLayout(info.codec_id, info.dtype, info.codec_params);
   if (!info.shape.empty() &&
@@ -338,7 +340,8 @@ absl::StatusOr<std::vector<BudgetTensorView>> BudgetViews(const Reader& reader, 
 
 absl::StatusOr<uint64_t> BudgetDecodedBytes(const Reader& reader, const BudgetTensor& t, OutputType out) {
   BP_RETURN_IF_ERROR(CheckKept(reader, t));
-  const TensorInfo& info = reader.tensors()[t.tensor];
+  const auto shared = reader.SharedTensor(t.tensor);
+  const TensorInfo& info = *shared;
   BP_ASSIGN_OR_RETURN(uint64_t total, reader.DecodedBytes(t.tensor, out));
   if (t.shape == info.shape) return total;
   uint64_t elems = info.element_count();
@@ -354,7 +357,8 @@ absl::Status DecodeBudget(const Reader& reader, const BudgetTensor& t, std::stri
                           absl::Span<uint8_t> dst) {
   BP_ASSIGN_OR_RETURN(std::string view, ResolveView(reader, view_name));
   BP_ASSIGN_OR_RETURN(uint64_t bytes, BudgetDecodedBytes(reader, t, out));
-  const TensorInfo& info = reader.tensors()[t.tensor];
+  const auto shared = reader.SharedTensor(t.tensor);
+  const TensorInfo& info = *shared;
   if (dst.size() != bytes) {
     return absl::InvalidArgumentError(StrCat(reader.path(), ": tensor ", QuoteForDisplay(info.name), ": the budget's part is ",
                                              bytes, " bytes, buffer of ", dst.size()));
@@ -438,7 +442,8 @@ absl::StatusOr<uint64_t> BudgetBytes(const Reader& reader, std::string_view budg
   BP_ASSIGN_OR_RETURN(auto tensors, BudgetTensors(reader, budget));
   uint64_t sum = 0;
   for (const auto& t : tensors) {
-    const TensorInfo& info = reader.tensors()[t.tensor];
+    const auto shared = reader.SharedTensor(t.tensor);
+    const TensorInfo& info = *shared;
     auto tv = BudgetView(reader, t, view);
     if (tv.ok()) {
       for (const auto& r : tv->streams) sum += r.total_bytes();

@@ -16,11 +16,11 @@ size_t ChunkAt(const StreamInfo& s, uint64_t at) {
 
 }  // namespace
 
-ChunkHasher::ChunkHasher(const Reader::Impl& impl, size_t tensor)
-    : impl_(impl), tensor_(tensor), cursors_(impl.tensors[tensor].streams.size()) {}
+ChunkHasher::ChunkHasher(const Reader::Impl& impl, size_t tensor, const TensorInfo& info)
+    : impl_(impl), tensor_(tensor), info_(info), cursors_(info.streams.size()) {}
 
 void ChunkHasher::Start(size_t stream, uint64_t begin, uint64_t end) {
-  const StreamInfo& s = impl_.tensors[tensor_].streams[stream];
+  const StreamInfo& s = info_.streams[stream];
   Cursor& c = cursors_[stream];
   c.active = impl_.options.verify_checksums && !s.chunks.empty();
   if (!c.active) return;
@@ -33,7 +33,7 @@ void ChunkHasher::Start(size_t stream, uint64_t begin, uint64_t end) {
 void ChunkHasher::ReadTo(size_t stream, uint64_t raw_end) {
   Cursor& c = cursors_[stream];
   if (!c.active) return;
-  const StreamInfo& s = impl_.tensors[tensor_].streams[stream];
+  const StreamInfo& s = info_.streams[stream];
   // Uncompressed: a chunk's stored bytes are its raw bytes (validated).
   const uint8_t* stored = impl_.Stored(s).data();
   while (c.active && c.at < raw_end) {
@@ -51,11 +51,11 @@ void ChunkHasher::ReadTo(size_t stream, uint64_t raw_end) {
 }
 
 void ChunkHasher::EndChunk(size_t stream, Cursor& c) {
-  const ChunkInfo& k = impl_.tensors[tensor_].streams[stream].chunks[c.chunk];
+  const ChunkInfo& k = info_.streams[stream].chunks[c.chunk];
   if (!impl_.checks.Done(tensor_, stream, c.chunk, StreamChecks::kChecksum)) {
     const uint64_t got = c.xxh3.Digest();
     if (got != k.xxh3) {
-      c.status = impl_.ChecksumMismatch(tensor_, stream, c.chunk, got);
+      c.status = impl_.ChecksumMismatch(info_, stream, c.chunk, got);
       c.active = false;
       return;
     }

@@ -25,7 +25,8 @@ namespace boltpack::format {
 
 class ChunkHasher final : public ReadProgress {
  public:
-  ChunkHasher(const Reader::Impl& impl, size_t tensor);
+  // Tensor `tensor` of `impl`, whose TensorInfo `info` outlives the hasher.
+  ChunkHasher(const Reader::Impl& impl, size_t tensor, const TensorInfo& info);
 
   // Starts a block that reads raw bytes [begin, end) of stream `stream`
   // (uncompressed, with chunks): its chunks are hashed from their first byte.
@@ -47,6 +48,7 @@ class ChunkHasher final : public ReadProgress {
 
   const Reader::Impl& impl_;
   const size_t tensor_;
+  const TensorInfo& info_;
   std::vector<Cursor> cursors_;  // per stream
 };
 

@@ -45,10 +45,15 @@ std::vector<ChunkInfo>::const_iterator ChunkEndingAfter(const std::vector<ChunkI
 
 }  // namespace
 
+StreamCutPieces::Source StreamCutPieces::SourceOf(const Reader& reader, size_t tensor, size_t stream) {
+  const auto info = reader.SharedTensor(tensor);
+  return {info->name, info->streams[stream]};
+}
+
 StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t stream, absl::Span<const uint8_t> stored,
                                  std::vector<uint64_t> grid, uint64_t cell_bytes, ElementMaps cell_maps)
-    : reader_(reader), tensor_(tensor), stream_(stream), stored_(stored), maps_(std::move(cell_maps)),
-      grid_(grid) {
+    : reader_(reader), tensor_(tensor), stream_(stream), source_(SourceOf(reader, tensor, stream)), stored_(stored),
+      maps_(std::move(cell_maps)), grid_(grid) {
   size_t n = grid.size();
   stride_.assign(n, cell_bytes);
   for (size_t d = n - 1; d > 0; --d) stride_[d - 1] = stride_[d] * grid[d];
@@ -76,7 +81,7 @@ StreamCutPieces::StreamCutPieces(const Reader& reader, size_t tensor, size_t str
   uint64_t row_bytes = 0;
   for (const auto& r : inner_runs_) row_bytes += r.second;
   size_ = c.rows_left * row_bytes;
-  verified_.assign(reader.tensors()[tensor].streams[stream].chunks.size(), false);
+  verified_.assign(source_.stream.chunks.size(), false);
   needed_from_.fill(UINT64_MAX);
 }
 
@@ -136,7 +141,7 @@ uint64_t StreamCutPieces::StepRegularRows(RunCursor& c, uint64_t max_rows) const
 }
 
 void StreamCutPieces::ReadAhead() {
-  const StreamInfo& info = reader_.tensors()[tensor_].streams[stream_];
+  const StreamInfo& info = source_.stream;
   auto advise = [&](uint64_t begin, uint64_t end, int advice) {
     if (end <= begin) return;
     const uintptr_t page = 4096;
@@ -221,7 +226,7 @@ void StreamCutPieces::ReadAhead() {
 }
 
 absl::Status StreamCutPieces::Verify(uint64_t begin, uint64_t end) {
-  const StreamInfo& s = reader_.tensors()[tensor_].streams[stream_];
+  const StreamInfo& s = source_.stream;
   if (s.chunks.empty()) {
     if (!whole_verified_) {
       absl::Status st = reader_.VerifyStream(tensor_, stream_);
@@ -239,7 +244,7 @@ absl::Status StreamCutPieces::Verify(uint64_t begin, uint64_t end) {
     if (verified_[c]) continue;
     const ChunkInfo& chunk = s.chunks[c];
     if (Xxh3(stored_.subspan(chunk.stored_offset, chunk.stored_length)) != chunk.xxh3) {
-      return absl::DataLossError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(reader_.tensors()[tensor_].name), " stream \"",
+      return absl::DataLossError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(source_.tensor_name), " stream \"",
                                         s.role, "\": chunk ", c, " checksum mismatch"));
     }
     verified_[c] = true;
@@ -349,7 +354,7 @@ absl::StatusOr<absl::Span<const uint8_t>> StreamCutPieces::Next() {
 }
 
 void StreamCutPieces::ReleaseBehind(uint64_t needed_from) {
-  const StreamInfo& s = reader_.tensors()[tensor_].streams[stream_];
+  const StreamInfo& s = source_.stream;
   if (needed_from != UINT64_MAX && prefix_units_.empty() && !s.chunks.empty()) {
     // Check verifies the whole chunk the piece starts in.
     auto c = ChunkEndingAfter(s.chunks, needed_from);
@@ -381,7 +386,7 @@ std::optional<uint64_t> StreamCutPieces::VerifiedXxh3(absl::Span<const uint8_t> 
   if (bytes.empty() || bytes.data() < stored_.data() || bytes.data() >= stored_.data() + stored_.size()) {
     return std::nullopt;  // not in the mapping: a gathered piece
   }
-  const StreamInfo& s = reader_.tensors()[tensor_].streams[stream_];
+  const StreamInfo& s = source_.stream;
   uint64_t begin = static_cast<uint64_t>(bytes.data() - stored_.data());
   if (s.chunks.empty()) {
     if (whole_verified_ && begin == 0 && bytes.size() == stored_.size()) return s.xxh3;
@@ -399,7 +404,7 @@ std::optional<uint64_t> StreamCutPieces::VerifiedXxh3(absl::Span<const uint8_t> 
 absl::Status StreamCutPieces::CheckPrefixes(absl::Span<const uint8_t> part) {
   while (!part.empty()) {
     if (unit_ >= prefix_units_.size()) {
-      return absl::InternalError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(reader_.tensors()[tensor_].name),
+      return absl::InternalError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(source_.tensor_name),
                                         ": more bytes checked than the cut keeps"));
     }
     const PrefixUnit& u = prefix_units_[unit_];
@@ -409,8 +414,8 @@ absl::Status StreamCutPieces::CheckPrefixes(absl::Span<const uint8_t> part) {
     part.remove_prefix(n);
     if (prefix_checked_ < u.out_end) break;
     if (unit_hash_.Digest() != u.xxh3) {
-      const StreamInfo& s = reader_.tensors()[tensor_].streams[stream_];
-      return absl::DataLossError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(reader_.tensors()[tensor_].name),
+      const StreamInfo& s = source_.stream;
+      return absl::DataLossError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(source_.tensor_name),
                                         " stream \"", s.role, "\": chunk ", u.chunk,
                                         " line-prefix checksum mismatch (prefix ", prefix_, ": the first ",
                                         s.prefix_bytes[prefix_], " bytes of each ", s.line_bytes, "-byte line)"));
@@ -431,7 +436,7 @@ std::optional<uint64_t> StreamCutPieces::VouchedXxh3(uint64_t offset, uint64_t l
 }
 
 std::optional<std::vector<ChunkInfo>> StreamCutPieces::UseLinePrefixes() {
-  const StreamInfo& s = reader_.tensors()[tensor_].streams[stream_];
+  const StreamInfo& s = source_.stream;
   const size_t n = grid_.size();
   if (n < 2 || size_ == 0 || s.prefix_bytes.empty() || s.chunks.empty() || !prefix_units_.empty()) {
     return std::nullopt;
@@ -496,7 +501,8 @@ std::vector<PieceSource*> CutInPlace::pieces() const {
 std::optional<CutInPlace> CutTensorInPlace(const Reader& reader, size_t tensor, const ElementMaps& maps,
                                            const std::string& new_name) {
   if (tensor >= reader.tensors().size()) return std::nullopt;
-  const TensorInfo& info = reader.tensors()[tensor];
+  const auto shared = reader.SharedTensor(tensor);
+  const TensorInfo& info = *shared;
   if (info.shape.empty() || maps.size() != info.shape.size()) return std::nullopt;
   auto layout = StoredCellLayout(info.codec_id, info.dtype, info.codec_params);
   if (!layout || layout->cell_bytes.size() != info.streams.size() || layout->block_elems == 0 ||

@@ -137,6 +137,14 @@ class StreamCutPieces final : public PieceSource {
 
   const Reader& reader_;
   size_t tensor_, stream_;
+  // The source stream's record and its tensor's name, built once (the
+  // reader builds a TensorInfo each time it is asked).
+  struct Source {
+    std::string tensor_name;
+    StreamInfo stream;
+  };
+  static Source SourceOf(const Reader& reader, size_t tensor, size_t stream);
+  const Source source_;
   absl::Span<const uint8_t> stored_;
   uint64_t size_ = 0;
   // Cut geometry, in bytes: per outer dimension the source stride, the

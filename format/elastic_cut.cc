@@ -207,7 +207,8 @@ absl::StatusOr<CutTensor> CutRawTensor(const TensorInfo& info, const std::vector
 absl::StatusOr<CutTensor> CutStoredTensor(const Reader& reader, size_t tensor, const ElementMaps& maps,
                                           std::string new_name) {
   if (tensor >= reader.tensors().size()) return absl::OutOfRangeError(StrCat(reader.path(), ": no tensor #", tensor));
-  const TensorInfo& info = reader.tensors()[tensor];
+  const auto shared = reader.SharedTensor(tensor);
+  const TensorInfo& info = *shared;
   std::vector<std::vector<uint8_t>> owned(info.streams.size());
   std::vector<absl::Span<const uint8_t>> raw(info.streams.size());
   for (size_t k = 0; k < info.streams.size(); ++k) {

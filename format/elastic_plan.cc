@@ -58,7 +58,7 @@ void PinHeadDimensions(const std::string& prefix, const Metadata& source, SliceP
 
 }  // namespace
 
-absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const std::vector<TensorInfo>& tensors,
+absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const TensorList& tensors,
                                     const Metadata& metadata, const ElasticBudget& budget) {
   SlicePlan plan;
   std::vector<uint32_t> kept_layers;
@@ -73,7 +73,7 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const std::vector<
   BindingIndex index(m);
   std::unordered_set<const ElasticBinding*> used;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const TensorInfo& t = tensors[i];
+    const TensorInfo t = tensors[i];
     PlannedTensor p;
     p.source = i;
     p.name = t.name;

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "boltpack/elastic.h"
 #include "boltpack/tensor_info.h"
+#include "boltpack/tensor_list.h"
 #include "boltpack/types.h"
 
 namespace boltpack::format {
@@ -36,7 +37,7 @@ struct SlicePlan {
 };
 
 // `manifest` must be valid for `tensors` (as Reader::elastic() is).
-absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& manifest, const std::vector<TensorInfo>& tensors,
+absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& manifest, const TensorList& tensors,
                                     const Metadata& metadata, const ElasticBudget& budget);
 
 // A budget from "AXIS=VALUE" terms: VALUE is a fraction of the parent size

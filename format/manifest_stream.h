@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include <string>
+#include <string_view>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -27,6 +28,7 @@ namespace boltpack::format {
 
 // Field numbers of spec/boltpack.proto this parse splits at.
 inline constexpr uint32_t kManifestTensorsField = 8;
+inline constexpr uint32_t kTensorNameField = 1;
 inline constexpr uint32_t kTensorStreamsField = 5;
 inline constexpr uint32_t kStreamChunksField = 9;
 
@@ -48,6 +50,10 @@ bool SplitRepeatedField(absl::Span<const uint8_t> bytes, uint32_t number,
 absl::StatusOr<uint64_t> ParseManifestHead(absl::Span<const uint8_t> bytes, const std::string& file,
                                            v1::Manifest* head, MetadataWire* metadata);
 
+// The name of the tensor record `payload` (well-formed wire data), as a
+// view of its bytes.
+std::string_view RecordName(absl::Span<const uint8_t> payload);
+
 // Parses the tensors one at a time into one reused message whose streams
 // hold no chunks (a stream may have 2^22: as messages, 90 bytes each, the
 // chunks are read from the wire one at a time instead, TensorChunks), checks
@@ -65,6 +71,15 @@ TensorInfo TensorFromWire(const v1::Tensor& tensor, const TensorChunks& chunks);
 // chunks read have come (a reader drops the mapped pages before that).
 TensorInfo TensorFromWire(const v1::Tensor& tensor, const TensorChunks& chunks,
                           absl::FunctionRef<void(const uint8_t*)> read_up_to);
+
+// The TensorInfo of the payload of a record that ForEachValidTensor
+// validated before (a reader keeps the payloads, not the records): the
+// same value TensorFromWire gave then.
+TensorInfo TensorFromRecord(absl::Span<const uint8_t> payload);
+// The same, calling `parsed` once the record is parsed (its chunks not yet
+// converted) and `read_up_to` as TensorFromWire does.
+TensorInfo TensorFromRecord(absl::Span<const uint8_t> payload, absl::FunctionRef<void()> parsed,
+                            absl::FunctionRef<void(const uint8_t*)> read_up_to);
 
 }  // namespace boltpack::format
 

@@ -524,10 +524,12 @@ absl::Status ManifestValidator::Begin(uint64_t tensor_count) {
   return absl::OkStatus();
 }
 
-absl::Status ManifestValidator::AddTensor(const v1::Tensor& t, const TensorChunks& chunks) {
+absl::Status ManifestValidator::AddTensor(const v1::Tensor& t, const TensorChunks& chunks,
+                                          std::string_view wire_name) {
   const std::string& file = file_;
   BP_RETURN_IF_ERROR(ValidateName(t.name(), "tensor name", file));
-  const auto stored_name = names_.Insert(t.name());
+  if (wire_name != t.name()) return absl::InternalError(StrCat(file, ": tensor name not found in its record's bytes"));
+  const auto stored_name = names_.InsertView(wire_name);
   if (!stored_name) return Invalid(file, StrCat("duplicate tensor name ", QuoteForDisplay(t.name(), 200)));
   auto where = [&] { return StrCat(file, ": tensor ", QuoteForDisplay(t.name())); };
   if (static_cast<uint64_t>(t.shape_size()) > kMaxDims) {

@@ -70,8 +70,11 @@ class ManifestValidator {
   ~ManifestValidator();
   // The checks of everything but the tensors; `tensor_count` follow.
   absl::Status Begin(uint64_t tensor_count);
-  // `tensor`'s streams hold no chunks: `chunks` has them.
-  absl::Status AddTensor(const v1::Tensor& tensor, const TensorChunks& chunks);
+  // `tensor`'s streams hold no chunks: `chunks` has them. `wire_name` is
+  // its name as the manifest's bytes hold it (the same bytes as
+  // tensor.name()): names() keeps that view, not a copy, so those bytes
+  // must outlive it.
+  absl::Status AddTensor(const v1::Tensor& tensor, const TensorChunks& chunks, std::string_view wire_name);
   // Once every tensor is added: no two streams overlap, views' layout.
   absl::Status Finish();
   NameIndex& names() { return names_; }

@@ -23,7 +23,8 @@ namespace {
 // before a decode (format/zstd_frames.h), so a copy never carries a size
 // that decompression would contradict.
 absl::Status CheckZstdUnits(const Reader& reader, size_t tensor, size_t k, const std::string& where) {
-  const StreamInfo& s = reader.tensors()[tensor].streams[k];
+  const auto shared = reader.SharedTensor(tensor);
+  const StreamInfo& s = shared->streams[k];
   BP_ASSIGN_OR_RETURN(auto stored, reader.StoredStream(tensor, k));
   auto check = [&](absl::Span<const uint8_t> frames, uint64_t raw, const std::string& unit) -> absl::Status {
     absl::Status frames_hold = CheckZstdFrames(frames, raw, unit);
@@ -42,7 +43,8 @@ absl::Status CheckZstdUnits(const Reader& reader, size_t tensor, size_t k, const
 }  // namespace
 
 absl::Status CheckCopyable(const Reader& reader, size_t tensor) {
-  const TensorInfo& info = reader.tensors()[tensor];
+  const auto shared = reader.SharedTensor(tensor);
+  const TensorInfo& info = *shared;
   const std::string where = StrCat(reader.path(), ": tensor ", QuoteForDisplay(info.name));
   if (static_cast<int>(info.dtype) > kMaxDType) {
     return absl::UnimplementedError(StrCat(where, ": dtype ", static_cast<int>(info.dtype),

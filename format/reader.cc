@@ -1,6 +1,7 @@
 #include "boltpack/reader.h"
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
 
 #include "absl/strings/str_format.h"
@@ -99,15 +100,14 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   }
   // Metadata straight from the wire into packed values (format/metadata_wire.h).
   BP_RETURN_IF_ERROR(format::ReadMetadataWire(metadata_wire, path, &metadata));
+  BeginViews(manifest);
   BP_RETURN_IF_ERROR(LoadTensors(manifest, manifest_bytes, tensor_count));
   required_features.assign(manifest.required_features().begin(), manifest.required_features().end());
   for (const auto& f : required_features) {
     if (!format::IsKnownFeature(f)) missing_features.push_back(f);
   }
-  checks.Reset(tensors);
   writer = manifest.writer();
   if (manifest.has_elastic()) elastic = format::ElasticFromProto(manifest.elastic());
-  LoadViews(manifest);
   return FindView(options.view).status();
 }
 
@@ -115,15 +115,24 @@ absl::Status Reader::Impl::LoadTensors(const v1::Manifest& head, absl::Span<cons
                                        uint64_t tensor_count) {
   format::ManifestValidator validator(head, path, shard_data_end);
   BP_RETURN_IF_ERROR(validator.Begin(tensor_count));
-  tensors.reserve(tensor_count);
-  // A mapped manifest's pages are read once: dropped as the parse passes
-  // them, they do not count in the reader's memory next to its records.
-  constexpr size_t kReleaseEvery = size_t{8} << 20;
+  manifest = manifest_bytes;
+  records.reserve(tensor_count);
+  checks.Begin(tensor_count);
+  // The elastic manifest is checked against the converted records, which
+  // only a file that has one builds all at once.
+  std::vector<TensorInfo> elastic_tensors;
+  // A mapped manifest's pages are read once here: dropped as the parse
+  // passes them, they do not count in the reader's memory (a tensor's record
+  // read again later comes back from the page cache).
   const uint8_t* released = manifest_bytes.data();
   if (file != nullptr) io::ReleaseMappedPages(manifest_bytes);  // read by the checksum and the scan
   BP_RETURN_IF_ERROR(format::ForEachValidTensor(
       manifest_bytes, path, validator,
       [&](const v1::Tensor& record, const format::TensorChunks& chunks, absl::Span<const uint8_t> bytes) {
+        records.push_back({static_cast<uint32_t>(bytes.data() - manifest_bytes.data()),
+                           static_cast<uint32_t>(bytes.size())});
+        checks.Add(chunks.counts);
+        AddToViews(record);
         // A tensor of many chunks can be most of the manifest: its pages go
         // as its chunks are converted too.
         auto release_up_to = [&](const uint8_t* read) {
@@ -133,49 +142,113 @@ absl::Status Reader::Impl::LoadTensors(const v1::Manifest& head, absl::Span<cons
           }
         };
         if (file != nullptr && bytes.size() > kReleaseEvery) io::ReleaseMappedPages(bytes);  // read by the validation
-        tensors.push_back(format::TensorFromWire(record, chunks, release_up_to));
+        if (head.has_elastic()) elastic_tensors.push_back(format::TensorFromWire(record, chunks, release_up_to));
         release_up_to(bytes.data());
         return absl::OkStatus();
       }));
   if (file != nullptr) io::ReleaseMappedPages(manifest_bytes);
-  if (head.has_elastic()) BP_RETURN_IF_ERROR(format::ValidateElasticOf(head.elastic(), tensors, path));  // format 1.1, spec/elastic.md
+  checks.Finish();
+  FinishViews();
+  if (head.has_elastic()) {
+    BP_RETURN_IF_ERROR(format::ValidateElasticOf(head.elastic(), elastic_tensors, path));  // format 1.1, spec/elastic.md
+  }
   names = std::move(validator.names());
   return absl::OkStatus();
 }
 
-void Reader::Impl::LoadViews(const v1::Manifest& manifest) {
+namespace {
+// ViewReadsStream of a stream record.
+bool ViewReadsStreamRecord(std::string_view view, const v1::Stream& s) {
+  if (s.views().empty()) return true;
+  return std::find(s.views().begin(), s.views().end(), view) != s.views().end();
+}
+}  // namespace
+
+void Reader::Impl::BeginViews(const v1::Manifest& manifest) {
   // Validated: declared views are unique, not "full", and their ranges match
   // their streams. "full" reads every stream; its ranges are computed.
   ViewInfo full;
   full.name = "full";
   full.description = "every stream: every original bit";
-  std::vector<std::pair<uint64_t, uint64_t>> span(shard_bytes.size(), {~0ull, 0});
-  for (const auto& t : tensors) {
-    for (const auto& st : t.streams) {
-      if (st.length == 0) continue;
-      full.bytes += st.length;
-      span[st.shard].first = std::min(span[st.shard].first, st.offset);
-      span[st.shard].second = std::max(span[st.shard].second, st.offset + st.length);
-    }
-  }
-  for (size_t k = 0; k < span.size(); ++k) {
-    if (span[k].first < span[k].second) {
-      full.ranges.push_back({static_cast<uint32_t>(k), span[k].first, span[k].second - span[k].first});
-    }
-  }
   views.push_back(std::move(full));
+  full_spans.assign(shard_bytes.size(), {~0ull, 0});
   for (const auto& v : manifest.views()) {
     ViewInfo info;
     info.name = v.name();
     info.description = v.description();
     for (const auto& r : v.ranges()) info.ranges.push_back({r.shard(), r.offset(), r.length()});
-    for (const auto& t : tensors) {
-      for (const auto& st : t.streams) {
-        if (ViewReadsStream(info.name, st)) info.bytes += st.length;
-      }
-    }
     views.push_back(std::move(info));
   }
+}
+
+void Reader::Impl::AddToViews(const v1::Tensor& tensor) {
+  for (const auto& st : tensor.streams()) {
+    for (size_t v = 1; v < views.size(); ++v) {
+      if (ViewReadsStreamRecord(views[v].name, st)) views[v].bytes += st.length();
+    }
+    if (st.length() == 0) continue;
+    views[0].bytes += st.length();
+    auto& span = full_spans[st.shard()];
+    span.first = std::min(span.first, st.offset());
+    span.second = std::max(span.second, st.offset() + st.length());
+  }
+}
+
+void Reader::Impl::FinishViews() {
+  for (size_t k = 0; k < full_spans.size(); ++k) {
+    if (full_spans[k].first < full_spans[k].second) {
+      views[0].ranges.push_back({static_cast<uint32_t>(k), full_spans[k].first, full_spans[k].second - full_spans[k].first});
+    }
+  }
+  full_spans = {};
+}
+
+TensorInfo Reader::Impl::TensorAt(size_t t) const {
+  const auto payload = manifest.subspan(records[t].offset, records[t].length);
+  if (file != nullptr) ReleaseRecordsBefore(records[t].offset);
+  if (file == nullptr || payload.size() <= kReleaseEvery) return format::TensorFromRecord(payload);
+  // A record of many chunks (it can be most of the manifest): its pages
+  // leave the address space as they are read, as at open.
+  const uint8_t* released = payload.data();
+  return format::TensorFromRecord(
+      payload, [&] { io::ReleaseMappedPages(payload); },
+      [&](const uint8_t* read) {
+        if (read - released > static_cast<ptrdiff_t>(kReleaseEvery)) {
+          io::ReleaseMappedPages({released, static_cast<size_t>(read - released)});
+          released = read;
+        }
+      });
+}
+
+void Reader::Impl::ReleaseRecordsBefore(uint64_t offset) const {
+  // Racing threads at worst release pages another is about to read again
+  // (they come back from the page cache) or release them twice.
+  const uint64_t from = records_released_.load(std::memory_order_relaxed);
+  if (offset < from) {
+    records_released_.store(offset, std::memory_order_relaxed);  // a new pass from an earlier tensor
+  } else if (offset - from > kReleaseEvery) {
+    io::ReleaseMappedPages(manifest.subspan(from, offset - from));
+    records_released_.store(offset, std::memory_order_relaxed);
+  }
+}
+
+std::shared_ptr<const TensorInfo> Reader::Impl::Tensor(size_t t) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    for (const Cached& c : cache_) {
+      if (c.index == t) return c.info;
+    }
+  }
+  auto info = std::make_shared<const TensorInfo>(TensorAt(t));  // built outside the lock
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  cache_[cache_next_] = {t, info};
+  cache_next_ = (cache_next_ + 1) % cache_.size();
+  return info;
+}
+
+TensorList Reader::Impl::List() const {
+  return TensorList(this, tensor_count(),
+                    [](const void* impl, size_t t) { return static_cast<const Impl*>(impl)->TensorAt(t); });
 }
 
 bool ViewReadsStream(std::string_view view, const StreamInfo& s) {
@@ -214,7 +287,8 @@ const std::string& Reader::writer() const { return impl_->writer; }
 const std::vector<std::string>& Reader::required_features() const { return impl_->required_features; }
 const std::vector<std::string>& Reader::missing_features() const { return impl_->missing_features; }
 const Metadata& Reader::metadata() const { return impl_->metadata; }
-const std::vector<TensorInfo>& Reader::tensors() const { return impl_->tensors; }
+TensorList Reader::tensors() const { return impl_->List(); }
+std::shared_ptr<const TensorInfo> Reader::SharedTensor(size_t tensor) const { return impl_->Tensor(tensor); }
 
 const std::vector<ViewInfo>& Reader::views() const { return impl_->views; }
 const std::string& Reader::view() const { return impl_->options.view; }
@@ -226,30 +300,41 @@ absl::StatusOr<uint64_t> Reader::ViewBytes(std::string_view view) const {
 
 const ElasticManifest* Reader::elastic() const { return impl_->elastic ? &*impl_->elastic : nullptr; }
 
+std::string_view Reader::TensorName(size_t tensor) const { return impl_->names.Name(tensor); }
+
 std::optional<size_t> Reader::FindTensor(std::string_view name) const {
   return impl_->names.Find(name);
 }
 
 absl::StatusOr<absl::Span<const uint8_t>> Reader::StoredStream(size_t tensor, size_t stream) const {
-  if (tensor >= impl_->tensors.size()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
-  const auto& info = impl_->tensors[tensor];
-  if (stream >= info.streams.size()) {
-    return absl::OutOfRangeError(StrCat(impl_->Where(tensor), ": no stream #", stream));
+  if (tensor >= impl_->tensor_count()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
+  const auto info = impl_->Tensor(tensor);
+  if (stream >= info->streams.size()) {
+    return absl::OutOfRangeError(StrCat(impl_->Where(*info), ": no stream #", stream));
   }
-  return impl_->Stored(info.streams[stream]);
+  return impl_->Stored(info->streams[stream]);
 }
 
 absl::Status Reader::VerifyStream(size_t tensor, size_t stream) const {
-  BP_ASSIGN_OR_RETURN(auto bytes, StoredStream(tensor, stream));
-  const StreamInfo& s = impl_->tensors[tensor].streams[stream];
-  std::string where = StrCat(impl_->Where(tensor), " stream \"", s.role, "\"");
+  if (tensor >= impl_->tensor_count()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
+  return impl_->VerifyStream(tensor, *impl_->Tensor(tensor), stream);
+}
+
+absl::Status Reader::Impl::VerifyStream(size_t tensor, const TensorInfo& info, size_t stream) const {
+  if (stream >= info.streams.size()) return absl::OutOfRangeError(StrCat(Where(info), ": no stream #", stream));
+  const StreamInfo& s = info.streams[stream];
+  const auto bytes = Stored(s);
+  std::string where = StrCat(Where(info), " stream \"", s.role, "\"");
   // One pass over the bytes: each block, while it is in cache, feeds the
   // stream's checksum, its chunk's and the chunk's line-prefix checksums
   // (chunks tile the stream: ValidateManifest), so a stream is read from
   // memory once, not once per kind of checksum. The stream's own checksum
   // is reported first, then the first chunk that does not match.
   constexpr uint64_t kBlockBytes = uint64_t{256} << 10;  // well inside a core's L2
-  Xxh3Stream whole;
+  // Only a stream of chunks is hashed by parts (a stream's state is an
+  // aligned allocation: one per stream was 9% of verifying 1M empty ones).
+  std::optional<Xxh3Stream> whole;
+  if (!s.chunks.empty()) whole.emplace();
   std::string chunk_error;
   for (size_t k = 0; k < s.chunks.size(); ++k) {
     const auto& c = s.chunks[k];
@@ -259,7 +344,7 @@ absl::Status Reader::VerifyStream(size_t tensor, size_t stream) const {
     if (!s.prefix_bytes.empty()) prefixes.emplace(s.line_bytes, s.prefix_bytes);
     for (uint64_t at = 0; at < chunk.size(); at += kBlockBytes) {
       auto block = chunk.subspan(at, kBlockBytes);
-      whole.Update(block);
+      whole->Update(block);
       if (!chunk_error.empty()) continue;  // only the stream's checksum is still needed
       chunk_hash.Update(block);
       if (prefixes) prefixes->Update(block);
@@ -278,27 +363,52 @@ absl::Status Reader::VerifyStream(size_t tensor, size_t stream) const {
       }
     }
   }
-  const uint64_t computed = s.chunks.empty() ? format::Xxh3(bytes) : whole.Digest();
+  const uint64_t computed = s.chunks.empty() ? format::Xxh3(bytes) : whole->Digest();
   if (computed != s.xxh3) {
     return absl::DataLossError(absl::StrFormat("%s: checksum mismatch (manifest %016x, data %016x)", where, s.xxh3, computed));
   }
   if (!chunk_error.empty()) return absl::DataLossError(chunk_error);
   for (uint64_t u = 0; u < format::StreamChecks::Units(s); ++u) {
-    impl_->checks.Mark(tensor, stream, u, format::StreamChecks::kChecksum);
+    checks.Mark(tensor, stream, u, format::StreamChecks::kChecksum);
   }
   return absl::OkStatus();
 }
 
 absl::Status Reader::VerifyContainer(const ExecOptions& exec) const {
+  // One pass over the tensors, in parallel, builds each TensorInfo once:
+  // it checks the checksums of its streams and gathers their extents for
+  // the padding check after it (each pass built every tensor once more).
+  // Errors come as before: a padding error first, then the first checksum
+  // failure in file order.
+  using Extents = std::vector<std::pair<uint64_t, uint64_t>>;
+  std::vector<Extents> extents(impl_->shard_bytes.size());
+  std::mutex mu;  // guards extents and the first failure
+  size_t failed_at = impl_->tensor_count();
+  absl::Status failure;
+  (void)ParallelFor(impl_->tensor_count(), exec.threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
+    std::vector<Extents> found(extents.size());
+    for (uint64_t t = a; t < b; ++t) {
+      const TensorInfo info = impl_->TensorAt(t);
+      for (size_t s = 0; s < info.streams.size(); ++s) {
+        const StreamInfo& st = info.streams[s];
+        if (st.length > 0) found[st.shard].emplace_back(st.offset, st.offset + st.length);
+        absl::Status checked = impl_->VerifyStream(t, info, s);
+        if (mapped()) io::ReleaseMappedPages(impl_->Stored(st));
+        if (!checked.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (t < failed_at) failed_at = t, failure = std::move(checked);
+          break;  // its later streams, as before: the tensor's first failure
+        }
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t k = 0; k < found.size(); ++k) extents[k].insert(extents[k].end(), found[k].begin(), found[k].end());
+    return absl::OkStatus();
+  });
   // Padding: every byte of each shard's data section that no stream covers
   // must be zero, so that no byte of the file goes unchecked.
   for (size_t shard = 0; shard < impl_->shard_bytes.size(); ++shard) {
-    std::vector<std::pair<uint64_t, uint64_t>> ex;
-    for (const auto& t : impl_->tensors) {
-      for (const auto& s : t.streams) {
-        if (s.shard == shard && s.length > 0) ex.emplace_back(s.offset, s.offset + s.length);
-      }
-    }
+    auto& ex = extents[shard];
     std::sort(ex.begin(), ex.end());
     ex.emplace_back(impl_->shard_data_end[shard], impl_->shard_data_end[shard]);
     uint64_t pos = format::kHeaderSize;
@@ -312,17 +422,9 @@ absl::Status Reader::VerifyContainer(const ExecOptions& exec) const {
       }
       pos = std::max(pos, end);
     }
+    Extents().swap(ex);
   }
-  // Checksums in parallel over tensors; the first failure in file order wins.
-  return ParallelFor(impl_->tensors.size(), exec.threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
-    for (uint64_t t = a; t < b; ++t) {
-      for (size_t s = 0; s < impl_->tensors[t].streams.size(); ++s) {
-        BP_RETURN_IF_ERROR(VerifyStream(t, s));
-        if (mapped()) io::ReleaseMappedPages(impl_->Stored(impl_->tensors[t].streams[s]));
-      }
-    }
-    return absl::OkStatus();
-  });
+  return failure;
 }
 
 }  // namespace boltpack

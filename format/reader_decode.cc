@@ -87,26 +87,26 @@ std::string UnitName(const StreamInfo& s, uint64_t k) { return s.chunks.empty() 
 
 }  // namespace
 
-absl::Status Reader::Impl::CheckUnit(size_t t, size_t s, uint64_t unit) const {
+absl::Status Reader::Impl::CheckUnit(size_t t, const TensorInfo& tensor, size_t s, uint64_t unit) const {
   if (!options.verify_checksums || checks.Done(t, s, unit, StreamChecks::kChecksum)) return absl::OkStatus();
-  const StreamInfo& info = tensors[t].streams[s];
+  const StreamInfo& info = tensor.streams[s];
   Unit u = UnitOf(info, Stored(info), unit);
   const uint64_t got = Xxh3(u.stored);
-  if (got != u.xxh3) return ChecksumMismatch(t, s, unit, got);
+  if (got != u.xxh3) return ChecksumMismatch(tensor, s, unit, got);
   checks.Mark(t, s, unit, StreamChecks::kChecksum);
   return absl::OkStatus();
 }
 
-absl::Status Reader::Impl::ChecksumMismatch(size_t t, size_t s, uint64_t unit, uint64_t got) const {
-  const StreamInfo& info = tensors[t].streams[s];
+absl::Status Reader::Impl::ChecksumMismatch(const TensorInfo& t, size_t s, uint64_t unit, uint64_t got) const {
+  const StreamInfo& info = t.streams[s];
   const uint64_t want = info.chunks.empty() ? info.xxh3 : info.chunks[unit].xxh3;
   return absl::DataLossError(absl::StrFormat("%s%s: checksum mismatch (manifest %016x, data %016x)",
                                              WhereStream(t, s), UnitName(info, unit), want, got));
 }
 
-absl::Status Reader::Impl::CheckZstdBound(size_t t, size_t s, uint64_t unit) const {
-  const StreamInfo& info = tensors[t].streams[s];
-  if (info.compression != Compression::kZstd || checks.Done(t, s, unit, StreamChecks::kZstdBound)) {
+absl::Status Reader::Impl::CheckZstdBound(size_t index, const TensorInfo& t, size_t s, uint64_t unit) const {
+  const StreamInfo& info = t.streams[s];
+  if (info.compression != Compression::kZstd || checks.Done(index, s, unit, StreamChecks::kZstdBound)) {
     return absl::OkStatus();
   }
   Unit u = UnitOf(info, Stored(info), unit);
@@ -118,7 +118,7 @@ absl::Status Reader::Impl::CheckZstdBound(size_t t, size_t s, uint64_t unit) con
   // A raw length beyond what the frames' headers bound is a lie told to
   // make the reader allocate (the rule a copy applies too).
   BP_RETURN_IF_ERROR(format::CheckZstdFrames(u.stored, u.raw_length, StrCat(WhereStream(t, s), UnitName(info, unit))));
-  checks.Mark(t, s, unit, StreamChecks::kZstdBound);
+  checks.Mark(index, s, unit, StreamChecks::kZstdBound);
   return absl::OkStatus();
 }
 
@@ -135,11 +135,11 @@ struct RawView {
 // `scratch`, on up to `threads` threads. Every unit is checked first, unless
 // `check` is false: then the caller checks them as it uses the bytes, while
 // they are in cache (an uncompressed stream's: format/chunk_hasher.h).
-absl::StatusOr<RawView> ReadRaw(const Reader::Impl& impl, size_t t, size_t s, uint64_t begin, uint64_t end,
-                                int threads, RawScratch& scratch, bool check = true) {
-  const StreamInfo& info = impl.tensors[t].streams[s];
+absl::StatusOr<RawView> ReadRaw(const Reader::Impl& impl, size_t t, const TensorInfo& tensor, size_t s,
+                                uint64_t begin, uint64_t end, int threads, RawScratch& scratch, bool check = true) {
+  const StreamInfo& info = tensor.streams[s];
   if (begin > end || end > info.raw_length) {
-    return absl::OutOfRangeError(StrCat(impl.WhereStream(t, s), ": raw range [", begin, ", ", end,
+    return absl::OutOfRangeError(StrCat(impl.WhereStream(tensor, s), ": raw range [", begin, ", ", end,
                                         ") outside the stream"));
   }
   const auto units = info.chunks.empty() ? std::pair<size_t, size_t>{0, 0} : ChunksOver(info, begin, end);
@@ -148,22 +148,22 @@ absl::StatusOr<RawView> ReadRaw(const Reader::Impl& impl, size_t t, size_t s, ui
   if (info.compression == Compression::kNone) {
     if (!check) return RawView{stored.subspan(begin, end - begin), begin};
     BP_RETURN_IF_ERROR(ParallelFor(last - first + 1, threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
-      for (uint64_t k = first + a; k < first + b; ++k) BP_RETURN_IF_ERROR(impl.CheckUnit(t, s, k));
+      for (uint64_t k = first + a; k < first + b; ++k) BP_RETURN_IF_ERROR(impl.CheckUnit(t, tensor, s, k));
       return absl::OkStatus();
     }));
     return RawView{stored.subspan(begin, end - begin), begin};
   }
   // Every unit's bound before the allocation their raw lengths ask for.
-  for (uint64_t k = first; k <= last; ++k) BP_RETURN_IF_ERROR(impl.CheckZstdBound(t, s, k));
+  for (uint64_t k = first; k <= last; ++k) BP_RETURN_IF_ERROR(impl.CheckZstdBound(t, tensor, s, k));
   const uint64_t lo = UnitOf(info, stored, first).raw_offset;
   const Unit tail = UnitOf(info, stored, last);
-  BP_ASSIGN_OR_RETURN(uint8_t * dst, scratch.Get(tail.raw_offset + tail.raw_length - lo, impl.WhereStream(t, s)));
+  BP_ASSIGN_OR_RETURN(uint8_t * dst, scratch.Get(tail.raw_offset + tail.raw_length - lo, impl.WhereStream(tensor, s)));
   BP_RETURN_IF_ERROR(ParallelFor(last - first + 1, threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
     for (uint64_t k = first + a; k < first + b; ++k) {
-      if (check) BP_RETURN_IF_ERROR(impl.CheckUnit(t, s, k));
+      if (check) BP_RETURN_IF_ERROR(impl.CheckUnit(t, tensor, s, k));
       const Unit u = UnitOf(info, stored, k);
       BP_RETURN_IF_ERROR(ZstdInto(u.stored, dst + (u.raw_offset - lo), u.raw_length,
-                                  StrCat(impl.WhereStream(t, s), UnitName(info, k))));
+                                  StrCat(impl.WhereStream(tensor, s), UnitName(info, k))));
     }
     return absl::OkStatus();
   }));
@@ -229,8 +229,9 @@ std::vector<RowBlock> CutIntoBlocks(const TensorInfo& info, const std::vector<bo
 }  // namespace
 
 absl::Status Reader::CanDecode(size_t tensor, OutputType out) const {
-  if (tensor >= impl_->tensors.size()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
-  const auto& info = impl_->tensors[tensor];
+  if (tensor >= impl_->tensor_count()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
+  const auto shared = impl_->Tensor(tensor);
+  const TensorInfo& info = *shared;
   if (!impl_->missing_features.empty()) {
     return absl::UnimplementedError(StrCat(
         impl_->path, ": needs feature \"", impl_->missing_features[0],
@@ -238,23 +239,23 @@ absl::Status Reader::CanDecode(size_t tensor, OutputType out) const {
   }
   for (const auto& f : info.required_features) {
     if (!format::IsKnownFeature(f)) {
-      return absl::UnimplementedError(StrCat(impl_->Where(tensor), ": needs feature \"", f,
+      return absl::UnimplementedError(StrCat(impl_->Where(info), ": needs feature \"", f,
                                              "\" which this reader does not implement"));
     }
   }
   if (static_cast<int>(info.dtype) > kMaxDType) {
-    return absl::UnimplementedError(StrCat(impl_->Where(tensor), ": dtype ", static_cast<int>(info.dtype),
+    return absl::UnimplementedError(StrCat(impl_->Where(info), ": dtype ", static_cast<int>(info.dtype),
                                            " is unknown to this reader; its bytes can be copied, not decoded"));
   }
   for (const auto& s : info.streams) {
     if (s.compression != Compression::kNone && s.compression != Compression::kZstd) {
-      return absl::UnimplementedError(StrCat(impl_->Where(tensor), " stream \"", s.role, "\": compression ",
+      return absl::UnimplementedError(StrCat(impl_->Where(info), " stream \"", s.role, "\": compression ",
                                              static_cast<int>(s.compression), " is unknown to this reader"));
     }
   }
   const Codec* codec = FindCodec(info.codec_id);
   if (codec == nullptr) {
-    return absl::UnimplementedError(StrCat(impl_->Where(tensor), ": codec \"", info.codec_id,
+    return absl::UnimplementedError(StrCat(impl_->Where(info), ": codec \"", info.codec_id,
                                            "\" is unknown to this reader; its bytes can be copied, not decoded"));
   }
   absl::Status valid = codec->ValidateRecord(info);
@@ -264,7 +265,7 @@ absl::Status Reader::CanDecode(size_t tensor, OutputType out) const {
     return absl::DataLossError(StrCat(impl_->path, ": ", valid.message()));
   }
   if (!codec->CanDecodeTo(info, out)) {
-    return absl::InvalidArgumentError(StrCat(impl_->Where(tensor), ": codec \"", info.codec_id,
+    return absl::InvalidArgumentError(StrCat(impl_->Where(info), ": codec \"", info.codec_id,
                                              "\" cannot decode a ", DTypeName(info.dtype),
                                              " tensor to this output type"));
   }
@@ -273,13 +274,14 @@ absl::Status Reader::CanDecode(size_t tensor, OutputType out) const {
 
 absl::StatusOr<uint64_t> Reader::DecodedBytes(size_t tensor, OutputType out) const {
   BP_RETURN_IF_ERROR(CanDecode(tensor, out));
-  const auto& info = impl_->tensors[tensor];
+  const auto shared = impl_->Tensor(tensor);
+  const TensorInfo& info = *shared;
   // Callers allocate this many bytes next: a zstd stream must first show it
   // can hold what its record (and so the decoded size) claims.
   for (size_t s = 0; s < info.streams.size(); ++s) {
     if (info.streams[s].compression != Compression::kZstd) continue;  // its raw length is its stored length
     for (uint64_t u = 0; u < StreamChecks::Units(info.streams[s]); ++u) {
-      BP_RETURN_IF_ERROR(impl_->CheckZstdBound(tensor, s, u));
+      BP_RETURN_IF_ERROR(impl_->CheckZstdBound(tensor, info, s, u));
     }
   }
   return FindCodec(info.codec_id)->DecodedBytes(info, out);
@@ -287,16 +289,17 @@ absl::StatusOr<uint64_t> Reader::DecodedBytes(size_t tensor, OutputType out) con
 
 absl::Status Reader::ReadRawStream(size_t tensor, size_t stream, absl::Span<uint8_t> dst,
                                    const ExecOptions& exec) const {
-  if (tensor >= impl_->tensors.size() || stream >= impl_->tensors[tensor].streams.size()) {
+  const auto info = tensor < impl_->tensor_count() ? impl_->Tensor(tensor) : nullptr;
+  if (info == nullptr || stream >= info->streams.size()) {
     return absl::OutOfRangeError(StrCat(impl_->path, ": no stream ", stream, " of tensor ", tensor));
   }
-  const StreamInfo& s = impl_->tensors[tensor].streams[stream];
+  const StreamInfo& s = info->streams[stream];
   if (dst.size() != s.raw_length) {
-    return absl::InvalidArgumentError(StrCat(impl_->WhereStream(tensor, stream), ": buffer of ", dst.size(),
+    return absl::InvalidArgumentError(StrCat(impl_->WhereStream(*info, stream), ": buffer of ", dst.size(),
                                              " bytes for ", s.raw_length, " raw bytes"));
   }
   RawScratch scratch;
-  BP_ASSIGN_OR_RETURN(RawView raw, ReadRaw(*impl_, tensor, stream, 0, s.raw_length, exec.threads, scratch));
+  BP_ASSIGN_OR_RETURN(RawView raw, ReadRaw(*impl_, tensor, *info, stream, 0, s.raw_length, exec.threads, scratch));
   if (!raw.bytes.empty()) std::memcpy(dst.data(), raw.bytes.data(), raw.bytes.size());
   return absl::OkStatus();
 }
@@ -307,8 +310,8 @@ absl::Status Reader::Decode(size_t tensor, OutputType out, absl::Span<uint8_t> d
 
 absl::Status Reader::Decode(size_t tensor, std::string_view view, OutputType out, absl::Span<uint8_t> dst,
                             const ExecOptions& exec) const {
-  if (tensor >= impl_->tensors.size()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
-  const RowRange all{0, impl_->tensors[tensor].row_count()};
+  if (tensor >= impl_->tensor_count()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
+  const RowRange all{0, impl_->Tensor(tensor)->row_count()};
   return DecodeRowRanges(tensor, view, absl::MakeConstSpan(&all, 1), out, dst, exec);
 }
 
@@ -327,12 +330,13 @@ absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl:
                                      OutputType out, absl::Span<uint8_t> dst, const ExecOptions& exec) const {
   BP_ASSIGN_OR_RETURN(const ViewInfo* v, impl_->FindView(view));
   BP_ASSIGN_OR_RETURN(const uint64_t total, DecodedBytes(tensor, out));
-  const TensorInfo& info = impl_->tensors[tensor];
+  const auto shared = impl_->Tensor(tensor);  // alive as long as `input` points at it
+  const TensorInfo& info = *shared;
   const uint64_t rows = info.row_count();
   uint64_t kept = 0;
   for (const RowRange& r : ranges) {
     if (r.begin > r.end || r.end > rows) {
-      return absl::OutOfRangeError(StrCat(impl_->Where(tensor), ": rows [", r.begin, ", ", r.end,
+      return absl::OutOfRangeError(StrCat(impl_->Where(info), ": rows [", r.begin, ", ", r.end,
                                           ") outside [0, ", rows, ")"));
     }
     kept += r.end - r.begin;
@@ -340,13 +344,13 @@ absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl:
   const bool whole = ranges.size() == 1 && ranges[0].begin == 0 && ranges[0].end == rows;
   const bool whole_rows = rows > 0 && total % rows == 0;
   if (!whole && !whole_rows) {
-    return absl::UnimplementedError(StrCat(impl_->Where(tensor), ": this output has no whole bytes per row, so "
+    return absl::UnimplementedError(StrCat(impl_->Where(info), ": this output has no whole bytes per row, so "
                                            "rows cannot be decoded apart; decode the whole tensor"));
   }
   const uint64_t row_bytes = whole_rows ? total / rows : 0;
   const uint64_t need = whole ? total : kept * row_bytes;
   if (dst.size() < need) {
-    return absl::InvalidArgumentError(StrCat(impl_->Where(tensor), ": output buffer of ", dst.size(),
+    return absl::InvalidArgumentError(StrCat(impl_->Where(info), ": output buffer of ", dst.size(),
                                              " bytes is smaller than the ", need, " the decode writes"));
   }
   const bool full = v == &impl_->views[0];
@@ -367,7 +371,7 @@ absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl:
   auto read_whole = [&](bool chunked) -> absl::Status {
     for (size_t s = 0; s < info.streams.size(); ++s) {
       if (!reads[s] || info.streams[s].chunks.empty() == chunked) continue;
-      BP_ASSIGN_OR_RETURN(RawView raw, ReadRaw(*impl_, tensor, s, 0, info.streams[s].raw_length, exec.threads,
+      BP_ASSIGN_OR_RETURN(RawView raw, ReadRaw(*impl_, tensor, info, s, 0, info.streams[s].raw_length, exec.threads,
                                                whole_scratch[s]));
       input.streams[s] = raw.bytes;
     }
@@ -397,7 +401,7 @@ absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl:
   // unspecified.
   absl::Status st = ParallelFor(blocks.size(), exec.threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
     std::vector<RawScratch> scratch(info.streams.size());
-    format::ChunkHasher hasher(*impl_, tensor);
+    format::ChunkHasher hasher(*impl_, tensor, info);
     DecodeInput part = input;
     if (impl_->options.verify_checksums) part.progress = &hasher;
     for (uint64_t i = a; i < b; ++i) {
@@ -407,7 +411,7 @@ absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl:
         BP_ASSIGN_OR_RETURN(auto range, codec->RowRangeBytes(info, s, blk.begin, blk.end));
         if (info.streams[s].chunks.empty()) {  // read and checked whole above
           if (range.first > range.second || range.second > input.streams[s].size()) {
-            return absl::DataLossError(StrCat(impl_->WhereStream(tensor, s), ": rows [", blk.begin, ", ", blk.end,
+            return absl::DataLossError(StrCat(impl_->WhereStream(info, s), ": rows [", blk.begin, ", ", blk.end,
                                               ") lie outside the stream"));
           }
           part.streams[s] = input.streams[s].subspan(range.first, range.second - range.first);
@@ -415,7 +419,7 @@ absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl:
           continue;
         }
         const bool zstd = info.streams[s].compression != Compression::kNone;
-        BP_ASSIGN_OR_RETURN(RawView raw, ReadRaw(*impl_, tensor, s, range.first, range.second, 1, scratch[s],
+        BP_ASSIGN_OR_RETURN(RawView raw, ReadRaw(*impl_, tensor, info, s, range.first, range.second, 1, scratch[s],
                                                  /*check=*/zstd));
         if (!zstd) hasher.Start(s, range.first, range.second);
         part.streams[s] = raw.bytes;

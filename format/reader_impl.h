@@ -4,7 +4,10 @@
 #ifndef BOLTPACK_FORMAT_READER_IMPL_H_
 #define BOLTPACK_FORMAT_READER_IMPL_H_
 
+#include <array>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,7 +39,16 @@ struct Reader::Impl {
   format::Header header;
   format::Footer footer;
   std::string writer;
-  std::vector<TensorInfo> tensors;
+  // The validated manifest (a view of the mapping or of the caller's
+  // buffer) and where each tensor's record payload lies in it: 8 bytes a
+  // tensor here, where a TensorInfo and its heap parts take 450-600. The
+  // TensorInfo is built from the record when asked for (TensorAt).
+  struct RecordSpan {
+    uint32_t offset;  // manifests are at most 256 MiB (format/limits.h)
+    uint32_t length;
+  };
+  absl::Span<const uint8_t> manifest;
+  std::vector<RecordSpan> records;
   Metadata metadata;
   std::vector<std::string> required_features;
   std::vector<std::string> missing_features;
@@ -47,10 +59,31 @@ struct Reader::Impl {
   format::StreamChecks checks;
 
   absl::Status Load(absl::Span<const uint8_t> bytes, bool allow_siblings);
+  // A mapped manifest's pages are dropped every this many bytes read.
+  static constexpr size_t kReleaseEvery = size_t{8} << 20;
+  size_t tensor_count() const { return records.size(); }
+  // Tensor `t` (< tensor_count()), built from its record.
+  TensorInfo TensorAt(size_t t) const;
+  // A pass over the tensors reads their records again from a mapped
+  // manifest: the pages it has passed are dropped every kReleaseEvery bytes,
+  // so they do not count in the reader's memory (46 MB for 1M tensors).
+  void ReleaseRecordsBefore(uint64_t offset) const;
+  mutable std::atomic<uint64_t> records_released_{0};
+  // The same, shared: the last few built are kept, since a decode and the
+  // calls around it (CanDecode, DecodedBytes, DecodeRows of one row block
+  // after another) come back to the same tensor, whose record may hold
+  // thousands of chunks.
+  std::shared_ptr<const TensorInfo> Tensor(size_t t) const;
+  TensorList List() const;
   // Parses, validates and converts the tensors of the manifest whose other
   // fields are `head`, one at a time.
   absl::Status LoadTensors(const v1::Manifest& head, absl::Span<const uint8_t> manifest_bytes, uint64_t tensor_count);
-  void LoadViews(const v1::Manifest& manifest);
+  // The views: their list from the manifest's head, the bytes each reads
+  // added up tensor by tensor as they are loaded, the ranges of "full".
+  void BeginViews(const v1::Manifest& manifest);
+  void AddToViews(const v1::Tensor& tensor);
+  void FinishViews();
+  std::vector<std::pair<uint64_t, uint64_t>> full_spans;  // per shard, while loading
   // The view named `name` ("" is "full"), or NOT_FOUND naming the file's views.
   absl::StatusOr<const ViewInfo*> FindView(std::string_view name) const {
     if (name.empty()) return &views[0];
@@ -62,26 +95,40 @@ struct Reader::Impl {
     return absl::NotFoundError(StrCat(path, ": no view \"", absl::CHexEscape(absl::string_view(name.data(), name.size())),
                                       "\" (the file has: ", known, ")"));
   }
-  std::string Where(size_t t) const { return StrCat(path, ": tensor ", QuoteForDisplay(tensors[t].name)); }
+  std::string Where(const TensorInfo& t) const { return StrCat(path, ": tensor ", QuoteForDisplay(t.name)); }
   absl::Span<const uint8_t> Stored(const StreamInfo& s) const {
     return shard_bytes[s.shard].subspan(s.offset, s.length);
   }
-  std::string WhereStream(size_t t, size_t s) const {
-    return StrCat(Where(t), " stream ", QuoteForDisplay(tensors[t].streams[s].role));
+  std::string WhereStream(const TensorInfo& t, size_t s) const {
+    return StrCat(Where(t), " stream ", QuoteForDisplay(t.streams[s].role));
   }
 
+  // Reader::VerifyStream of tensor `tensor`, whose TensorInfo is `info`.
+  absl::Status VerifyStream(size_t tensor, const TensorInfo& info, size_t stream) const;
+
   // Decoding (format/reader_decode.cc).
+  //
+  // Each takes tensor `t` as its number and as `info`, its TensorInfo.
   //
   // Checks unit `unit` of stream `s` of tensor `t` (a chunk, or the whole
   // stream when it has none) against its checksum, unless this reader did
   // already or the caller opted out (ReaderOptions::verify_checksums).
-  absl::Status CheckUnit(size_t t, size_t s, uint64_t unit) const;
+  absl::Status CheckUnit(size_t t, const TensorInfo& info, size_t s, uint64_t unit) const;
   // The error for unit `unit` of stream `s` of tensor `t` whose bytes hash
   // to `got`: it names file, tensor, stream and chunk.
-  absl::Status ChecksumMismatch(size_t t, size_t s, uint64_t unit, uint64_t got) const;
+  absl::Status ChecksumMismatch(const TensorInfo& info, size_t s, uint64_t unit, uint64_t got) const;
   // Checks that the zstd frames of unit `unit` can hold its raw length
   // before anything that size is allocated (a decompression bomb).
-  absl::Status CheckZstdBound(size_t t, size_t s, uint64_t unit) const;
+  absl::Status CheckZstdBound(size_t t, const TensorInfo& info, size_t s, uint64_t unit) const;
+
+ private:
+  struct Cached {
+    size_t index = ~size_t{0};
+    std::shared_ptr<const TensorInfo> info;
+  };
+  mutable std::mutex cache_mu_;
+  mutable std::array<Cached, 4> cache_;
+  mutable size_t cache_next_ = 0;
 };
 
 }  // namespace boltpack

@@ -10,6 +10,7 @@
 #ifndef BOLTPACK_FORMAT_STREAM_CHECKS_H_
 #define BOLTPACK_FORMAT_STREAM_CHECKS_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -26,15 +27,24 @@ class StreamChecks {
     kZstdBound = 2,   // its zstd frames can decompress to its raw length
   };
 
-  // One unit per chunk of every stream, one for a stream without chunks.
-  // The manifest was validated, so the count is bounded by its size.
-  void Reset(const std::vector<TensorInfo>& tensors) {
-    first_stream_.assign(1, 0);
+  // One unit per chunk of every stream, one for a stream without chunks:
+  // Begin, then Add for each tensor in order, then Finish. The manifest was
+  // validated, so the count is bounded by its size.
+  void Begin(size_t tensors) {
+    first_stream_.clear();
+    first_stream_.reserve(tensors + 1);
+    first_stream_.push_back(0);
     first_unit_.assign(1, 0);
-    for (const auto& t : tensors) {
-      for (const auto& s : t.streams) first_unit_.push_back(first_unit_.back() + Units(s));
-      first_stream_.push_back(first_unit_.size() - 1);
+  }
+  // The next tensor, by the chunk count of each of its streams.
+  void Add(const std::vector<uint64_t>& chunk_counts) {
+    for (uint64_t n : chunk_counts) {
+      first_unit_.push_back(static_cast<uint32_t>(first_unit_.back() + std::max<uint64_t>(n, 1)));
     }
+    first_stream_.push_back(static_cast<uint32_t>(first_unit_.size() - 1));
+  }
+  void Finish() {
+    first_unit_.shrink_to_fit();
     flags_ = std::make_unique<std::atomic<uint8_t>[]>(first_unit_.back());
   }
   static uint64_t Units(const StreamInfo& s) { return s.chunks.empty() ? 1 : s.chunks.size(); }
@@ -50,8 +60,10 @@ class StreamChecks {
   std::atomic<uint8_t>& Flag(size_t tensor, size_t stream, uint64_t unit) const {
     return flags_[first_unit_[first_stream_[tensor] + stream] + unit];
   }
-  std::vector<uint64_t> first_stream_;  // per tensor: index of its first stream in first_unit_
-  std::vector<uint64_t> first_unit_;    // per stream: index of its first unit
+  // A manifest of at most 256 MiB holds fewer than 2^32 streams and units
+  // (each takes bytes of it).
+  std::vector<uint32_t> first_stream_;  // per tensor: index of its first stream in first_unit_
+  std::vector<uint32_t> first_unit_;    // per stream: index of its first unit
   std::unique_ptr<std::atomic<uint8_t>[]> flags_;
 };
 

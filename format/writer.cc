@@ -665,7 +665,7 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
   // A record this version would refuse to read (or cannot write) is not
   // copied: the output must open and verify wherever the input should have.
   BP_RETURN_IF_ERROR(format::CheckCopyable(reader, tensor));
-  TensorInfo info = reader.tensors()[tensor];
+  TensorInfo info = *reader.SharedTensor(tensor);
   if (!new_name.empty()) info.name = std::move(new_name);
   for (const auto& f : reader.required_features()) {
     if (!format::IsKnownFeature(f) && std::find(impl_->inherited_features.begin(), impl_->inherited_features.end(), f) ==

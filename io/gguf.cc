@@ -894,8 +894,16 @@ struct GgufWriter::Impl {
   std::unique_ptr<AtomicFile> file;
   std::unique_ptr<SideWorker> side;  // checks parts while they are written
   bool failed = false;
-  std::vector<GgufTensorDecl> tensors;
+  // Per declared tensor, once the header is written: its data size, and
+  // its name for messages, the names back to back (a declaration kept
+  // whole, ~80 bytes, cost 1M tensors 80 MB).
   std::vector<uint64_t> sizes;
+  std::string names;
+  std::vector<uint32_t> name_ends;
+  std::string_view Name(size_t i) const {
+    const uint32_t begin = i == 0 ? 0 : name_ends[i - 1];
+    return std::string_view(names).substr(begin, name_ends[i] - begin);
+  }
   uint32_t alignment = kGgufDefaultAlignment;
   size_t next = 0;
 };
@@ -924,8 +932,17 @@ absl::StatusOr<std::unique_ptr<GgufWriter>> GgufWriter::Create(const std::string
   BP_RETURN_IF_ERROR(EncodeGgufHeaderInto(header, path, kv, tensors, options.version, impl->alignment,
                                           options.pad_empty, /*streamed=*/true));
   impl->sizes.reserve(tensors.size());
-  for (const auto& t : tensors) impl->sizes.push_back(*GgmlTensorBytes(*GgmlTypeById(t.type), t.ne));
-  impl->tensors = std::move(tensors);
+  impl->name_ends.reserve(tensors.size());
+  size_t name_bytes = 0;
+  for (const auto& t : tensors) name_bytes += t.name.size();  // at most 63 each: 1M fit in 32 bits
+  impl->names.reserve(name_bytes);
+  for (auto& t : tensors) {
+    impl->sizes.push_back(*GgmlTensorBytes(*GgmlTypeById(t.type), t.ne));
+    impl->names += t.name;
+    impl->name_ends.push_back(static_cast<uint32_t>(impl->names.size()));
+    std::string().swap(t.name);
+  }
+  std::vector<GgufTensorDecl>().swap(tensors);
   return std::unique_ptr<GgufWriter>(new GgufWriter(std::move(impl)));
 }
 
@@ -943,12 +960,12 @@ absl::Status GgufWriter::WriteNextBehind(std::shared_ptr<PieceSource> pieces) {
 
 absl::Status GgufWriter::WritePieces(PieceSource& pieces, std::shared_ptr<PieceSource> behind) {
   Impl& w = *impl_;
-  if (w.next >= w.tensors.size()) {
+  if (w.next >= w.sizes.size()) {
     return absl::FailedPreconditionError(StrCat(w.file->path(), ": more tensors written than declared"));
   }
-  const auto& t = w.tensors[w.next];
+  const std::string_view name = w.Name(w.next);
   if (pieces.size() != w.sizes[w.next]) {
-    return absl::InvalidArgumentError(StrCat(w.file->path(), ": tensor ", Quoted(t.name), ": ", pieces.size(),
+    return absl::InvalidArgumentError(StrCat(w.file->path(), ": tensor ", Quoted(name), ": ", pieces.size(),
                                              " bytes given, its type and shape need ", w.sizes[w.next]));
   }
   if (w.failed) return absl::FailedPreconditionError(StrCat(w.file->path(), ": an earlier write failed"));
@@ -960,9 +977,9 @@ absl::Status GgufWriter::WritePieces(PieceSource& pieces, std::shared_ptr<PieceS
     // A source's error gets the tensor's name; a write error names the file
     // already, and written behind it may be an earlier tensor's.
     const std::string message(copied.message());
-    if (copied.code() == absl::StatusCode::kInternal && message.find(t.name) == std::string::npos &&
+    if (copied.code() == absl::StatusCode::kInternal && message.find(name) == std::string::npos &&
         message.find(w.file->path()) == std::string::npos) {
-      return absl::InternalError(StrCat(w.file->path(), ": tensor ", Quoted(t.name), ": ", copied.message()));
+      return absl::InternalError(StrCat(w.file->path(), ": tensor ", Quoted(name), ": ", copied.message()));
     }
     return copied;
   }
@@ -974,8 +991,8 @@ absl::Status GgufWriter::WritePieces(PieceSource& pieces, std::shared_ptr<PieceS
 absl::Status GgufWriter::Finish() {
   Impl& w = *impl_;
   if (w.failed) return absl::FailedPreconditionError(StrCat(w.file->path(), ": an earlier write failed"));
-  if (w.next != w.tensors.size()) {
-    return absl::FailedPreconditionError(StrCat(w.file->path(), ": ", w.next, " of ", w.tensors.size(),
+  if (w.next != w.sizes.size()) {
+    return absl::FailedPreconditionError(StrCat(w.file->path(), ": ", w.next, " of ", w.sizes.size(),
                                                 " tensors written"));
   }
   return w.file->Commit();

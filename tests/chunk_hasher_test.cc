@@ -73,7 +73,7 @@ std::vector<uint8_t> File(const std::string& codec, uint64_t rows, uint64_t rows
 void Corrupt(std::vector<uint8_t>& file, size_t s, size_t k, int into = 2) {
   auto r = Reader::OpenBuffer(file, "w.bolt");
   ASSERT_TRUE(r.ok()) << r.status();
-  const StreamInfo& info = (*r)->tensors()[0].streams[s];
+  const StreamInfo info = (*r)->tensors()[0].streams[s];
   ASSERT_LT(k, info.chunks.size());
   const ChunkInfo& c = info.chunks[k];
   const uint64_t at = into == 0 ? 0 : into == 1 ? c.stored_length - 1 : c.stored_length / 2;

@@ -98,7 +98,7 @@ TEST(Container, ZstdChunkedStreamsDecodeAndReadRows) {
   ASSERT_TRUE((*w)->Finish().ok());
   auto r = Reader::Open(path);
   ASSERT_TRUE(r.ok()) << r.status();
-  const auto& s = (*r)->tensors()[0].streams[0];
+  const auto s = (*r)->tensors()[0].streams[0];
   EXPECT_EQ(s.compression, Compression::kZstd);
   EXPECT_GT(s.chunks.size(), 1u);
   EXPECT_LT(s.length, s.raw_length / 4);

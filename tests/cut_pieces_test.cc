@@ -89,8 +89,8 @@ TEST(CutPieces, SameBytesAndRecordAsCutStoredTensor) {
     auto ra = Reader::Open(dir + "/a.bolt");
     auto rb = Reader::Open(dir + "/b.bolt");
     ASSERT_TRUE(ra.ok() && rb.ok());
-    const StreamInfo& sa = (*ra)->tensors()[0].streams[0];
-    const StreamInfo& sb = (*rb)->tensors()[0].streams[0];
+    const StreamInfo sa = (*ra)->tensors()[0].streams[0];
+    const StreamInfo sb = (*rb)->tensors()[0].streams[0];
     EXPECT_EQ(sa.xxh3, sb.xxh3);
     ASSERT_EQ(sa.chunks.size(), sb.chunks.size());
     for (size_t c = 0; c < sa.chunks.size(); ++c) EXPECT_EQ(sa.chunks[c].xxh3, sb.chunks[c].xxh3);

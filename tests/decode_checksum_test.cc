@@ -104,7 +104,7 @@ uint64_t CorruptChunk(const std::string& path, const std::string& name, size_t k
   {
     auto r = Reader::Open(path);
     EXPECT_TRUE(r.ok());
-    const auto& s = (*r)->tensors()[*(*r)->FindTensor(name)].streams[0];
+    const auto s = (*r)->tensors()[*(*r)->FindTensor(name)].streams[0];
     EXPECT_LT(k, std::max<size_t>(1, s.chunks.size()));
     at = s.offset + (s.chunks.empty() ? s.length / 2 : s.chunks[k].stored_offset + s.chunks[k].stored_length / 2);
   }

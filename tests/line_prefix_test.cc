@@ -345,7 +345,7 @@ TEST(LinePrefix, WriterRecordsPrefixesOfBudgetCuts) {
     ASSERT_TRUE(i.has_value()) << name;
     EXPECT_GE((*r)->tensors()[*i].streams[0].chunks.size(), 2u) << name;
   }
-  const auto& sq = (*r)->tensors()[*(*r)->FindTensor("s.q")].streams[0];
+  const auto sq = (*r)->tensors()[*(*r)->FindTensor("s.q")].streams[0];
   ASSERT_EQ(sq.chunks.size(), 2u);
   EXPECT_EQ(sq.chunks[0].row_count, 5u);
   EXPECT_EQ(sq.chunks[1].row_count, 7u);
@@ -353,7 +353,7 @@ TEST(LinePrefix, WriterRecordsPrefixesOfBudgetCuts) {
   // Spelled out once: q8_0 lines of 8 blocks of 34 bytes, cuts at 2 and 4 blocks.
   EXPECT_EQ(sq.line_bytes, 272u);
   EXPECT_EQ(sq.prefix_bytes, (std::vector<uint64_t>{68, 136}));
-  const auto& fw = (*r)->tensors()[*(*r)->FindTensor("f.w3")].streams[0];
+  const auto fw = (*r)->tensors()[*(*r)->FindTensor("f.w3")].streams[0];
   EXPECT_EQ(fw.line_bytes, 1024u);
   EXPECT_EQ(fw.prefix_bytes, (std::vector<uint64_t>{256, 512}));
   EXPECT_TRUE((*r)->VerifyContainer().ok());
@@ -448,7 +448,7 @@ TEST(LinePrefix, VerifyReportsTheStreamChecksumFirstThenTheFirstBadChunk) {
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
   EXPECT_NE(std::string(st.message()).find("chunk 2 checksum mismatch"), std::string::npos) << st;
   // A flipped byte in that chunk: the stream's checksum fails first.
-  const StreamInfo& s = (*r)->tensors()[t].streams[0];
+  const StreamInfo s = (*r)->tensors()[t].streams[0];
   auto flipped = bytes;
   flipped[s.offset + s.chunks[2].stored_offset + 3] ^= 0x10;
   WriteFileBytes(dir + "/flip.bolt", flipped);
@@ -748,7 +748,7 @@ void CheckBoltSlice(const std::string& src, const std::string& out, const std::v
     EXPECT_EQ(Vec(*sstored), HandCut(*pstored, k));
     if (std::find(prefix_path.begin(), prefix_path.end(), t.name) == prefix_path.end()) continue;
     SCOPED_TRACE("prefix path");
-    const StreamInfo& ps = (*parent)->tensors()[pi].streams[0];
+    const StreamInfo ps = (*parent)->tensors()[pi].streams[0];
     // The kept prefix of each line: the kept elements of the line dimension.
     ASSERT_GT(t.line_dim, 0u);
     const uint64_t kept_prefix = t.line_dim + 1 == t.shape.size() ? LineBytes(t.q8, k.keep[t.line_dim])
@@ -761,7 +761,7 @@ void CheckBoltSlice(const std::string& src, const std::string& out, const std::v
     }
     ASSERT_FALSE(kept_chunks.empty());
     ASSERT_EQ(kept_chunks.back()->first_row + kept_chunks.back()->row_count, k.rows()) << "a source chunk is split";
-    const StreamInfo& os = (*sliced)->tensors()[*si].streams[0];
+    const StreamInfo os = (*sliced)->tensors()[*si].streams[0];
     ASSERT_EQ(os.chunks.size(), kept_chunks.size());
     for (size_t c = 0; c < kept_chunks.size(); ++c) {
       EXPECT_EQ(os.chunks[c].first_row, kept_chunks[c]->first_row) << "chunk " << c;
@@ -862,7 +862,7 @@ uint64_t LineByte(const std::string& path, const std::string& name, uint64_t lin
   auto r = Reader::Open(path);
   EXPECT_TRUE(r.ok()) << r.status();
   if (!r.ok()) return 0;
-  const StreamInfo& s = (*r)->tensors()[*(*r)->FindTensor(name)].streams[0];
+  const StreamInfo s = (*r)->tensors()[*(*r)->FindTensor(name)].streams[0];
   EXPECT_GT(s.line_bytes, col);
   return s.offset + line * s.line_bytes + col;
 }
@@ -982,7 +982,7 @@ TEST(LinePrefix, TwoStreamCodecHasLinesPerStream) {
   ASSERT_EQ((*r)->tensors()[0].streams.size(), 2u);
   for (size_t k = 0; k < 2; ++k) {
     SCOPED_TRACE(k);
-    const StreamInfo& s = (*r)->tensors()[0].streams[k];
+    const StreamInfo s = (*r)->tensors()[0].streams[k];
     EXPECT_EQ(s.line_bytes, line[k]);
     EXPECT_EQ(s.prefix_bytes, (std::vector<uint64_t>{line[k] / 4, line[k] / 2}));
     ASSERT_EQ(s.chunks.size(), 2u);
@@ -1010,8 +1010,8 @@ TEST(LinePrefix, TwoStreamCodecHasLinesPerStream) {
       auto out_stored = (*h)->StoredStream(0, k);
       ASSERT_TRUE(src_stored.ok() && out_stored.ok());
       EXPECT_EQ(Vec(*out_stored), GatherPrefixes(*src_stored, line[k], line[k] / 2));
-      const StreamInfo& ss = (*r)->tensors()[0].streams[k];
-      const StreamInfo& os = (*h)->tensors()[0].streams[k];
+      const StreamInfo ss = (*r)->tensors()[0].streams[k];
+      const StreamInfo os = (*h)->tensors()[0].streams[k];
       ASSERT_EQ(os.chunks.size(), ss.chunks.size());
       for (size_t c = 0; c < os.chunks.size(); ++c) EXPECT_EQ(os.chunks[c].xxh3, ss.ChunkPrefixXxh3(c)[1]);
     }
@@ -1063,7 +1063,7 @@ TEST(LinePrefix, CopyKeepsAndChecksPrefixes) {
     for (const auto& t : (*a)->tensors()) {
       SCOPED_TRACE(t.name);
       const StreamInfo& sa = t.streams[0];
-      const StreamInfo& sb = (*b)->tensors()[*(*b)->FindTensor(t.name)].streams[0];
+      const StreamInfo sb = (*b)->tensors()[*(*b)->FindTensor(t.name)].streams[0];
       EXPECT_EQ(sb.line_bytes, sa.line_bytes);
       EXPECT_EQ(sb.prefix_bytes, sa.prefix_bytes);
       ASSERT_EQ(sb.chunks.size(), sa.chunks.size());
@@ -1082,7 +1082,7 @@ TEST(LinePrefix, CopyKeepsAndChecksPrefixes) {
     auto r = Reader::Open(dir + "/f16.bolt");
     ASSERT_TRUE(r.ok()) << r.status();
     size_t i = *(*r)->FindTensor("f.w2");
-    const StreamInfo& s = (*r)->tensors()[i].streams[0];
+    const StreamInfo s = (*r)->tensors()[i].streams[0];
     EXPECT_EQ((*r)->tensors()[i].codec_id, "f16");
     EXPECT_EQ(s.line_bytes, 512u);
     EXPECT_EQ(s.prefix_bytes, (std::vector<uint64_t>{128, 256}));

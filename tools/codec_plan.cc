@@ -35,7 +35,7 @@ CodecPlan PlanCodecs(const Inputs& in, const std::vector<CodecRule>& rules,
   for (const auto& t : in.tensors()) {
     const CodecRule* rule = FindRule(rules, t.name);
     if (rule == nullptr || rule->codec_id == kKeepCodec) {
-      plan.emplace_back();
+      plan.push_back(nullptr);
       continue;
     }
     const size_t r = static_cast<size_t>(rule - rules.data());
@@ -60,7 +60,7 @@ CodecPlan PlanCodecs(const Inputs& in, const std::vector<CodecRule>& rules,
     } else {
       fallbacks->push_back(
           StrCat(EscapeForDisplay(t.name), ": ", rule->codec_id, " -> kept as ", DTypeName(t.dtype), " (", why, ")"));
-      plan.emplace_back();
+      plan.push_back(nullptr);
     }
   }
   return plan;

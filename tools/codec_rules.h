@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "boltpack/types.h"
 
@@ -27,9 +28,36 @@ struct CodecRule {
 };
 
 // The rule of each input tensor of a conversion (null: it keeps its source
-// form). Tensors that take the same rule share one copy of it: a rule is 144
-// bytes, and a plan of 1M tensors held one each (twice for a GGUF output).
-using CodecPlan = std::vector<std::shared_ptr<const CodecRule>>;
+// form). Tensors that take the same rule share one copy of it (a rule is 144
+// bytes, and a plan of 1M tensors held one each, twice for a GGUF output),
+// and each tensor holds the number of its rule, 4 bytes (a shared pointer
+// a tensor took 16 MB for 1M tensors).
+class CodecPlan {
+ public:
+  size_t size() const { return which_.size(); }
+  const CodecRule* operator[](size_t i) const { return which_[i] == 0 ? nullptr : rules_[which_[i] - 1].get(); }
+  // Whether any tensor takes a rule.
+  bool any() const {
+    for (uint32_t w : which_) {
+      if (w != 0) return true;
+    }
+    return false;
+  }
+  void reserve(size_t n) { which_.reserve(n); }
+  void push_back(std::shared_ptr<const CodecRule> rule) { which_.push_back(Number(std::move(rule))); }
+  void Set(size_t i, std::shared_ptr<const CodecRule> rule) { which_[i] = Number(std::move(rule)); }
+
+ private:
+  uint32_t Number(std::shared_ptr<const CodecRule> rule) {
+    if (rule == nullptr) return 0;
+    auto [it, added] = numbers_.try_emplace(rule.get(), static_cast<uint32_t>(rules_.size() + 1));
+    if (added) rules_.push_back(std::move(rule));
+    return it->second;
+  }
+  std::vector<uint32_t> which_;  // per tensor: 0, or 1 + its rule's index in rules_
+  std::vector<std::shared_ptr<const CodecRule>> rules_;
+  absl::flat_hash_map<const CodecRule*, uint32_t> numbers_;  // of rules_
+};
 
 // A codec parameter typed by its text (see ParseCodecRule).
 MetaValue TypedParam(std::string_view text);

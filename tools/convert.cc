@@ -40,7 +40,7 @@ void Done(const Inputs& in, const InputTensor& t, Progress& progress, uint64_t b
 // The planned rule of input tensor `t`, an element of in.tensors(); null
 // keeps the tensor's source form.
 const CodecRule* PlannedRule(const CodecPlan& plan, const Inputs& in, const InputTensor& t) {
-  return plan[static_cast<size_t>(&t - in.tensors().data())].get();
+  return plan[static_cast<size_t>(&t - in.tensors().data())];
 }
 
 std::string Where(const InputTensor& t) { return StrCat(t.file, ": tensor ", QuoteForDisplay(t.name)); }
@@ -54,7 +54,7 @@ absl::Status PrefixError(const absl::Status& s, const InputTensor& t) {
 }
 
 uint64_t InputBytes(const InputTensor& t) {
-  return t.kind == InputKind::kBolt ? t.reader->tensors()[t.index].stored_bytes() : t.bytes.size();
+  return t.kind == InputKind::kBolt ? t.reader->SharedTensor(t.index)->stored_bytes() : t.bytes.size();
 }
 
 // The imatrix weights for a tensor being re-encoded (empty without one).
@@ -100,7 +100,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
     if (rule == nullptr && t.kind == InputKind::kBolt) {
       // Stored bytes pass through untouched, whatever the codec.
       BP_RETURN_IF_ERROR(PrefixError(writer->CopyTensor(*t.reader, t.index), t));
-      Done(in, t, progress, t.reader->tensors()[t.index].stored_bytes());
+      Done(in, t, progress, t.reader->SharedTensor(t.index)->stored_bytes());
       continue;
     }
     std::string codec = rule != nullptr ? rule->codec_id : t.SourceCodec();
@@ -225,7 +225,7 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
       BP_RETURN_IF_ERROR(PrefixError(t.reader->Decode(t.index, args.view, out, absl::MakeSpan(buf), exec), t));
     }
     BP_RETURN_IF_ERROR(PrefixError(writer->WriteNext(buf), t));
-    Done(in, t, progress, t.kind == InputKind::kBolt ? t.reader->tensors()[t.index].stored_bytes() : t.bytes.size());
+    Done(in, t, progress, InputBytes(t));
   }
   progress.Finish();
   return writer->Finish();
@@ -256,7 +256,8 @@ absl::StatusOr<const io::GgmlType*> GgufTypeOf(const InputTensor& t, const Codec
   } else if (t.kind == InputKind::kGguf) {
     return t.ggml_type;
   } else if (t.kind == InputKind::kBolt) {
-    const TensorInfo& info = t.reader->tensors()[t.index];
+    const auto shared = t.reader->SharedTensor(t.index);
+    const TensorInfo& info = *shared;
     codec = info.codec_id;
     type = StoresBf16Values(codec) ? io::GgmlTypeById(30) : io::GgmlTypeForCodec(codec, info.dtype, info.codec_params);
   } else {
@@ -283,7 +284,8 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
   } else if (rule == nullptr && t.kind != InputKind::kBolt) {
     out->bytes = t.bytes;
   } else if (rule == nullptr) {
-    const TensorInfo& info = t.reader->tensors()[t.index];
+    const auto shared = t.reader->SharedTensor(t.index);
+    const TensorInfo& info = *shared;
     if (info.streams.size() == 1) {
       // The stored codec bytes are the GGUF bytes (the codec ids GGUF knows
       // store ggml's block layout); zstd is undone, checksums checked.
@@ -401,13 +403,12 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
   }
   std::vector<io::GgufTensorDecl> decls;
   std::vector<const io::GgmlType*> types;
-  std::vector<uint64_t> sizes;
-  std::vector<uint64_t> scale_counts;  // elements of the F32 <name>.scale that follows (two-level nvfp4)
+  // (tensor, elements) of each F32 <name>.scale that follows a tensor (two-level
+  // nvfp4), in tensor order: few tensors have one.
+  std::vector<std::pair<size_t, uint64_t>> scale_counts;
   // Reserved: grown, 1M declarations held up to 1.5x their 64 MB.
   decls.reserve(in.tensors().size());
   types.reserve(in.tensors().size());
-  sizes.reserve(in.tensors().size());
-  scale_counts.reserve(in.tensors().size());
   for (const auto& t : in.tensors()) {
     const CodecRule* rule = PlannedRule(plan, in, t);
     BP_ASSIGN_OR_RETURN(const io::GgmlType* type, GgufTypeOf(t, rule));
@@ -421,14 +422,15 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
     io::GgufTensorDecl d{std::string(t.name), {t.shape.rbegin(), t.shape.rend()}, type->id};
     auto n = io::GgmlTensorBytes(*type, d.ne);
     if (!n.ok()) return absl::InvalidArgumentError(StrCat(Where(t), ": ", n.status().message()));
-    sizes.push_back(*n);
     types.push_back(type);
     decls.push_back(std::move(d));
     BP_ASSIGN_OR_RETURN(std::vector<uint64_t> scale_ne, Nvfp4GgufScaleNe(t, rule));
-    scale_counts.push_back(scale_ne.empty() ? 0 : scale_ne[0]);
-    if (!scale_ne.empty()) decls.push_back(io::GgufTensorDecl{Nvfp4ScaleTensorName(t.name), scale_ne, 0});
+    if (!scale_ne.empty()) {
+      scale_counts.emplace_back(types.size() - 1, scale_ne[0]);
+      decls.push_back(io::GgufTensorDecl{Nvfp4ScaleTensorName(t.name), scale_ne, 0});
+    }
   }
-  if (std::any_of(plan.begin(), plan.end(), [](const auto& r) { return r != nullptr; })) {
+  if (plan.any()) {
     UpdateGgufFileType(in, types, &kv);
   }
   in.ReleaseGgufHeaders();  // the declarations hold the names now
@@ -450,13 +452,17 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
   }
   Progress progress("convert", in.total_bytes());
   GgufData data;
+  size_t next_scale = 0;  // in scale_counts
   for (size_t i = 0; i < in.tensors().size(); ++i) {
     const auto& t = in.tensors()[i];
-    BP_RETURN_IF_ERROR(PrefixError(FillGgufData(t, PlannedRule(plan, in, t), types[i], sizes[i], imatrix,
+    // Checked above, when the declarations were made (a size a tensor was
+    // 8 MB for 1M tensors).
+    const uint64_t size = *io::GgmlTensorBytes(*types[i], io::GgufDims(t.shape.rbegin(), t.shape.rend()));
+    BP_RETURN_IF_ERROR(PrefixError(FillGgufData(t, PlannedRule(plan, in, t), types[i], size, imatrix,
                                                 args.threads, &data), t));
     BP_RETURN_IF_ERROR(PrefixError(split ? split->WriteNext(data.bytes) : writer->WriteNext(data.bytes), t));
-    if (scale_counts[i] > 0) {
-      std::vector<uint8_t> le(4 * scale_counts[i]);  // F32, little-endian, once per expert
+    if (next_scale < scale_counts.size() && scale_counts[next_scale].first == i) {
+      std::vector<uint8_t> le(4 * scale_counts[next_scale++].second);  // F32, little-endian, once per expert
       const uint32_t u = FloatBits(data.nvfp4_scale);
       for (size_t b = 0; b < le.size(); ++b) le[b] = static_cast<uint8_t>(u >> (8 * (b % 4)));
       BP_RETURN_IF_ERROR(PrefixError(split ? split->WriteNext(le) : writer->WriteNext(le), t));

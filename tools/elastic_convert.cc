@@ -21,8 +21,9 @@ struct FinalCodecs {
         codec_ids[i] = plan[i]->codec_id;
         params[i] = plan[i]->params;
       } else if (t.kind == InputKind::kBolt) {
-        codec_ids[i] = t.reader->tensors()[t.index].codec_id;
-        params[i] = t.reader->tensors()[t.index].codec_params;
+        const auto info = t.reader->SharedTensor(t.index);
+        codec_ids[i] = info->codec_id;
+        params[i] = info->codec_params;
       } else if (t.kind == InputKind::kGguf) {
         codec_ids[i] = t.SourceCodec();
         if (auto record = GgufBlockRecord(t); record.ok()) {

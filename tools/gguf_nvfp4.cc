@@ -39,7 +39,7 @@ bool NumericScale(const CodecParams& params, double* value) {
 
 bool IsTwoLevelNvfp4(const InputTensor& t, const CodecRule* rule) {
   if (rule != nullptr) return rule->codec_id == "nvfp4";
-  return t.kind == InputKind::kBolt && t.reader->tensors()[t.index].codec_id == "nvfp4";
+  return t.kind == InputKind::kBolt && t.reader->SharedTensor(t.index)->codec_id == "nvfp4";
 }
 
 std::string Nvfp4ScaleTensorName(std::string_view name) {
@@ -53,7 +53,8 @@ std::string Nvfp4ScaleTensorName(std::string_view name) {
 absl::StatusOr<bool> Nvfp4HasScaleTensor(const InputTensor& t, const CodecRule* rule) {
   double ts = 0.0;
   if (rule != nullptr) return Nvfp4RecordHasScaleTensor(rule->params);
-  const TensorInfo& info = t.reader->tensors()[t.index];
+  const auto shared = t.reader->SharedTensor(t.index);
+  const TensorInfo& info = *shared;
   if (!NumericScale(info.codec_params, &ts)) {
     return absl::InvalidArgumentError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name),
                                              ": nvfp4 record without a numeric tensor_scale"));
@@ -83,7 +84,7 @@ void AdaptNvfp4PlanForGguf(const Inputs& in, CodecPlan* plan,
                            std::vector<std::string>* notes) {
   for (size_t i = 0; i < in.tensors().size(); ++i) {
     const InputTensor& t = in.tensors()[i];
-    const CodecRule* rule = (*plan)[i] ? &*(*plan)[i] : nullptr;
+    const CodecRule* rule = (*plan)[i];
     if (!IsTwoLevelNvfp4(t, rule)) continue;
     auto has = Nvfp4HasScaleTensor(t, rule);
     if (!has.ok()) continue;  // the export reports it
@@ -91,7 +92,7 @@ void AdaptNvfp4PlanForGguf(const Inputs& in, CodecPlan* plan,
     CodecRule q8;
     q8.pattern = rule != nullptr ? rule->pattern : t.name;
     q8.codec_id = "q8_0";
-    (*plan)[i] = std::make_shared<const CodecRule>(std::move(q8));
+    plan->Set(i, std::make_shared<const CodecRule>(std::move(q8)));
     notes->push_back(StrCat(EscapeForDisplay(t.name), ": nvfp4 -> q8_0 (llama.cpp reads no ",
                             EscapeForDisplay(Nvfp4ScaleTensorName(t.name)),
                             ", so NVFP4 would lose the tensor scale)"));
@@ -100,7 +101,8 @@ void AdaptNvfp4PlanForGguf(const Inputs& in, CodecPlan* plan,
 
 absl::StatusOr<GgmlNvfp4Tensor> Nvfp4GgufBlocks(const InputTensor& t, const CodecRule* rule, int threads) {
   if (rule == nullptr) {
-    const TensorInfo& info = t.reader->tensors()[t.index];
+    const auto shared = t.reader->SharedTensor(t.index);
+    const TensorInfo& info = *shared;
     if (info.streams.size() != 2) {
       return absl::InvalidArgumentError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name), ": nvfp4 record with ",
                                                info.streams.size(), " streams, expected 2"));

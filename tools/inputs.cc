@@ -28,7 +28,7 @@ std::string Extension(const std::string& path) {
 uint64_t InputTensor::element_count() const { return CheckedProduct(shape).value_or(0); }
 
 std::string InputTensor::SourceCodec() const {
-  if (kind == InputKind::kBolt) return reader->tensors()[index].codec_id;
+  if (kind == InputKind::kBolt) return reader->SharedTensor(index)->codec_id;
   if (kind == InputKind::kGguf) return io::GgmlTypeCodecId(*ggml_type);
   switch (dtype) {
     case DType::kF32: return "f32";
@@ -39,16 +39,18 @@ std::string InputTensor::SourceCodec() const {
 }
 
 uint64_t Inputs::total_bytes() const {
+  // A reader's "full" view reads every stream: its bytes are its tensors'
+  // stored bytes, without building each tensor.
   uint64_t total = 0;
-  for (const auto& t : tensors_) {
-    total += t.kind == InputKind::kBolt ? t.reader->tensors()[t.index].stored_bytes() : t.bytes.size();
-  }
+  for (const auto& r : readers_) total += r->views()[0].bytes;
+  for (const auto& t : tensors_) total += t.kind == InputKind::kBolt ? 0 : t.bytes.size();
   return total;
 }
 
 void ReleaseTensorPages(const Reader& reader, size_t tensor) {
   if (!reader.mapped()) return;
-  for (size_t s = 0; s < reader.tensors()[tensor].streams.size(); ++s) {
+  const auto info = reader.SharedTensor(tensor);
+  for (size_t s = 0; s < info->streams.size(); ++s) {
     if (auto stored = reader.StoredStream(tensor, s); stored.ok()) io::ReleaseMappedPages(*stored);
   }
 }
@@ -127,7 +129,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
       in->tensors_.reserve(in->tensors_.size() + model->tensors().size());
       size_t dims = 0;
       for (const auto& gt : model->tensors()) dims += gt.ne.size();
-      auto& shapes = in->gguf_shapes_.emplace_back(std::make_unique<uint64_t[]>(dims));
+      auto& shapes = in->shapes_.emplace_back(std::make_unique<uint64_t[]>(dims));
       uint64_t* shape = shapes.get();
       for (size_t i = 0; i < model->tensors().size(); ++i) {
         const auto& gt = model->tensors()[i];
@@ -154,18 +156,32 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
       } else {
         for (const auto& [k, v] : reader->metadata()) add_meta(k, v);
       }
-      in->tensors_.reserve(in->tensors_.size() + reader->tensors().size());
-      for (size_t i = 0; i < reader->tensors().size(); ++i) {
-        const auto& info = reader->tensors()[i];
+      // Names view the reader's manifest; shapes go in one block, as a
+      // GGUF model's do (the reader builds each TensorInfo when asked).
+      const TensorList tensors = reader->tensors();
+      const size_t first = in->tensors_.size();
+      in->tensors_.reserve(first + tensors.size());
+      std::vector<uint64_t> dims;
+      std::vector<uint32_t> ranks(tensors.size());
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        const TensorInfo info = tensors[i];
+        dims.insert(dims.end(), info.shape.begin(), info.shape.end());
+        ranks[i] = static_cast<uint32_t>(info.shape.size());
         InputTensor t;
-        t.name = info.name;
+        t.name = reader->TensorName(i);
         t.dtype = info.dtype;
-        t.shape = info.shape;
         t.kind = InputKind::kBolt;
         t.file = reader->path();  // the caller's `paths` may not outlive the Inputs
         t.reader = reader.get();
         t.index = i;
         in->tensors_.push_back(std::move(t));
+      }
+      auto& shapes = in->shapes_.emplace_back(std::make_unique<uint64_t[]>(dims.size()));
+      std::copy(dims.begin(), dims.end(), shapes.get());
+      const uint64_t* shape = shapes.get();
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        in->tensors_[first + i].shape = absl::MakeConstSpan(shape, ranks[i]);
+        shape += ranks[i];
       }
       in->readers_.push_back(std::move(reader));
     } else {

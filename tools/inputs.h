@@ -21,8 +21,9 @@ enum class InputKind : uint8_t { kSafetensors, kBolt, kGguf };
 
 // One per input tensor, so its size is what opening a model of 1M tensors
 // costs per tensor (88 bytes, no allocation): names, shapes and paths are
-// views of what the models hold (a GGUF name views its file's mapping; a
-// GGUF shape, ne reversed, is in a block the Inputs keep per model).
+// views of what the models hold (a GGUF name views its file's mapping, a
+// .bolt name its manifest; a GGUF shape, ne reversed, or a .bolt shape is
+// in a block the Inputs keep per model).
 struct InputTensor {
   std::string_view name;
   absl::Span<const uint64_t> shape;
@@ -84,9 +85,10 @@ class Inputs {
   std::vector<std::unique_ptr<io::SafetensorsModel>> safetensors_;
   std::vector<std::unique_ptr<Reader>> readers_;
   std::vector<std::unique_ptr<io::GgufModel>> ggufs_;
-  // The shapes of GGUF tensors (ne reversed), one block per model, which
+  // The shapes of GGUF tensors (ne reversed) and of .bolt tensors (whose
+  // readers build a TensorInfo when asked), one block per model, which
   // their InputTensor::shape views.
-  std::vector<std::unique_ptr<uint64_t[]>> gguf_shapes_;
+  std::vector<std::unique_ptr<uint64_t[]>> shapes_;
   std::vector<InputTensor> tensors_;
   Metadata metadata_;
   const Metadata* borrowed_metadata_ = nullptr;

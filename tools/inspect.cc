@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "boltpack/budget_view.h"
 #include "common/escape.h"
@@ -24,7 +25,7 @@ struct Row {
   std::string codec;  // a codec id fits the string's inline buffer
   uint64_t stored_bytes = 0;
   uint64_t elements = 0;
-  const TensorInfo* info = nullptr;  // .bolt inputs
+  std::optional<TensorInfo> info;  // .bolt inputs: built for the row from its record
 
   std::string_view name() const { return input->name; }
   absl::Span<const uint64_t> shape() const { return input->shape; }
@@ -33,11 +34,13 @@ struct Row {
 };
 
 Row RowOf(const InputTensor& t) {
-  Row r{&t, t.SourceCodec(), 0, t.element_count()};
+  Row r{&t, {}, 0, t.element_count()};
   if (t.kind == InputKind::kBolt) {
-    r.info = &t.reader->tensors()[t.index];
+    r.info = t.reader->tensors()[t.index];
+    r.codec = r.info->codec_id;  // what SourceCodec() gives, without building the record twice
     r.stored_bytes = r.info->stored_bytes();
   } else {
+    r.codec = t.SourceCodec();
     r.stored_bytes = t.bytes.size();
   }
   return r;
@@ -79,7 +82,8 @@ bool CodesExponents(const std::string& codec) {
 // decoded in row blocks of at most ~8 MiB (the whole tensor if the codec has
 // no row decode). nullopt when the tensor does not decode.
 std::optional<double> ExponentEntropy(const Reader& reader, size_t index) {
-  const TensorInfo& info = reader.tensors()[index];
+  const auto shared = reader.SharedTensor(index);
+  const TensorInfo& info = *shared;
   auto whole = reader.DecodedBytes(index, OutputType::kBF16);
   if (!whole.ok() || *whole != info.element_count() * 2) return std::nullopt;
   uint64_t hist[256] = {};
@@ -254,7 +258,7 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
                 ",\"elements\":", r.elements, ",\"stored_bytes\":", r.stored_bytes,
                 ",\"bits_per_weight\":", Fixed(BitsPerWeight(r.stored_bytes, r.elements), 4));
     if (!r.ggml_type().empty()) o += StrCat(",\"ggml_type\":", io::JsonQuote(r.ggml_type()));
-    if (r.info != nullptr) {
+    if (r.info.has_value()) {
       o += ",\"codec_params\":{";
       for (size_t p = 0; p < r.info->codec_params.size(); ++p) {
         o += StrCat(p ? "," : "", io::JsonQuote(r.info->codec_params[p].first), ":",

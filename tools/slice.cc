@@ -31,9 +31,11 @@ namespace {
 
 constexpr const char* kVersionString = "bolt-pack 0.1.0";
 
-std::vector<format::ElasticTensorRef> RefsOf(const Reader& r) {
+// Refs view `tensors`, which the caller keeps (the reader builds a
+// TensorInfo each time it is asked).
+std::vector<format::ElasticTensorRef> RefsOf(const std::vector<TensorInfo>& tensors) {
   std::vector<format::ElasticTensorRef> refs;
-  for (const auto& t : r.tensors()) refs.push_back({t.name, t.shape, t.codec_id, t.dtype, &t.codec_params});
+  for (const auto& t : tensors) refs.push_back({t.name, t.shape, t.codec_id, t.dtype, &t.codec_params});
   return refs;
 }
 
@@ -336,7 +338,9 @@ int RunSlice(const SliceArgs& args) {
     ElasticManifest with = m;
     with.budgets.push_back(*b);
     if (with.FindBudget(b->name) != &with.budgets.back()) with.budgets.back().name += "'";
-    absl::Status valid = format::ValidateElastic(with, RefsOf(r), args.input);
+    const TensorList list = r.tensors();
+    const std::vector<TensorInfo> tensors(list.begin(), list.end());
+    absl::Status valid = format::ValidateElastic(with, RefsOf(tensors), args.input);
     if (!valid.ok()) {
       PrintError(std::string(valid.message()));
       return 1;

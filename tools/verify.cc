@@ -29,12 +29,11 @@ namespace {
 // the tensor's size: blocks of kDecodeBytes / threads, within [1, 16] MiB
 // (32 MiB in all on 2 cores, 128 MiB at most on 128). Codecs without row
 // access decode whole.
-absl::Status DecodeBounded(const Reader& reader, size_t t, const std::string& view, OutputType out,
-                           uint64_t total_bytes, const ExecOptions& exec, std::vector<uint8_t>* buf) {
+absl::Status DecodeBounded(const Reader& reader, size_t t, const TensorInfo& info, const std::string& view,
+                           OutputType out, uint64_t total_bytes, const ExecOptions& exec, std::vector<uint8_t>* buf) {
   constexpr uint64_t kDecodeBytes = 64ull << 20;
   const uint64_t threads = static_cast<uint64_t>(std::max(1, exec.threads));
   const uint64_t block_bytes = std::clamp<uint64_t>(kDecodeBytes / threads, 1ull << 20, 16ull << 20);
-  const TensorInfo& info = reader.tensors()[t];
   uint64_t rows = info.row_count();
   if (total_bytes > block_bytes && rows > 1 && total_bytes % rows == 0) {
     const uint64_t row_bytes = total_bytes / rows;
@@ -130,13 +129,14 @@ int VerifyBolt(const VerifyArgs& args) {
   if (!container.ok()) problems.push_back({"", "", std::string(container.message())});
   std::vector<ViewTally> views;
   for (const ViewInfo& v : reader.views()) views.push_back({v.name});  // "full" first
-  uint64_t total = 0;
-  for (const auto& t : reader.tensors()) total += t.stored_bytes();
+  const uint64_t total = reader.views()[0].bytes;  // "full" reads every stream: every tensor's stored bytes
   Progress progress("verify", total);
   std::vector<uint8_t> buf;
   size_t not_decoded = 0;
   for (size_t i = 0; i < reader.tensors().size(); ++i) {
-    const TensorInfo& info = reader.tensors()[i];
+    // Shared with the reader's calls below, which would each build it again.
+    const auto shared = reader.SharedTensor(i);
+    const TensorInfo& info = *shared;
     // Decode to f32 where the codec can; otherwise to its native form.
     OutputType out = reader.CanDecode(i, OutputType::kF32).ok() ? OutputType::kF32 : OutputType::kNative;
     auto n = reader.DecodedBytes(i, out);
@@ -152,7 +152,7 @@ int VerifyBolt(const VerifyArgs& args) {
     const size_t view_count = HasViewDecode(info) ? views.size() : 1;
     for (size_t v = 0; v < view_count; ++v) {
       ViewTally& tally = views[v];
-      absl::Status st = DecodeBounded(reader, i, tally.name, out, *n, exec, &buf);
+      absl::Status st = DecodeBounded(reader, i, info, tally.name, out, *n, exec, &buf);
       ++tally.tensors;
       tally.decoded_bytes += *n;
       if (!st.ok()) {

@@ -16,6 +16,7 @@
 #include "boltpack/codec.h"
 #include "boltpack/elastic.h"
 #include "boltpack/tensor_info.h"
+#include "boltpack/tensor_list.h"
 #include "boltpack/types.h"
 
 namespace boltpack {
@@ -106,8 +107,18 @@ class Reader {
   // file can be listed and copied but not decoded.
   const std::vector<std::string>& missing_features() const;
   const Metadata& metadata() const;
-  const std::vector<TensorInfo>& tensors() const;
+  // The tensors in file order, each built from its record when indexed
+  // (boltpack/tensor_list.h): a value, not a reference into the reader.
+  TensorList tensors() const;
+  // Tensor `tensor` (< tensors().size()), built once and shared with the
+  // reader's own calls: decodes keep the last few tensors they built, so a
+  // caller that holds this while it decodes the tensor holds one TensorInfo,
+  // not two (one record can hold millions of chunks).
+  std::shared_ptr<const TensorInfo> SharedTensor(size_t tensor) const;
   std::optional<size_t> FindTensor(std::string_view name) const;
+  // Tensor `tensor`'s name (< tensors().size()) without building its
+  // TensorInfo: a view of the manifest, valid as long as the reader.
+  std::string_view TensorName(size_t tensor) const;
   // The elastic manifest (format 1.1, spec/elastic.md), validated against the
   // tensors; nullptr when the file has none.
   const ElasticManifest* elastic() const;
