@@ -87,6 +87,7 @@ def run(argv, out_dir=None, fsize=None, kill_after=None, sig=signal.SIGKILL, tim
     rc = p.returncode
     log.seek(0)
     lines = [l for l in log.read().decode(errors="replace").splitlines() if l.strip()]
+    lines = [l for l in lines if not l.startswith("Run with --help")]
     msg = lines[-1] if lines else ""  # an error, or "wrote ..." / "OK ...", comes last
     if kill_after is not None and rc == -sig:
         msg = f"(killed by {signal.Signals(sig).name} while running)"
@@ -160,12 +161,13 @@ def main():
 
     big = safetensors_f32(w("big.safetensors"), [(f"layer{i}.weight", [1024, 4096], finite(1024 * 4096))
                                                  for i in range(8)])
-    row("3. convert --codec '*=q8_0' (128 MB), not interrupted",
-        run([bp, "convert", big, "-o", os.path.join(out, "o.bolt"), "--codec", "*=q8_0"], out), "(the run signalled below)")
-    for sig, after in ((signal.SIGKILL, 0.2), (signal.SIGKILL, 0.6), (signal.SIGKILL, 1.2), (signal.SIGTERM, 0.5),
-                       (signal.SIGINT, 0.5), (signal.SIGHUP, 0.5)):
-        row(f"3. {signal.Signals(sig).name} after {after} s of convert --codec '*=q8_0' (128 MB)",
-            run([bp, "convert", big, "-o", os.path.join(out, "o.bolt"), "--codec", "*=q8_0"], out,
+    # iq2_xxs: its search makes the convert last seconds, so a signal lands mid-write.
+    row("3. convert --codec '*=iq2_xxs' (128 MB), not interrupted",
+        run([bp, "convert", big, "-o", os.path.join(out, "o.bolt"), "--codec", "*=iq2_xxs"], out), "(the run signalled below)")
+    for sig, after in ((signal.SIGKILL, 0.3), (signal.SIGKILL, 1.5), (signal.SIGKILL, 3.0), (signal.SIGTERM, 1.0),
+                       (signal.SIGINT, 1.0), (signal.SIGHUP, 1.0)):
+        row(f"3. {signal.Signals(sig).name} after {after} s of that convert",
+            run([bp, "convert", big, "-o", os.path.join(out, "o.bolt"), "--codec", "*=iq2_xxs"], out,
                 kill_after=after, sig=sig), "AtomicOutput*, CliInterrupt*")
     row("3. ulimit -f 10 MB, convert (128 MB)",
         run([bp, "convert", big, "-o", os.path.join(out, "o.bolt")], out, fsize=10 << 20), "CliFileSizeLimit*")
