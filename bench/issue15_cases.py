@@ -78,7 +78,10 @@ def run(argv, out_dir=None, fsize=None, kill_after=None, sig=signal.SIGKILL, tim
         cmd = ["prlimit", f"--fsize={fsize}"] + cmd
     if kill_after is None:
         cmd = ["/usr/bin/time", "-o", tfile, "-f", "%M %U %S"] + cmd
-    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    # A background shell ignores SIGINT in what it starts; the signalled
+    # runs get the default back, as from a terminal.
+    default_int = (lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if kill_after is not None else None
+    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=default_int)
     try:
         p.wait(timeout=kill_after if kill_after is not None else timeout)
     except subprocess.TimeoutExpired:

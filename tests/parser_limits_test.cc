@@ -205,6 +205,28 @@ std::vector<uint8_t> GgufOfOneArray(std::string_view key, int32_t type, uint64_t
   return g.b;
 }
 
+// Tokenizer-like string arrays at the limits: 2^22 four-byte strings (a
+// 50 MB GGUF), and the 30-byte tokens of a 64 MB GGUF (1.7M, each past
+// std::string's inline buffer). The first two tokens are what inspect shows.
+constexpr uint64_t kThirtyByteTokens = (uint64_t{64} << 20) / 38 - 2;
+std::vector<uint8_t> GgufOfFourByteStrings() {
+  return GgufOfOneArray("tokenizer.ggml.tokens", 8, format::kMaxMetadataArrayElements, [](Gguf& g, uint64_t k) {
+    char s[4];
+    std::memcpy(s, &k, 4);
+    g.Str(std::string_view(s, 4));
+  });
+}
+std::string ThirtyByteToken(uint64_t k) {
+  std::string s = "token-" + std::to_string(k);
+  s.resize(30, '_');
+  return s;
+}
+std::vector<uint8_t> GgufOfThirtyByteTokens() {
+  return GgufOfOneArray("tokenizer.ggml.tokens", 8, kThirtyByteTokens,
+                        [](Gguf& g, uint64_t k) { g.Str(ThirtyByteToken(k)); });
+}
+constexpr std::string_view kFourByteStringsShown = "string[4194304] [\"\\x00\\x00\\x00\\x00\", \"\\x01\\x00\\x00\\x00\"";
+
 // Packed arrays cost about their bytes: a numeric array at the file's
 // element limit is its bytes once (4 MB for U8), not a MetaValue per
 // element (88 bytes each, 371 MB for this file before).
@@ -263,33 +285,19 @@ TEST_F(ParserLimits, GgufNumericArraysOfEveryTypeAtTheLimit) {
 TEST_F(ParserLimits, GgufStringArraysAtTheLimitAreInspectedWithinBounds) {
   // 50 MB: 2^22 four-byte strings (each an 8-byte length and its bytes),
   // once a MetaValue and a std::string each (~500 MB).
-  constexpr uint64_t n = format::kMaxMetadataArrayElements;
-  const auto short_strings = GgufOfOneArray("tokenizer.ggml.tokens", 8, n, [](Gguf& g, uint64_t k) {
-    char s[4];
-    std::memcpy(s, &k, 4);
-    g.Str(std::string_view(s, 4));
-  });
+  const auto short_strings = GgufOfFourByteStrings();
   const auto run = RunCliMeasured({"inspect", Write("short-strings.gguf", short_strings)}, kHeapCap);
   EXPECT_EQ(run.exit_code, 0) << run.output.substr(0, 400);
-  EXPECT_NE(run.output.find("string[4194304] [\"\\x00\\x00\\x00\\x00\", \"\\x01\\x00\\x00\\x00\""),
-            std::string::npos)
-      << run.output;
+  EXPECT_NE(run.output.find(kFourByteStringsShown), std::string::npos) << run.output;
   EXPECT_LT(run.peak_rss_kib, kMaxPeakKib);
-  // 64 MB of 30-byte tokens: 1.7M strings, each past std::string's inline
-  // buffer (once a heap block each as well).
-  constexpr uint64_t m = (uint64_t{64} << 20) / 38 - 2;
-  const auto long_strings = GgufOfOneArray("tokenizer.ggml.tokens", 8, m, [](Gguf& g, uint64_t k) {
-    std::string s = "token-" + std::to_string(k);
-    s.resize(30, '_');
-    g.Str(s);
-  });
+  // 64 MB of 30-byte tokens (once a heap block each as well).
+  constexpr uint64_t m = kThirtyByteTokens;
+  const auto long_strings = GgufOfThirtyByteTokens();
   ASSERT_LE(long_strings.size(), size_t{64} << 20);
   const std::string path = Write("long-strings.gguf", long_strings);
   const auto inspect = RunCliMeasured({"inspect", path}, kHeapCap);
   EXPECT_EQ(inspect.exit_code, 0) << inspect.output.substr(0, 400);
-  std::string first = "token-0";
-  first.resize(30, '_');
-  EXPECT_NE(inspect.output.find(StrCat("string[", m, "] [\"", first, "\", \"token-1")),
+  EXPECT_NE(inspect.output.find(StrCat("string[", m, "] [\"", ThirtyByteToken(0), "\", \"token-1")),
             std::string::npos)
       << inspect.output;
   EXPECT_LT(inspect.peak_rss_kib, kMaxPeakKib);
@@ -362,27 +370,15 @@ class BoltStringArrays : public ParserLimits {
 
 TEST_F(BoltStringArrays, FourByteStringsAtTheElementLimit) {
   // 2^22 four-byte strings: a 50 MB GGUF, a 25 MB manifest.
-  constexpr uint64_t n = format::kMaxMetadataArrayElements;
-  const auto gguf = GgufOfOneArray("tokenizer.ggml.tokens", 8, n, [](Gguf& g, uint64_t k) {
-    char s[4];
-    std::memcpy(s, &k, 4);
-    g.Str(std::string_view(s, 4));
-  });
-  ExpectEveryPathWithinBounds(gguf, "string[4194304] [\"\\x00\\x00\\x00\\x00\", \"\\x01\\x00\\x00\\x00\"");
+  const auto gguf = GgufOfFourByteStrings();
+  ExpectEveryPathWithinBounds(gguf, std::string(kFourByteStringsShown));
 }
 
 TEST_F(BoltStringArrays, ThirtyByteTokensOf64MB) {
   // 1.7M 30-byte tokens: a 64 MB GGUF, a 56 MB manifest.
-  constexpr uint64_t m = (uint64_t{64} << 20) / 38 - 2;
-  const auto gguf = GgufOfOneArray("tokenizer.ggml.tokens", 8, m, [](Gguf& g, uint64_t k) {
-    std::string s = "token-" + std::to_string(k);
-    s.resize(30, '_');
-    g.Str(s);
-  });
+  const auto gguf = GgufOfThirtyByteTokens();
   ASSERT_LE(gguf.size(), size_t{64} << 20);
-  std::string first = "token-0", last = "token-1";
-  first.resize(30, '_');
-  ExpectEveryPathWithinBounds(gguf, StrCat("string[", m, "] [\"", first, "\", \"", last));
+  ExpectEveryPathWithinBounds(gguf, StrCat("string[", kThirtyByteTokens, "] [\"", ThirtyByteToken(0), "\", \"token-1"));
 }
 
 TEST_F(ParserLimits, NestedMetadataArraysAtTheLimitConvertBothWays) {
