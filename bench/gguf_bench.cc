@@ -5,7 +5,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "io/atomic_file.h"
+#include "common/atomic_file.h"
 #include "io/gguf.h"
 
 namespace {

@@ -14,7 +14,7 @@
 #include "common/str_cat.h"
 #include "format/elastic_manifest.h"
 #include "format/layout.h"
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 
 namespace boltpack::format {
 namespace {

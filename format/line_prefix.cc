@@ -6,7 +6,7 @@
 #include "format/elastic_manifest.h"
 #include "format/elastic_runs.h"
 #include "format/elastic_validate.h"
-#include "format/limits.h"
+#include "common/limits.h"
 #include "common/checked_math.h"
 
 namespace boltpack::format {

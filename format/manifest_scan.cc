@@ -6,7 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
-#include "format/limits.h"
+#include "common/limits.h"
 
 namespace boltpack::format {
 namespace {

@@ -6,7 +6,7 @@
 // pass reads the wire format once, builds nothing, and counts the repeated
 // records (tensors, metadata entries, streams, chunks, dimensions, codec
 // parameters, metadata array elements) against the limits of
-// format/limits.h, so a file past one is refused with RESOURCE_EXHAUSTED for
+// common/limits.h, so a file past one is refused with RESOURCE_EXHAUSTED for
 // the cost of reading its manifest. Malformed wire data is left to the
 // parser, which rejects it with DATA_LOSS.
 #ifndef BOLTPACK_FORMAT_MANIFEST_SCAN_H_

@@ -16,7 +16,7 @@
 #include "common/status_macros.h"
 #include "format/elastic_validate.h"
 #include "format/layout.h"
-#include "format/limits.h"
+#include "common/limits.h"
 
 namespace boltpack::format {
 namespace {
@@ -145,7 +145,7 @@ using validate_detail::ViewBits;
 using validate_detail::ViewedStream;
 
 // Views (format 1.1, spec/container.md "Views"). The limits live here until
-// format/limits.h takes them with the 1.1 bump.
+// common/limits.h takes them with the 1.1 bump.
 constexpr uint64_t kMaxViews = 64;
 constexpr uint64_t kMaxViewNameBytes = 64;
 constexpr uint64_t kMaxViewDescriptionBytes = 4096;

@@ -8,7 +8,7 @@
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "common/utf8.h"
-#include "format/limits.h"
+#include "common/limits.h"
 #include "format/manifest_validate.h"
 #include "format/metadata_wire.h"
 #include "google/protobuf/io/coded_stream.h"

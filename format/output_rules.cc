@@ -6,7 +6,7 @@
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "common/utf8.h"
-#include "format/limits.h"
+#include "common/limits.h"
 #include "format/manifest_convert.h"
 #include "format/manifest_scan.h"
 #include "format/manifest_stream.h"

@@ -15,14 +15,14 @@
 #include "format/elastic_validate.h"
 #include "format/layout.h"
 #include "format/line_prefix.h"
-#include "format/limits.h"
+#include "common/limits.h"
 #include "format/manifest_convert.h"
 #include "format/manifest_scan.h"
 #include "format/manifest_stream.h"
 #include "format/manifest_validate.h"
 #include "format/metadata_wire.h"
 #include "format/reader_impl.h"
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 
 namespace boltpack {
 

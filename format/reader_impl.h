@@ -25,7 +25,7 @@
 #include "format/layout.h"
 #include "format/name_index.h"
 #include "format/stream_checks.h"
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 
 namespace boltpack {
 
@@ -44,7 +44,7 @@ struct Reader::Impl {
   // tensor here, where a TensorInfo and its heap parts take 450-600. The
   // TensorInfo is built from the record when asked for (TensorAt).
   struct RecordSpan {
-    uint32_t offset;  // manifests are at most 256 MiB (format/limits.h)
+    uint32_t offset;  // manifests are at most 256 MiB (common/limits.h)
     uint32_t length;
   };
   absl::Span<const uint8_t> manifest;

@@ -31,14 +31,14 @@
 #include "format/elastic_validate.h"
 #include "format/layout.h"
 #include "format/line_prefix.h"
-#include "format/limits.h"
+#include "common/limits.h"
 #include "format/manifest_convert.h"
 #include "format/manifest_validate.h"
 #include "format/metadata_wire.h"
 #include "format/name_index.h"
 #include "format/output_rules.h"
 #include "format/tensor_records.h"
-#include "io/atomic_file.h"
+#include "common/atomic_file.h"
 
 namespace boltpack {
 

@@ -18,11 +18,11 @@
 #include "common/piece_copy.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
-#include "format/limits.h"
-#include "io/atomic_file.h"
+#include "common/limits.h"
+#include "common/atomic_file.h"
 #include "io/gguf_kv_scan.h"
 #include "io/json.h"
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 
 namespace boltpack::io {
 namespace {
@@ -922,7 +922,7 @@ absl::StatusOr<std::unique_ptr<GgufWriter>> GgufWriter::Create(const std::string
   }
   BP_ASSIGN_OR_RETURN(impl->file, AtomicFile::Create(path, options.inputs, options.durable));
   // Written as it is encoded; a declaration it refuses leaves the unnamed
-  // output uncommitted (io/atomic_file.h), so nothing appears.
+  // output uncommitted (common/atomic_file.h), so nothing appears.
   const HeaderSink sink = [&](std::vector<uint8_t>& part) {
     absl::Status written = impl->file->Write(part);
     part.clear();

@@ -202,7 +202,7 @@ struct GgufWriterOptions {
   // False: a file without tensors ends right after its key/values (as
   // llama.cpp's vocab-only files do); ggml's writer pads it.
   bool pad_empty = true;
-  // False: no fsync before the rename (io/atomic_file.h).
+  // False: no fsync before the rename (common/atomic_file.h).
   bool durable = true;
 };
 

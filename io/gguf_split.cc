@@ -6,7 +6,7 @@
 #include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
-#include "io/atomic_file.h"
+#include "common/atomic_file.h"
 
 namespace boltpack::io {
 

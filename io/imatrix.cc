@@ -6,7 +6,7 @@
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "io/gguf.h"
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 
 namespace boltpack::io {
 namespace {

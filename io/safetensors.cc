@@ -14,10 +14,10 @@
 #include "common/name_index_set.h"
 #include "common/piece_copy.h"
 #include "common/status_macros.h"
-#include "format/limits.h"
-#include "io/atomic_file.h"
+#include "common/limits.h"
+#include "common/atomic_file.h"
 #include "io/json.h"
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 
 namespace boltpack::io {
 namespace {

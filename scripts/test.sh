@@ -4,6 +4,7 @@
 # target for a while and replays its corpus, builds the examples against
 # the installed package, and runs llama.cpp on GGUF files bolt-pack wrote
 # (scripts/llama_cpp_check.sh; SKIP when npm's registry cannot be reached).
+# First of all it checks the layers of the includes (scripts/check_layers.sh).
 #   FUZZ_SECONDS (default 60) sets the time per fuzz target.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -11,6 +12,9 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 JOBS=$(nproc)
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
 B="$ROOT/build-test"
+
+echo "== layers: no #include goes up or sideways (scripts/check_layers.sh)"
+"$ROOT/scripts/check_layers.sh"
 
 echo "== g++ build + tests"
 "$ROOT/scripts/build.sh" "$B/gcc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc

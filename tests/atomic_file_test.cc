@@ -1,8 +1,8 @@
-// AtomicFile (io/atomic_file.h): once a write is queued (QueueWrite), a
+// AtomicFile (common/atomic_file.h): once a write is queued (QueueWrite), a
 // thread of the file's own makes every write, and the bytes must come out
 // in the order they were asked for, whether buffered (small Write), direct
 // (large Write), queued, padded or overwritten.
-#include "io/atomic_file.h"
+#include "common/atomic_file.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -27,7 +27,7 @@
 #include "common/xxh3.h"
 #include "gtest/gtest.h"
 #include "io/gguf.h"
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 #include "io/safetensors.h"
 #include "tests/test_util.h"
 

@@ -22,7 +22,7 @@
 #include "boltpack/reader.h"
 #include "gtest/gtest.h"
 #include "io/gguf.h"
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 #include "io/safetensors.h"
 #include "tests/test_util.h"
 

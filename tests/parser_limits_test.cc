@@ -14,7 +14,7 @@
 #include "common/sanitizers.h"
 #include "common/str_cat.h"
 #include "format/layout.h"
-#include "format/limits.h"
+#include "common/limits.h"
 #include "gtest/gtest.h"
 #include "io/json.h"
 #include "tests/manifest_rewrite.h"

@@ -15,7 +15,7 @@
 
 #include "common/piece_copy.h"
 #include "gtest/gtest.h"
-#include "io/write_behind.h"
+#include "common/write_behind.h"
 
 namespace boltpack {
 namespace {

@@ -21,7 +21,7 @@ struct ConvertArgs {
   std::string split_max_size;  // .gguf output: split like gguf-split ("500M", "2G", bytes)
   uint64_t split_max_tensors = 0;  // .gguf output: at most this many tensors per file
   std::string view = "full";  // the view .bolt inputs are decoded in (.safetensors output)
-  bool no_fsync = false;       // skip the fsync before the rename (io/atomic_file.h)
+  bool no_fsync = false;       // skip the fsync before the rename (common/atomic_file.h)
   bool no_verify = false;      // decode .bolt inputs without checking their checksums
 };
 int RunConvert(const ConvertArgs& args);
@@ -48,7 +48,7 @@ struct SliceArgs {
   bool list_budgets = false;
   std::vector<std::string> keep;  // ad-hoc budget: AXIS=FRACTION or AXIS=COUNT
   int threads = 0;
-  bool no_fsync = false;  // skip the fsync before the rename (io/atomic_file.h)
+  bool no_fsync = false;  // skip the fsync before the rename (common/atomic_file.h)
 };
 int RunSlice(const SliceArgs& args);
 

@@ -4,7 +4,7 @@
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "format/elastic_validate.h"
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 
 namespace boltpack::tools {
 

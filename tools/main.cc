@@ -8,7 +8,7 @@
 
 #include "google/protobuf/stubs/logging.h"
 
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
 

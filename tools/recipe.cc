@@ -5,7 +5,7 @@
 #include "common/str_cat.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 
 namespace boltpack::tools {
 namespace {

@@ -14,7 +14,7 @@
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
-#include "format/limits.h"
+#include "common/limits.h"
 
 namespace boltpack {
 namespace {

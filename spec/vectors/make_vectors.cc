@@ -53,7 +53,7 @@
 #include "boltpack_proto/boltpack.pb.h"
 #include "common/str_cat.h"
 #include "format/layout.h"
-#include "format/limits.h"
+#include "common/limits.h"
 #include "io/json.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "io/mapped_file.h"
+#include "common/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

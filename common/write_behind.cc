@@ -1,4 +1,4 @@
-#include "io/write_behind.h"
+#include "common/write_behind.h"
 
 #include <pthread.h>
 

@@ -1,4 +1,4 @@
-#include "io/atomic_file.h"
+#include "common/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -16,8 +16,8 @@
 
 #include "common/status_macros.h"
 #include "common/str_cat.h"
-#include "io/mapped_file.h"
-#include "io/signal_cleanup.h"
+#include "common/mapped_file.h"
+#include "common/signal_cleanup.h"
 
 namespace boltpack::io {
 namespace {

@@ -13,8 +13,8 @@
 // the writes after it (they are skipped, their keeps still dropped in
 // order) and every later call returns it. One thread at a time calls
 // Queue, WaitWritten and Drain: the file's owner.
-#ifndef BOLTPACK_IO_WRITE_BEHIND_H_
-#define BOLTPACK_IO_WRITE_BEHIND_H_
+#ifndef BOLTPACK_COMMON_WRITE_BEHIND_H_
+#define BOLTPACK_COMMON_WRITE_BEHIND_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -88,4 +88,4 @@ class WriteBehind {
 
 }  // namespace boltpack::io
 
-#endif  // BOLTPACK_IO_WRITE_BEHIND_H_
+#endif  // BOLTPACK_COMMON_WRITE_BEHIND_H_

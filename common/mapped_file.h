@@ -1,7 +1,7 @@
 // A read-only memory mapping of a whole file, and the one way every input
 // file is opened: OpenRegularFile.
-#ifndef BOLTPACK_IO_MAPPED_FILE_H_
-#define BOLTPACK_IO_MAPPED_FILE_H_
+#ifndef BOLTPACK_COMMON_MAPPED_FILE_H_
+#define BOLTPACK_COMMON_MAPPED_FILE_H_
 
 #include <sys/types.h>
 
@@ -59,4 +59,4 @@ void ReleaseMappedPages(absl::Span<const uint8_t> bytes);
 
 }  // namespace boltpack::io
 
-#endif  // BOLTPACK_IO_MAPPED_FILE_H_
+#endif  // BOLTPACK_COMMON_MAPPED_FILE_H_

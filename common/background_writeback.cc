@@ -1,4 +1,4 @@
-#include "io/background_writeback.h"
+#include "common/background_writeback.h"
 
 #include <fcntl.h>
 

@@ -6,8 +6,8 @@
 // filesystem's share of writeback (block allocation, building the I/O) in
 // the caller; measured on ext4 it cost the writing thread 30-40 ms per
 // 150-250 MB, as much as the copy itself. Here it runs beside the writer.
-#ifndef BOLTPACK_IO_BACKGROUND_WRITEBACK_H_
-#define BOLTPACK_IO_BACKGROUND_WRITEBACK_H_
+#ifndef BOLTPACK_COMMON_BACKGROUND_WRITEBACK_H_
+#define BOLTPACK_COMMON_BACKGROUND_WRITEBACK_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -41,4 +41,4 @@ class BackgroundWriteback {
 
 }  // namespace boltpack::io
 
-#endif  // BOLTPACK_IO_BACKGROUND_WRITEBACK_H_
+#endif  // BOLTPACK_COMMON_BACKGROUND_WRITEBACK_H_

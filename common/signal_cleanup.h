@@ -6,8 +6,8 @@
 // disposition is then the default one: an ignored signal (the CLI ignores SIGXFSZ, nohup
 // SIGHUP) stays ignored, and a program's own handler is left alone.
 // Nothing can catch SIGKILL: AtomicFile keeps its files unnamed for that.
-#ifndef BOLTPACK_IO_SIGNAL_CLEANUP_H_
-#define BOLTPACK_IO_SIGNAL_CLEANUP_H_
+#ifndef BOLTPACK_COMMON_SIGNAL_CLEANUP_H_
+#define BOLTPACK_COMMON_SIGNAL_CLEANUP_H_
 
 #include <string>
 
@@ -23,4 +23,4 @@ void DisarmRemovalOnSignal(int slot);
 
 }  // namespace boltpack::io
 
-#endif  // BOLTPACK_IO_SIGNAL_CLEANUP_H_
+#endif  // BOLTPACK_COMMON_SIGNAL_CLEANUP_H_

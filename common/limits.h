@@ -1,8 +1,8 @@
 // The explicit limits of format 1.0 (spec/container.md §8). A reader rejects
 // a file past any of them with kResourceExhausted naming the limit; a writer
 // refuses to produce such a file.
-#ifndef BOLTPACK_FORMAT_LIMITS_H_
-#define BOLTPACK_FORMAT_LIMITS_H_
+#ifndef BOLTPACK_COMMON_LIMITS_H_
+#define BOLTPACK_COMMON_LIMITS_H_
 
 #include <cstdint>
 
@@ -43,4 +43,4 @@ inline constexpr uint64_t kMaxManifestChunks = 1ull << 22;
 
 }  // namespace boltpack::format
 
-#endif  // BOLTPACK_FORMAT_LIMITS_H_
+#endif  // BOLTPACK_COMMON_LIMITS_H_

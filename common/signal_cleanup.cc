@@ -1,4 +1,4 @@
-#include "io/signal_cleanup.h"
+#include "common/signal_cleanup.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -7,7 +7,7 @@
 // linkat cannot replace it: the file is linked to a hidden unique name and
 // renamed over it, and only between those two calls (and the close between
 // them) could a SIGKILL leave `.NAME.tmp-XXXXXX`; a caught signal removes
-// it (io/signal_cleanup.h).
+// it (common/signal_cleanup.h).
 //
 // Where the folder's filesystem refuses O_TMPFILE (or /proc is not there),
 // the bytes go to a named temporary `.NAME.tmp-XXXXXX` beside the output,
@@ -23,10 +23,10 @@
 //
 // Writes are made on the caller's thread until the first QueueWrite; from
 // then on a thread of the file's own makes every write, in the order they
-// were asked for (io/write_behind.h), and calls that need them done
+// were asked for (common/write_behind.h), and calls that need them done
 // (Overwrite, Commit, a large Write) wait for it.
-#ifndef BOLTPACK_IO_ATOMIC_FILE_H_
-#define BOLTPACK_IO_ATOMIC_FILE_H_
+#ifndef BOLTPACK_COMMON_ATOMIC_FILE_H_
+#define BOLTPACK_COMMON_ATOMIC_FILE_H_
 
 #include <cstdint>
 #include <memory>
@@ -37,8 +37,8 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/piece_copy.h"
-#include "io/background_writeback.h"
-#include "io/write_behind.h"
+#include "common/background_writeback.h"
+#include "common/write_behind.h"
 
 namespace boltpack::io {
 
@@ -111,7 +111,7 @@ class AtomicFile final : public QueuedSink {
   int dir_fd_;             // the destination folder
   int fd_ = -1;
   std::string temp_name_;  // the named temporary in dir_fd_, if one
-  int signal_slot_ = -1;   // io/signal_cleanup.h, while temp_name_ exists
+  int signal_slot_ = -1;   // common/signal_cleanup.h, while temp_name_ exists
   bool sealed_ = false;
   bool replaced_ = false;  // Publish replaced an existing file
   uint64_t position_ = 0;  // bytes written or queued
@@ -146,4 +146,4 @@ absl::Status CheckNotAnInput(const std::string& output, const std::vector<std::s
 
 }  // namespace boltpack::io
 
-#endif  // BOLTPACK_IO_ATOMIC_FILE_H_
+#endif  // BOLTPACK_COMMON_ATOMIC_FILE_H_
