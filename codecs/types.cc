@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstring>
+#include <utility>
 
 namespace boltpack {
 namespace {
@@ -84,11 +85,22 @@ std::string_view ValueTypeName(ValueType type) {
   return "invalid";
 }
 
+namespace {
+constexpr std::pair<OutputType, std::string_view> kOutputTypeNames[] = {
+    {OutputType::kF32, "f32"}, {OutputType::kBF16, "bf16"}, {OutputType::kF16, "f16"}, {OutputType::kNative, "native"}};
+}  // namespace
+
+std::string_view OutputTypeName(OutputType type) {
+  for (const auto& [t, name] : kOutputTypeNames) {
+    if (t == type) return name;
+  }
+  return "invalid";
+}
+
 std::optional<OutputType> OutputTypeFromName(std::string_view name) {
-  if (name == "f32") return OutputType::kF32;
-  if (name == "bf16") return OutputType::kBF16;
-  if (name == "f16") return OutputType::kF16;
-  if (name == "native") return OutputType::kNative;
+  for (const auto& [t, n] : kOutputTypeNames) {
+    if (n == name) return t;
+  }
   return std::nullopt;
 }
 

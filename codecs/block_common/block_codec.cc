@@ -124,16 +124,6 @@ bool IsFloatSource(DType d) {
   return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16 || d == DType::kF64;
 }
 
-std::string_view OutName(OutputType out) {
-  switch (out) {
-    case OutputType::kF32: return "f32";
-    case OutputType::kBF16: return "bf16";
-    case OutputType::kF16: return "f16";
-    case OutputType::kNative: return "native";
-  }
-  return "invalid";
-}
-
 inline bool IsFiniteBits(float v) { return (FloatBits(v) & 0x7f800000u) != 0x7f800000u; }
 
 }  // namespace
@@ -407,7 +397,7 @@ bool BlockCodec::CanDecodeTo(const TensorInfo& info, OutputType out) const {
 absl::StatusOr<uint64_t> BlockCodec::DecodedBytes(const TensorInfo& info, OutputType out) const {
   if (!CanDecodeTo(info, out)) {
     return absl::InvalidArgumentError(StrCat("tensor '", info.name, "': codec '", format_.id,
-                                             "' cannot decode to ", OutName(out)));
+                                             "' cannot decode to ", OutputTypeName(out)));
   }
   BP_ASSIGN_OR_RETURN(const Geometry g, CheckShape(info.shape));
   if (out == OutputType::kNative) return g.blocks * format_.streams[0].bytes_per_block;
@@ -464,7 +454,7 @@ absl::Status BlockCodec::DecodeRange(const TensorInfo& info, const BlockParams& 
   const uint64_t need = (e1 - e0) * out_size;
   if (dst.size() < need) {
     return absl::InvalidArgumentError(StrCat("tensor '", info.name, "': output buffer of ", dst.size(),
-                                             " bytes, decode to ", OutName(out), " needs ", need));
+                                             " bytes, decode to ", OutputTypeName(out), " needs ", need));
   }
   if (b1 == b0) return absl::OkStatus();
   const bool avx2 = CpuHasAvx2Fma16c();
@@ -528,7 +518,7 @@ absl::Status BlockCodec::Decode(const DecodeInput& input, OutputType out, absl::
   const TensorInfo& info = *input.info;
   if (!CanDecodeTo(info, out)) {
     return absl::InvalidArgumentError(StrCat("tensor '", info.name, "': codec '", format_.id,
-                                             "' cannot decode to ", OutName(out)));
+                                             "' cannot decode to ", OutputTypeName(out)));
   }
   auto g = CheckShape(info.shape);
   if (!g.ok()) return Fail(info, StrCat(g.status().message()));
@@ -544,7 +534,7 @@ absl::Status BlockCodec::DecodeRows(const DecodeInput& input, uint64_t row_begin
   const TensorInfo& info = *input.info;
   if (!CanDecodeTo(info, out)) {
     return absl::InvalidArgumentError(StrCat("tensor '", info.name, "': codec '", format_.id,
-                                             "' cannot decode to ", OutName(out)));
+                                             "' cannot decode to ", OutputTypeName(out)));
   }
   auto g = CheckShape(info.shape);
   if (!g.ok()) return Fail(info, StrCat(g.status().message()));

@@ -28,16 +28,6 @@ constexpr uint64_t kChunkTargetBytes = uint64_t{1} << 20;
 // Blocks per parallel decode task (a block decodes in tens of nanoseconds).
 constexpr uint64_t kMinDecodeBlocksPerTask = 1024;
 
-std::string_view OutputName(OutputType out) {
-  switch (out) {
-    case OutputType::kF32: return "f32";
-    case OutputType::kBF16: return "bf16";
-    case OutputType::kF16: return "f16";
-    case OutputType::kNative: return "native";
-  }
-  return "invalid";
-}
-
 bool IsSourceDType(DType d) {
   return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16 || d == DType::kF64;
 }
@@ -253,7 +243,7 @@ class Iq2XxsCodec : public Codec {
     if (dst.size() < nblocks * out_block) {
       return absl::InvalidArgumentError(
           StrCat("tensor '", info.name, "': output buffer of ", dst.size(), " bytes, decode to ",
-                 OutputName(out), " needs ", nblocks * out_block));
+                 OutputTypeName(out), " needs ", nblocks * out_block));
     }
     return ParallelFor(nblocks, exec.threads, kMinDecodeBlocksPerTask,
                        [&](uint64_t begin, uint64_t end) {
@@ -276,7 +266,7 @@ class Iq2XxsCodec : public Codec {
     if (dst.size() < nblocks * out_block) {
       return absl::InvalidArgumentError(
           StrCat("tensor '", info.name, "': output buffer of ", dst.size(), " bytes, rows ",
-                 row_begin, "..", row_end, " to ", OutputName(out), " need ",
+                 row_begin, "..", row_end, " to ", OutputTypeName(out), " need ",
                  nblocks * out_block));
     }
     DecodeBlocksTo(blocks.data(), nblocks, out, dst.data());
@@ -377,7 +367,7 @@ class Iq2XxsCodec : public Codec {
     if (CanDecodeTo(info, out)) return absl::OkStatus();
     return absl::InvalidArgumentError(StrCat("tensor '", info.name,
                                              "': codec 'iq2_xxs' cannot decode dtype ",
-                                             DTypeName(info.dtype), " to ", OutputName(out)));
+                                             DTypeName(info.dtype), " to ", OutputTypeName(out)));
   }
 
   static absl::Status CheckInput(const DecodeInput& input) {

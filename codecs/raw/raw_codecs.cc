@@ -43,16 +43,6 @@ std::optional<DType> OutputDType(OutputType out) {
   return std::nullopt;
 }
 
-std::string_view OutputName(OutputType out) {
-  switch (out) {
-    case OutputType::kF32: return "f32";
-    case OutputType::kBF16: return "bf16";
-    case OutputType::kF16: return "f16";
-    case OutputType::kNative: return "native";
-  }
-  return "invalid";
-}
-
 // Shared by the four codecs; they differ only in the stored element type and
 // in which source dtypes they take.
 class ElementCodec : public Codec {
@@ -205,7 +195,7 @@ class ElementCodec : public Codec {
     if (dst.size() < n * out_size) {
       return absl::InvalidArgumentError(
           StrCat("tensor '", info.name, "': output buffer of ", dst.size(),
-                       " bytes, decode to ", OutputName(out), " needs ", n * out_size));
+                       " bytes, decode to ", OutputTypeName(out), " needs ", n * out_size));
     }
     const DType target = OutputDType(out).value_or(stored);
     return ParallelFor(n, exec.threads, kMinElementsPerTask, [&](uint64_t begin, uint64_t end) {
@@ -230,7 +220,7 @@ class ElementCodec : public Codec {
     if (dst.size() < n * out_size) {
       return absl::InvalidArgumentError(
           StrCat("tensor '", info.name, "': output buffer of ", dst.size(),
-                       " bytes, rows ", row_begin, "..", row_end, " to ", OutputName(out),
+                       " bytes, rows ", row_begin, "..", row_end, " to ", OutputTypeName(out),
                        " need ", n * out_size));
     }
     const DType target = OutputDType(out).value_or(stored);
@@ -343,7 +333,7 @@ class ElementCodec : public Codec {
     return absl::InvalidArgumentError(StrCat("tensor '", info.name, "': codec '", id_,
                                                    "' cannot decode dtype ",
                                                    DTypeName(info.dtype), " to ",
-                                                   OutputName(out)));
+                                                   OutputTypeName(out)));
   }
 
   absl::Status CheckInput(const DecodeInput& input) const {

@@ -171,6 +171,9 @@ enum class OutputType : uint8_t {
   kF16 = 2,
   kNative = 3,  // the codec's stored element form (raw codecs: their dtype)
 };
+// "f32", "bf16", "f16", "native": how the CLI, the C API's messages and
+// the codecs' errors name a decode target (one table for both directions).
+std::string_view OutputTypeName(OutputType type);
 std::optional<OutputType> OutputTypeFromName(std::string_view name);
 // Bytes per element of a decode target; 0 for kNative (codec-defined).
 int OutputTypeSize(OutputType type);
