@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/lower_name.h"
 #include "common/str_cat.h"
 #include "codecs/builtin_codecs.h"
 
@@ -67,13 +68,7 @@ void EnsureBuiltins() {
 
 }  // namespace
 
-bool IsValidCodecId(std::string_view id) {
-  if (id.empty() || id.size() > 64) return false;
-  auto lower_or_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (!lower_or_digit(id[0])) return false;
-  return std::all_of(id.begin(), id.end(),
-                     [&](char c) { return lower_or_digit(c) || c == '_' || c == '-'; });
-}
+bool IsValidCodecId(std::string_view id) { return IsLowerName(id); }
 
 const Codec* FindCodec(std::string_view id) {
   EnsureBuiltins();

@@ -9,6 +9,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/escaping.h"
 #include "common/escape.h"
+#include "common/lower_name.h"
 #include "common/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "boltpack/codec_registry.h"
@@ -147,19 +148,10 @@ using validate_detail::ViewedStream;
 // Views (format 1.1, spec/container.md "Views"). The limits live here until
 // common/limits.h takes them with the 1.1 bump.
 constexpr uint64_t kMaxViews = 64;
-constexpr uint64_t kMaxViewNameBytes = 64;
 constexpr uint64_t kMaxViewDescriptionBytes = 4096;
 constexpr std::string_view kFullView = "full";
 
-bool IsValidViewName(std::string_view name) {
-  if (name.empty() || name.size() > kMaxViewNameBytes) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '_' || c == '-'));
-    if (!ok) return false;
-  }
-  return true;
-}
+bool IsValidViewName(std::string_view name) { return IsLowerName(name); }
 
 
 absl::Status ValidateViewDeclarations(const v1::Manifest& m, const std::string& file,

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 
 #include "common/escape.h"
+#include "common/lower_name.h"
 #include "common/str_cat.h"
 #include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
@@ -53,14 +54,6 @@ bool FullOnly(const StreamInfo& s) {
   return !s.views.empty() && std::all_of(s.views.begin(), s.views.end(), [](const std::string& v) { return v == kFullView; });
 }
 
-bool IsViewName(const std::string& name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '_' || c == '-')))) return false;
-  }
-  return true;
-}
 
 absl::Status ErrnoError(const std::string& path, std::string_view what) {
   return absl::InternalError(StrCat(path, ": ", what, ": ", std::strerror(errno)));
@@ -153,7 +146,7 @@ struct Writer::Impl {
       bool full = false;
       for (size_t k = 0; k < s.views.size(); ++k) {
         const std::string& v = s.views[k];
-        if (!IsViewName(v)) {
+        if (!IsLowerName(v)) {
           return absl::InvalidArgumentError(StrCat(where, " stream \"", s.role, "\": view name \"", v,
                                                    "\" is not 1..64 bytes of [a-z0-9_-]"));
         }
