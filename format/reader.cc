@@ -21,6 +21,7 @@
 #include "format/manifest_stream.h"
 #include "format/manifest_validate.h"
 #include "format/metadata_wire.h"
+#include "format/record_shape.h"
 #include "format/reader_impl.h"
 #include "io/mapped_file.h"
 
@@ -307,6 +308,12 @@ absl::StatusOr<uint64_t> Reader::ViewBytes(std::string_view view) const {
 const ElasticManifest* Reader::elastic() const { return impl_->elastic ? &*impl_->elastic : nullptr; }
 
 std::string_view Reader::TensorName(size_t tensor) const { return impl_->names.Name(tensor); }
+
+DType Reader::TensorShape(size_t tensor, std::vector<uint64_t>* shape) const {
+  const auto& r = impl_->records[tensor];
+  if (impl_->file != nullptr) impl_->ReleaseRecordsBefore(r.offset);  // a pass over the tensors, as TensorAt
+  return format::ShapeFromRecord(impl_->manifest.subspan(r.offset, r.length), shape);
+}
 
 std::optional<size_t> Reader::FindTensor(std::string_view name) const {
   return impl_->names.Find(name);
