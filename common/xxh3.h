@@ -30,7 +30,7 @@ class Xxh3Stream {
 
  private:
   struct State;
-  std::unique_ptr<State> state_;  // XXH3_state_t: 576 bytes, 64-byte aligned
+  std::unique_ptr<State> state_;  // XXH3_state_t: 576 bytes, 64-byte aligned; null until bytes come
 };
 
 }  // namespace boltpack

@@ -226,65 +226,73 @@ std::vector<RowBlock> CutIntoBlocks(const TensorInfo& info, const std::vector<bo
   return blocks;
 }
 
-}  // namespace
-
-absl::Status Reader::CanDecode(size_t tensor, OutputType out) const {
-  if (tensor >= impl_->tensor_count()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
-  const auto shared = impl_->Tensor(tensor);
-  const TensorInfo& info = *shared;
-  if (!impl_->missing_features.empty()) {
+// Reader::CanDecode and DecodedBytes of tensor `t`, whose TensorInfo is
+// `info`: a decode asks for both, and each built or looked up the tensor
+// and checked its record again (three times a tensor in a verify).
+absl::Status CheckDecodable(const Reader::Impl& impl, const TensorInfo& info, OutputType out) {
+  if (!impl.missing_features.empty()) {
     return absl::UnimplementedError(StrCat(
-        impl_->path, ": needs feature \"", impl_->missing_features[0],
+        impl.path, ": needs feature \"", impl.missing_features[0],
         "\" which this reader does not implement; the file can be listed and copied, not decoded"));
   }
   for (const auto& f : info.required_features) {
     if (!format::IsKnownFeature(f)) {
-      return absl::UnimplementedError(StrCat(impl_->Where(info), ": needs feature \"", f,
+      return absl::UnimplementedError(StrCat(impl.Where(info), ": needs feature \"", f,
                                              "\" which this reader does not implement"));
     }
   }
   if (static_cast<int>(info.dtype) > kMaxDType) {
-    return absl::UnimplementedError(StrCat(impl_->Where(info), ": dtype ", static_cast<int>(info.dtype),
+    return absl::UnimplementedError(StrCat(impl.Where(info), ": dtype ", static_cast<int>(info.dtype),
                                            " is unknown to this reader; its bytes can be copied, not decoded"));
   }
   for (const auto& s : info.streams) {
     if (s.compression != Compression::kNone && s.compression != Compression::kZstd) {
-      return absl::UnimplementedError(StrCat(impl_->Where(info), " stream \"", s.role, "\": compression ",
+      return absl::UnimplementedError(StrCat(impl.Where(info), " stream \"", s.role, "\": compression ",
                                              static_cast<int>(s.compression), " is unknown to this reader"));
     }
   }
   const Codec* codec = FindCodec(info.codec_id);
   if (codec == nullptr) {
-    return absl::UnimplementedError(StrCat(impl_->Where(info), ": codec \"", info.codec_id,
+    return absl::UnimplementedError(StrCat(impl.Where(info), ": codec \"", info.codec_id,
                                            "\" is unknown to this reader; its bytes can be copied, not decoded"));
   }
   absl::Status valid = codec->ValidateRecord(info);
   if (!valid.ok()) {
     // A record its codec rejects is a damaged file, whatever code the codec
     // chose (spec §12).
-    return absl::DataLossError(StrCat(impl_->path, ": ", valid.message()));
+    return absl::DataLossError(StrCat(impl.path, ": ", valid.message()));
   }
   if (!codec->CanDecodeTo(info, out)) {
-    return absl::InvalidArgumentError(StrCat(impl_->Where(info), ": codec \"", info.codec_id,
+    return absl::InvalidArgumentError(StrCat(impl.Where(info), ": codec \"", info.codec_id,
                                              "\" cannot decode a ", DTypeName(info.dtype),
                                              " tensor to this output type"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> Reader::DecodedBytes(size_t tensor, OutputType out) const {
-  BP_RETURN_IF_ERROR(CanDecode(tensor, out));
-  const auto shared = impl_->Tensor(tensor);
-  const TensorInfo& info = *shared;
+absl::StatusOr<uint64_t> DecodedBytesOf(const Reader::Impl& impl, size_t t, const TensorInfo& info, OutputType out) {
+  BP_RETURN_IF_ERROR(CheckDecodable(impl, info, out));
   // Callers allocate this many bytes next: a zstd stream must first show it
   // can hold what its record (and so the decoded size) claims.
   for (size_t s = 0; s < info.streams.size(); ++s) {
     if (info.streams[s].compression != Compression::kZstd) continue;  // its raw length is its stored length
     for (uint64_t u = 0; u < StreamChecks::Units(info.streams[s]); ++u) {
-      BP_RETURN_IF_ERROR(impl_->CheckZstdBound(tensor, info, s, u));
+      BP_RETURN_IF_ERROR(impl.CheckZstdBound(t, info, s, u));
     }
   }
   return FindCodec(info.codec_id)->DecodedBytes(info, out);
+}
+
+}  // namespace
+
+absl::Status Reader::CanDecode(size_t tensor, OutputType out) const {
+  if (tensor >= impl_->tensor_count()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
+  return CheckDecodable(*impl_, *impl_->Tensor(tensor), out);
+}
+
+absl::StatusOr<uint64_t> Reader::DecodedBytes(size_t tensor, OutputType out) const {
+  if (tensor >= impl_->tensor_count()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
+  return DecodedBytesOf(*impl_, tensor, *impl_->Tensor(tensor), out);
 }
 
 absl::Status Reader::ReadRawStream(size_t tensor, size_t stream, absl::Span<uint8_t> dst,
@@ -329,9 +337,10 @@ absl::Status Reader::DecodeRows(size_t tensor, std::string_view view, uint64_t r
 absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl::Span<const RowRange> ranges,
                                      OutputType out, absl::Span<uint8_t> dst, const ExecOptions& exec) const {
   BP_ASSIGN_OR_RETURN(const ViewInfo* v, impl_->FindView(view));
-  BP_ASSIGN_OR_RETURN(const uint64_t total, DecodedBytes(tensor, out));
+  if (tensor >= impl_->tensor_count()) return absl::OutOfRangeError(StrCat(impl_->path, ": no tensor #", tensor));
   const auto shared = impl_->Tensor(tensor);  // alive as long as `input` points at it
   const TensorInfo& info = *shared;
+  BP_ASSIGN_OR_RETURN(const uint64_t total, DecodedBytesOf(*impl_, tensor, info, out));
   const uint64_t rows = info.row_count();
   uint64_t kept = 0;
   for (const RowRange& r : ranges) {

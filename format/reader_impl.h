@@ -68,7 +68,6 @@ struct Reader::Impl {
   // manifest: the pages it has passed are dropped every kReleaseEvery bytes,
   // so they do not count in the reader's memory (46 MB for 1M tensors).
   void ReleaseRecordsBefore(uint64_t offset) const;
-  mutable std::atomic<uint64_t> records_released_{0};
   // The same, shared: the last few built are kept, since a decode and the
   // calls around it (CanDecode, DecodedBytes, DecodeRows of one row block
   // after another) come back to the same tensor, whose record may hold

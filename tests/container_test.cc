@@ -84,6 +84,30 @@ TEST(Container, RoundTripValuesAndMetadata) {
   EXPECT_TRUE((*r)->VerifyContainer().ok());
 }
 
+TEST(Container, TensorShapeReadsTheRecordAsItsTensorInfoHasIt) {
+  std::string dir = MakeTempDir();
+  std::string path = dir + "/shapes.bolt";
+  auto w = Writer::Create(path, WriterOptions{});
+  ASSERT_TRUE(w.ok()) << w.status();
+  AddF32(**w, "a", {4, 3}, Ramp(12, 0.5f));
+  AddF32(**w, "b", {5}, Ramp(5, -0.25f), "bf16");
+  AddF32(**w, "empty", {2, 0, 300}, {});
+  AddF32(**w, "wide", {1, 2, 1, 200}, Ramp(400, 1.0f));
+  ASSERT_TRUE((*w)->Finish().ok());
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ((*r)->tensors().size(), 4u);
+  std::vector<uint64_t> dims = {77};  // appended to, not replaced
+  std::vector<uint64_t> want = {77};
+  for (size_t i = 0; i < 4; ++i) {
+    const TensorInfo info = (*r)->tensors()[i];
+    EXPECT_EQ((*r)->TensorShape(i, &dims), info.dtype) << info.name;
+    want.insert(want.end(), info.shape.begin(), info.shape.end());
+  }
+  EXPECT_EQ(dims, want);
+  EXPECT_EQ(dims, (std::vector<uint64_t>{77, 4, 3, 5, 2, 0, 300, 1, 2, 1, 200}));
+}
+
 TEST(Container, ZstdChunkedStreamsDecodeAndReadRows) {
   std::string dir = MakeTempDir();
   std::string path = dir + "/z.bolt";

@@ -164,12 +164,12 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
       std::vector<uint64_t> dims;
       std::vector<uint32_t> ranks(tensors.size());
       for (size_t i = 0; i < tensors.size(); ++i) {
-        const TensorInfo info = tensors[i];
-        dims.insert(dims.end(), info.shape.begin(), info.shape.end());
-        ranks[i] = static_cast<uint32_t>(info.shape.size());
+        const size_t before = dims.size();
+        const DType dtype = reader->TensorShape(i, &dims);
+        ranks[i] = static_cast<uint32_t>(dims.size() - before);
         InputTensor t;
         t.name = reader->TensorName(i);
-        t.dtype = info.dtype;
+        t.dtype = dtype;
         t.kind = InputKind::kBolt;
         t.file = reader->path();  // the caller's `paths` may not outlive the Inputs
         t.reader = reader.get();

@@ -303,6 +303,8 @@ void PrintText(const Summary& s) {
               Fixed(BitsPerWeight(totals.all.bytes, totals.all.elements), 3).c_str());
 }
 
+constexpr size_t kJsonFlushBytes = size_t{1} << 20;
+
 void PrintJson(const Summary& s, const std::string& path, bool entropy) {
   std::string o = "{";
   o += StrCat("\"file\":", io::JsonQuote(path), ",\"format\":", io::JsonQuote(s.format),
@@ -374,6 +376,12 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
       }
     }
     o += "}";
+    // Written as it grows: 1M tensors are 272 MB of JSON, which held whole
+    // (and its copies as it grew) took inspect --json to 459 MB.
+    if (o.size() >= kJsonFlushBytes) {
+      std::fwrite(o.data(), 1, o.size(), stdout);
+      o.clear();
+    }
   }
   o += "],\"totals\":{";
   size_t n = 0;

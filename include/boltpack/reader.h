@@ -119,6 +119,9 @@ class Reader {
   // Tensor `tensor`'s name (< tensors().size()) without building its
   // TensorInfo: a view of the manifest, valid as long as the reader.
   std::string_view TensorName(size_t tensor) const;
+  // Tensor `tensor`'s dtype (< tensors().size()), its shape appended to
+  // `shape`, read from its record without building its TensorInfo.
+  DType TensorShape(size_t tensor, std::vector<uint64_t>* shape) const;
   // The elastic manifest (format 1.1, spec/elastic.md), validated against the
   // tensors; nullptr when the file has none.
   const ElasticManifest* elastic() const;

@@ -1,0 +1,23 @@
+// A tensor record's shape and dtype read straight from its wire bytes,
+// without the protobuf message or the TensorInfo (name, codec, streams,
+// chunks) that a full parse builds: what a caller that lists shapes needs
+// (tools/inputs.cc took a full parse a tensor for it, a fifth of inspect).
+#ifndef BOLTPACK_FORMAT_RECORD_SHAPE_H_
+#define BOLTPACK_FORMAT_RECORD_SHAPE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "boltpack/types.h"
+
+namespace boltpack::format {
+
+// The dtype of the validated Tensor record `payload`; its shape is appended
+// to `shape`, as a protobuf parse reads them (packed and unpacked runs in
+// order, the last dtype wins).
+DType ShapeFromRecord(absl::Span<const uint8_t> payload, std::vector<uint64_t>* shape);
+
+}  // namespace boltpack::format
+
+#endif  // BOLTPACK_FORMAT_RECORD_SHAPE_H_
