@@ -128,33 +128,33 @@ def main():
     c = write(w("c.bolt"), bytes(data))
     for fmt, extra in ((".safetensors", []), (".bolt", ["--codec", "*=q8_0"]), (".gguf", [])):
         row(f"1. byte 5000 flipped, convert to {fmt} {' '.join(extra)}",
-            run([bp, "convert", c, "-o", os.path.join(out, "o" + fmt)] + extra, out), "DecodeChecksum*, CliChecksum*")
+            run([bp, "convert", c, "-o", os.path.join(out, "o" + fmt)] + extra, out), "DecodeChecksum.ConvertRefusesCorruptInputToEveryOutputAndWritesNothing")
 
     # 2. Sizes from the file.
     bomb = os.path.join(ROOT, "spec/vectors/invalid/zstd_raw_length_over_limit.bolt")
     row("2. zstd raw_length past the limit, convert to safetensors",
-        run([bp, "convert", bomb, "-o", os.path.join(out, "x.safetensors")], out), "SpecVectors.*")
+        run([bp, "convert", bomb, "-o", os.path.join(out, "x.safetensors")], out), "DecodeChecksum.AZstdStreamMustHoldItsRawLength*, spec vector")
     u8 = gguf(kvs=gguf_str("a") + struct.pack("<IIQ", 9, 0, 1 << 24) + b"\0" * (1 << 24), n_kv=1)
     row("2. GGUF, one U8 array of 2^24 (16.8 MB), inspect", run([bp, "inspect", write(w("u8.gguf"), u8)]),
-        "ParserLimits.GgufArrayOf16MBytes*")
+        "ParserLimits.GgufArrayOf16MBytesIsRefusedBeforeItIsBuilt")
     empty = gguf([(b"t%d" % i, [0], 0, 0) for i in range(1000000)])
     row("2. GGUF, 1M zero-size tensors (39 MB), inspect", run([bp, "inspect", write(w("1m.gguf"), empty)]),
-        "ParserLimits.GgufMillionTensors*")
+        "ParserLimits.GgufMillionTensorsAreListedWithinBounds")
     row("2. same, convert to .safetensors", run([bp, "convert", w("1m.gguf"), "-o", os.path.join(out, "1m.safetensors")], out),
-        "ParserLimits.GgufMillionTensorsConvertToSafetensors*")
+        "ParserLimits.GgufMillionTensorsConvertToSafetensorsWithinBounds")
     row("2. same, convert to .bolt", run([bp, "convert", w("1m.gguf"), "-o", os.path.join(out, "1m.bolt")], out),
-        "BoltManifestBounds.*")
-    row("2. that .bolt (1M tensors), inspect", run([bp, "inspect", os.path.join(out, "1m.bolt")]), "BoltManifestBounds.*")
+        "BoltManifestBounds.MillionTensors*")
+    row("2. that .bolt (1M tensors), inspect", run([bp, "inspect", os.path.join(out, "1m.bolt")]), "BoltManifestBounds.MillionTensors*")
     shutil.copy(os.path.join(out, "1m.bolt"), w("1m.bolt"))
-    row("2. that .bolt, verify", run([bp, "verify", w("1m.bolt")]), "BoltManifestBounds.*")
+    row("2. that .bolt, verify", run([bp, "verify", w("1m.bolt")]), "BoltManifestBounds.MillionTensors*")
     row("2. that .bolt, convert to .bolt", run([bp, "convert", w("1m.bolt"), "-o", os.path.join(out, "c.bolt")], out),
-        "BoltManifestBounds.*")
+        "BoltManifestBounds.MillionTensors*")
     row("2. that .bolt, convert to .gguf", run([bp, "convert", w("1m.bolt"), "-o", os.path.join(out, "c.gguf")], out),
-        "BoltManifestBounds.*")
+        "BoltManifestBounds.MillionTensors*")
     h = b'{"w":{"dtype":"F32","shape":[' + b",".join([b"1"] * 10000000) + b'],"data_offsets":[0,4]}}'
     st = write(w("shape.safetensors"), struct.pack("<Q", len(h)) + h + b"\0\0\0\0")
     row("2. safetensors, a shape of 10M entries (20 MB header), inspect", run([bp, "inspect", st]),
-        "ParserLimits.SafetensorsShapeOf10M*")
+        "ParserLimits.SafetensorsShapeOf10MEntriesIsRefusedWhileParsed")
 
     # 3. Interrupted writes: a 128 MB model, signalled during the convert.
     def finite(n):  # random f32s with the exponent's top bit clear: no NaN or infinity
@@ -171,32 +171,32 @@ def main():
                        (signal.SIGINT, 1.0), (signal.SIGHUP, 1.0)):
         row(f"3. {signal.Signals(sig).name} after {after} s of that convert",
             run([bp, "convert", big, "-o", os.path.join(out, "o.bolt"), "--codec", "*=iq2_xxs"], out,
-                kill_after=after, sig=sig), "AtomicOutput*, CliInterrupt*")
+                kill_after=after, sig=sig), "NoLeftovers.*")
     row("3. ulimit -f 10 MB, convert (128 MB)",
-        run([bp, "convert", big, "-o", os.path.join(out, "o.bolt")], out, fsize=10 << 20), "CliFileSizeLimit*")
+        run([bp, "convert", big, "-o", os.path.join(out, "o.bolt")], out, fsize=10 << 20), "NoLeftovers.AFileSizeLimitFailsCleanly*")
 
     # 4. Outputs bolt-pack would refuse.
     bad = write(w("ff.gguf"), gguf([(b"\xff\xfe.w", [4], 0, 0)], data=b"\0" * 16))
     row("4. GGUF tensor named \\xff\\xfe.w, convert to .bolt", run([bp, "convert", bad, "-o", os.path.join(out, "o.bolt")], out),
-        "GgufNames*")
+        "ImportNames.NonUtf8GgufTensorNameIsRefusedNamingTheInput")
     allq = os.path.join(ROOT, "testdata/gguf/ggml-writer-all.gguf")
     row("4. GGUF with Q4_K, Q5_1, IQ* tensors, convert to .bolt",
-        run([bp, "convert", allq, "-o", os.path.join(out, "all.bolt")], out), "GgufPassThrough*")
+        run([bp, "convert", allq, "-o", os.path.join(out, "all.bolt")], out), "GgmlPassThrough.GgmlWriterAllConvertsVerifiesAndRoundTrips")
     shutil.copy(os.path.join(out, "all.bolt"), w("all.bolt"))
-    row("4. that .bolt, verify", run([bp, "verify", w("all.bolt")]), "GgufPassThrough*")
+    row("4. that .bolt, verify", run([bp, "verify", w("all.bolt")]), "GgmlPassThrough.GgmlWriterAllConvertsVerifiesAndRoundTrips")
     for vec in ("codec_record_role", "compression_out_of_range"):
         row(f"4. .bolt copy of spec vector {vec}",
             run([bp, "convert", os.path.join(ROOT, f"spec/vectors/invalid/{vec}.bolt"), "-o", os.path.join(out, "o.bolt")], out),
-            "OutputRules*")
+            "CopyRules.RecordsTheReaderRefusesAreNotCopied")
 
     # 5. NVFP4 export to GGUF and llama.cpp's rules.
     f16 = os.path.join(MODEL, "TinyStories-656K.f16.gguf")
     row("5. convert f16 GGUF --codec '*.weight=nvfp4' to .gguf",
-        run([bp, "convert", f16, "-o", os.path.join(out, "t.gguf"), "--codec", "*.weight=nvfp4"], out), "LlamaNvfp4*")
+        run([bp, "convert", f16, "-o", os.path.join(out, "t.gguf"), "--codec", "*.weight=nvfp4"], out), "LlamaNvfp4.*")
     if os.path.exists(os.path.join(out, "t.gguf")):
         shutil.copy(os.path.join(out, "t.gguf"), w("t.gguf"))
         row("5. that GGUF, verify --target llama.cpp", run([bp, "verify", "--target", "llama.cpp", w("t.gguf")]),
-            "LlamaCheck*")
+            "LlamaNvfp4.VerifyRejectsTheScaleBesideTheEmbedding")
         ft = [l for l in subprocess.run([bp, "inspect", w("t.gguf")], capture_output=True, text=True).stdout.splitlines()
               if "general.file_type" in l]
         ROWS.append(f"| 5. that GGUF's general.file_type | | `{ft[0].strip() if ft else 'absent'}` | | | | LlamaNvfp4* |")
@@ -206,15 +206,15 @@ def main():
     if not os.path.exists(fifo):
         os.mkfifo(fifo)
     for cmd in ("inspect", "verify"):
-        row(f"6. a FIFO, {cmd}", run([bp, cmd, fifo], timeout=10), "CliNonRegular*")
-    row("6. a folder, convert", run([bp, "convert", work, "-o", os.path.join(out, "o.bolt")], out), "CliNonRegular*")
+        row(f"6. a FIFO, {cmd}", run([bp, cmd, fifo], timeout=10), "NonRegular.TheCliRefusesAFifoAFolderAndADeviceAsUsageErrors")
+    row("6. a folder, convert", run([bp, "convert", work, "-o", os.path.join(out, "o.bolt")], out), "NonRegular.TheCliRefusesAFifoAFolderAndADeviceAsUsageErrors")
     nul = write(w("nul.gguf"), gguf([(b"a\0b\x1b[31m", [4], 0, 0)], data=b"\0" * 16))
-    row("6. GGUF tensor named a\\0b\\x1b[31m, inspect", run([bp, "inspect", nul]), "Escape*")
-    row("6. same, convert", run([bp, "convert", nul, "-o", os.path.join(out, "o.bolt")], out), "Escape*")
+    row("6. GGUF tensor named a\\0b\\x1b[31m, inspect", run([bp, "inspect", nul]), "Escape.InspectTextShowsGgufNamesKeysAndValuesEscaped, Escape.ErrorNamingATensorWithANulByteIsWhole")
+    row("6. same, convert", run([bp, "convert", nul, "-o", os.path.join(out, "o.bolt")], out), "Escape.InspectTextShowsGgufNamesKeysAndValuesEscaped, Escape.ErrorNamingATensorWithANulByteIsWhole")
     for label, name in (("empty", b""), ("8 KiB", b"x" * 8192)):
         g = write(w("n.gguf"), gguf([(name, [4], 0, 0)], data=b"\0" * 16))
         row(f"6. GGUF tensor name {label}, convert", run([bp, "convert", g, "-o", os.path.join(out, "o.bolt")], out),
-            "GgufNames*")
+            "ImportNames.*")
 
     print("| case | exit | message (first line) | peak RSS | CPU | left in OUT | tests |")
     print("|---|---|---|---|---|---|---|")

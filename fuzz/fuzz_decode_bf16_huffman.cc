@@ -19,6 +19,7 @@
 #include "boltpack/codec_registry.h"
 #include "boltpack/tensor_info.h"
 #include "codecs/bf16_exp/exponent_code.h"
+#include "fuzz/fuzz_input.h"
 
 #ifndef BF16_FUZZ_CODEC
 #define BF16_FUZZ_CODEC "bf16-huffman"
@@ -28,15 +29,7 @@ namespace {
 
 using boltpack::bf16_exp::ExponentCode;
 
-struct Input {
-  const uint8_t* p;
-  size_t n;
-  uint8_t Byte() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-};
+using boltpack::fuzz::Input;
 
 }  // namespace
 

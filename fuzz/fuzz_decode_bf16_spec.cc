@@ -29,20 +29,13 @@
 #include "boltpack/tensor_info.h"
 #include "codecs/bf16_exp/exponent_code.h"
 #include "codecs/encoded_record.h"
+#include "fuzz/fuzz_input.h"
 
 namespace {
 
 using boltpack::bf16_exp::ExponentCode;
 
-struct Input {
-  const uint8_t* p;
-  size_t n;
-  uint8_t Byte() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-};
+using boltpack::fuzz::Input;
 
 // The view and output type this execution decodes.
 struct Pick {

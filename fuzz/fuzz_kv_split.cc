@@ -22,18 +22,11 @@
 
 #include "boltpack/kv_split.h"
 #include "codecs/bf16_spec/split_kernel.h"
+#include "fuzz/fuzz_input.h"
 
 namespace {
 
-struct Input {
-  const uint8_t* p;
-  size_t n;
-  uint8_t Byte() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-};
+using boltpack::fuzz::Input;
 
 // A codec made (and its serialization round-tripped) once per arguments.
 struct CachedCodec {
