@@ -246,14 +246,17 @@ TEST(Container, ManifestRulesAreEnforced) {
   }
   // A dtype of a later minor version lists but does not decode.
   {
-    auto r = Reader::OpenBuffer(RewriteManifest(good, [](v1::Manifest& m) { m.mutable_tensors(0)->set_dtype(static_cast<v1::DType>(99)); }), "d.bolt");
+    // OpenBuffer reads the caller's bytes for as long as the reader lives.
+    const auto later_dtype = RewriteManifest(good, [](v1::Manifest& m) { m.mutable_tensors(0)->set_dtype(static_cast<v1::DType>(99)); });
+    auto r = Reader::OpenBuffer(later_dtype, "d.bolt");
     ASSERT_TRUE(r.ok()) << r.status();
     std::vector<uint8_t> buf(48);
     EXPECT_EQ((*r)->Decode(0, OutputType::kF32, absl::MakeSpan(buf)).code(), absl::StatusCode::kUnimplemented);
   }
   // A raw length that disagrees with the shape opens (the codec is asked at
   // decode time) but does not decode.
-  auto r = Reader::OpenBuffer(RewriteManifest(good, [](v1::Manifest& m) { m.mutable_tensors(0)->set_shape(0, 5); }), "m.bolt");
+  const auto short_shape = RewriteManifest(good, [](v1::Manifest& m) { m.mutable_tensors(0)->set_shape(0, 5); });
+  auto r = Reader::OpenBuffer(short_shape, "m.bolt");
   ASSERT_TRUE(r.ok());
   std::vector<uint8_t> buf(1000);
   EXPECT_FALSE((*r)->Decode(0, OutputType::kF32, absl::MakeSpan(buf)).ok());
