@@ -31,13 +31,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const boltpack::Reader& r = **reader;
   (void)r.VerifyContainer();
   for (size_t t = 0; t < r.tensors().size(); ++t) {
-    for (size_t s = 0; s < r.tensors()[t].streams.size(); ++s) (void)r.StoredStream(t, s);
+    const boltpack::TensorInfo info = r.tensors()[t];  // each tensors()[t] builds the record again
+    // Shape and dtype read straight from the record's wire bytes, and its
+    // name, must be the built record's.
+    std::vector<uint64_t> shape;
+    if (r.TensorShape(t, &shape) != info.dtype || shape != info.shape || r.TensorName(t) != info.name) {
+      __builtin_trap();
+    }
+    for (size_t s = 0; s < info.streams.size(); ++s) (void)r.StoredStream(t, s);
     for (auto out : {boltpack::OutputType::kF32, boltpack::OutputType::kBF16, boltpack::OutputType::kF16,
                      boltpack::OutputType::kNative}) {
       auto n = r.DecodedBytes(t, out);
       if (!n.ok() || *n > (64u << 20)) continue;
       std::vector<uint8_t> buf(*n);
-      uint64_t rows = r.tensors()[t].row_count();
+      const uint64_t rows = info.row_count();
       // Every view the file declares ("full" first): streams a view does not
       // read reach the codec empty.
       for (const auto& view : r.views()) {
