@@ -170,7 +170,7 @@ bp_status CheckTensor(const bp_reader* r, size_t tensor) {
 }
 
 std::string TensorWhere(const bp_reader* r, size_t tensor) {
-  return StrCat(PathOf(r), ": tensor ", boltpack::QuoteForDisplay(r->reader->tensors()[tensor].name));
+  return StrCat(PathOf(r), ": tensor ", boltpack::QuoteForDisplay(r->reader->TensorName(tensor)));
 }
 
 bp_status CheckStream(const bp_reader* r, size_t tensor, size_t stream) {

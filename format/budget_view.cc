@@ -433,7 +433,7 @@ absl::Status DecodeBudget(const Reader& reader, std::string_view budget, size_t 
   for (const auto& t : tensors) {
     if (t.tensor == tensor) return DecodeBudget(reader, t, view, out, dst);
   }
-  std::string name = tensor < reader.tensors().size() ? reader.tensors()[tensor].name : StrCat("#", tensor);
+  std::string name = tensor < reader.tensors().size() ? std::string(reader.TensorName(tensor)) : StrCat("#", tensor);
   return absl::NotFoundError(StrCat(reader.path(), ": budget \"", budget, "\" drops tensor ", QuoteForDisplay(name)));
 }
 
