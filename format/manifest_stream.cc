@@ -48,11 +48,24 @@ bool MergeRun(google::protobuf::MessageLite* message, absl::Span<const uint8_t> 
   return message->MergeFromCodedStream(&in) && in.ConsumedEntireMessage();
 }
 
-// `payload` into `record` but its streams' chunks, which `chunks` points at.
+// A record up to this size is parsed whole, chunks and all, in one protobuf
+// call: a third of the cost of the split parse (each split run is a parse of
+// its own), and its chunks as messages take at most about twice its bytes.
+constexpr size_t kWholeParseBytes = size_t{64} << 10;
+
+// `payload` into `record`, its streams' chunks either in it (a small record,
+// chunks->whole) or left on the wire for `chunks` to read.
 bool ParseTensorRecord(absl::Span<const uint8_t> payload, v1::Tensor* record, TensorChunks* chunks) {
   record->Clear();
   chunks->streams.clear();
   chunks->counts.clear();
+  chunks->whole = nullptr;
+  if (payload.size() <= kWholeParseBytes) {
+    if (!record->ParseFromArray(payload.data(), static_cast<int>(payload.size()))) return false;
+    for (const auto& s : record->streams()) chunks->counts.push_back(static_cast<uint64_t>(s.chunks_size()));
+    chunks->whole = record;
+    return true;
+  }
   return SplitRepeatedField(
       payload, kTensorStreamsField,
       [&](absl::Span<const uint8_t> stream) {
@@ -95,6 +108,13 @@ absl::StatusOr<uint64_t> ParseManifestHead(absl::Span<const uint8_t> bytes, cons
 
 bool TensorChunks::ForEach(
     size_t k, absl::FunctionRef<bool(const v1::Chunk&, uint64_t, absl::Span<const uint8_t>)> visit) const {
+  if (whole != nullptr) {
+    uint64_t index = 0;
+    for (const v1::Chunk& c : whole->streams(static_cast<int>(k)).chunks()) {
+      if (!visit(c, index++, {})) return false;
+    }
+    return true;
+  }
   v1::Chunk chunk;
   uint64_t index = 0;
   return SplitRepeatedField(
@@ -114,6 +134,25 @@ std::string_view RecordName(absl::Span<const uint8_t> payload) {
   return std::string_view(reinterpret_cast<const char*>(name.data()), name.size());
 }
 
+namespace {
+// The record's first field when it is a short name (as every writer puts
+// it), else empty.
+std::string_view FirstFieldName(absl::Span<const uint8_t> payload) {
+  constexpr uint8_t kNameTag = kTensorNameField << 3 | 2;  // length-delimited
+  if (payload.size() < 2 || payload[0] != kNameTag || payload[1] >= 0x80 || payload.size() - 2 < payload[1]) return {};
+  return std::string_view(reinterpret_cast<const char*>(payload.data()) + 2, payload[1]);
+}
+
+// RecordName, without a second pass over a record parsed whole whose first
+// field is its name: a later name field would have left another name in
+// `record`, or the same bytes.
+std::string_view WireName(absl::Span<const uint8_t> payload, const v1::Tensor& record, const TensorChunks& chunks) {
+  const std::string_view first = FirstFieldName(payload);
+  if (chunks.whole != nullptr && first.data() != nullptr && first == record.name()) return first;
+  return RecordName(payload);
+}
+}  // namespace
+
 absl::Status ForEachValidTensor(
     absl::Span<const uint8_t> bytes, const std::string& file, ManifestValidator& validator,
     absl::FunctionRef<absl::Status(const v1::Tensor&, const TensorChunks&, absl::Span<const uint8_t>)> visit) {
@@ -123,8 +162,9 @@ absl::Status ForEachValidTensor(
   const bool parsed = SplitRepeatedField(
       bytes, kManifestTensorsField,
       [&](absl::Span<const uint8_t> payload) {
+        validator.PrefetchName(FirstFieldName(payload));  // arrives while the record is parsed
         if (!ParseTensorRecord(payload, &record, &chunks)) return false;
-        status = validator.AddTensor(record, chunks, RecordName(payload));
+        status = validator.AddTensor(record, chunks, WireName(payload, record, chunks));
         if (status.ok()) status = visit(record, chunks, payload);
         return status.ok();
       },
@@ -144,6 +184,7 @@ TensorInfo TensorFromWire(const v1::Tensor& tensor, const TensorChunks& chunks) 
 
 TensorInfo TensorFromWire(const v1::Tensor& tensor, const TensorChunks& chunks,
                           absl::FunctionRef<void(const uint8_t*)> read_up_to) {
+  if (chunks.whole != nullptr) return FromProto(tensor);  // its chunks are in it
   TensorInfo info = FromProto(tensor);
   for (size_t k = 0; k < info.streams.size(); ++k) {
     StreamInfo& s = info.streams[k];
@@ -161,11 +202,8 @@ TensorInfo TensorFromWire(const v1::Tensor& tensor, const TensorChunks& chunks,
 }
 
 TensorInfo TensorFromRecord(absl::Span<const uint8_t> payload) {
-  // A small record is parsed whole, chunks and all, in one protobuf call:
-  // the same message as the split parse (see the header), at a third of the
-  // cost (each split run was a parse of its own); its chunks as messages
-  // take at most about twice its bytes.
-  constexpr size_t kWholeParseBytes = size_t{64} << 10;
+  // A small record is parsed whole (ParseTensorRecord): the same message as
+  // the split parse (see the header).
   if (payload.size() > kWholeParseBytes) return TensorFromRecord(payload, [] {}, [](const uint8_t*) {});
   thread_local v1::Tensor whole;  // Clear() keeps its parts for the next
   whole.Clear();

@@ -30,9 +30,13 @@ absl::Status ValidateShards(const v1::Manifest& manifest, const std::string& fil
 struct TensorChunks {
   std::vector<absl::Span<const uint8_t>> streams;
   std::vector<uint64_t> counts;
+  // Set when the record was small enough to parse whole: its streams hold
+  // their chunks as messages, and `streams` is empty.
+  const v1::Tensor* whole = nullptr;
   // Parses each chunk of stream `k` into one reused message and calls
-  // `visit` with it, its index and its wire bytes; false when a chunk is
-  // not a valid Chunk message or `visit` returns false.
+  // `visit` with it, its index and its wire bytes (empty for a record
+  // parsed whole); false when a chunk is not a valid Chunk message or
+  // `visit` returns false.
   bool ForEach(size_t k,
                absl::FunctionRef<bool(const v1::Chunk&, uint64_t, absl::Span<const uint8_t>)> visit) const;
 };
@@ -78,6 +82,8 @@ class ManifestValidator {
   // Once every tensor is added: no two streams overlap, views' layout.
   absl::Status Finish();
   NameIndex& names() { return names_; }
+  // A hint: the next AddTensor is probably of a tensor named `name`.
+  void PrefetchName(std::string_view name) const { names_.Prefetch(name); }
 
  private:
   const v1::Manifest& m_;

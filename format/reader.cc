@@ -1,6 +1,8 @@
 #include "boltpack/reader.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <mutex>
 #include <optional>
 
@@ -118,6 +120,8 @@ absl::Status Reader::Impl::LoadTensors(const v1::Manifest& head, absl::Span<cons
   BP_RETURN_IF_ERROR(validator.Begin(tensor_count));
   manifest = manifest_bytes;
   records.reserve(tensor_count);
+  streams_empty.reserve(tensor_count);
+  const uint64_t kEmptyXxh3 = format::Xxh3({});
   checks.Begin(tensor_count);
   // The elastic manifest is checked against the converted records, which
   // only a file that has one builds all at once.
@@ -133,6 +137,9 @@ absl::Status Reader::Impl::LoadTensors(const v1::Manifest& head, absl::Span<cons
         records.push_back({static_cast<uint32_t>(bytes.data() - manifest_bytes.data()),
                            static_cast<uint32_t>(bytes.size())});
         checks.Add(chunks.counts);
+        streams_empty.push_back(std::all_of(record.streams().begin(), record.streams().end(), [&](const v1::Stream& s) {
+          return s.length() == 0 && s.xxh3() == kEmptyXxh3;
+        }) && std::all_of(chunks.counts.begin(), chunks.counts.end(), [](uint64_t n) { return n == 0; }));
         AddToViews(record);
         // A tensor of many chunks can be most of the manifest: its pages go
         // as its chunks are converted too.
@@ -239,17 +246,35 @@ void Reader::Impl::ReleaseRecordsBefore(uint64_t offset) const {
   }
 }
 
-std::shared_ptr<const TensorInfo> Reader::Impl::Tensor(size_t t) const {
-  {
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    for (const Cached& c : cache_) {
-      if (c.index == t) return c.info;
-    }
+namespace {
+struct CachedTensor {
+  uint64_t reader = 0;  // Impl serial numbers start at 1
+  size_t index = 0;
+  std::shared_ptr<const TensorInfo> info;
+};
+constexpr size_t kCachedTensors = 4;
+thread_local std::array<CachedTensor, kCachedTensors> tensor_cache;
+thread_local size_t tensor_cache_next = 0;
+}  // namespace
+
+uint64_t Reader::Impl::NextSerial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+Reader::Impl::~Impl() {
+  for (CachedTensor& c : tensor_cache) {
+    if (c.reader == serial_) c = CachedTensor{};
   }
-  auto info = std::make_shared<const TensorInfo>(TensorAt(t));  // built outside the lock
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  cache_[cache_next_] = {t, info};
-  cache_next_ = (cache_next_ + 1) % cache_.size();
+}
+
+std::shared_ptr<const TensorInfo> Reader::Impl::Tensor(size_t t) const {
+  for (const CachedTensor& c : tensor_cache) {
+    if (c.reader == serial_ && c.index == t) return c.info;
+  }
+  auto info = std::make_shared<const TensorInfo>(TensorAt(t));
+  tensor_cache[tensor_cache_next] = {serial_, t, info};
+  tensor_cache_next = (tensor_cache_next + 1) % kCachedTensors;
   return info;
 }
 
@@ -402,6 +427,7 @@ absl::Status Reader::VerifyContainer(const ExecOptions& exec) const {
   (void)ParallelFor(impl_->tensor_count(), exec.threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
     std::vector<Extents> found(extents.size());
     for (uint64_t t = a; t < b; ++t) {
+      if (impl_->streams_empty[t]) continue;  // VerifyStream would hash no bytes
       const TensorInfo info = impl_->TensorAt(t);
       for (size_t s = 0; s < info.streams.size(); ++s) {
         const StreamInfo& st = info.streams[s];

@@ -51,6 +51,7 @@ void ReleaseTensorPages(const Reader& reader, size_t tensor) {
   if (!reader.mapped()) return;
   const auto info = reader.SharedTensor(tensor);
   for (size_t s = 0; s < info->streams.size(); ++s) {
+    if (info->streams[s].length == 0) continue;  // no pages
     if (auto stored = reader.StoredStream(tensor, s); stored.ok()) io::ReleaseMappedPages(*stored);
   }
 }

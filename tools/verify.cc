@@ -138,8 +138,10 @@ int VerifyBolt(const VerifyArgs& args) {
     const auto shared = reader.SharedTensor(i);
     const TensorInfo& info = *shared;
     // Decode to f32 where the codec can; otherwise to its native form.
-    OutputType out = reader.CanDecode(i, OutputType::kF32).ok() ? OutputType::kF32 : OutputType::kNative;
+    // (DecodedBytes checks CanDecode first: asked only when it fails.)
+    OutputType out = OutputType::kF32;
     auto n = reader.DecodedBytes(i, out);
+    if (!n.ok() && !reader.CanDecode(i, out).ok()) n = reader.DecodedBytes(i, out = OutputType::kNative);
     if (!n.ok() && StoredNotDecoded(info)) {
       ++not_decoded;  // its checksums were checked above, as a GGUF's blocks are only parsed
       progress.Advance(info.stored_bytes());
@@ -147,6 +149,13 @@ int VerifyBolt(const VerifyArgs& args) {
     }
     if (!n.ok()) {
       problems.push_back({info.name, "", std::string(n.status().message())});
+      continue;
+    }
+    if (*n == 0 && info.stored_bytes() == 0) {
+      // Nothing stored, nothing to decode: a decode call would only check
+      // what the record's validation did (a third of a verify of 1M empty
+      // tensors).
+      for (size_t v = 0; v < (HasViewDecode(info) ? views.size() : 1); ++v) ++views[v].tensors;
       continue;
     }
     const size_t view_count = HasViewDecode(info) ? views.size() : 1;
