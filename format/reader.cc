@@ -313,6 +313,9 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::OpenBuffer(absl::Span<const uint
 const std::string& Reader::path() const { return impl_->path; }
 FormatVersion Reader::version() const { return {impl_->header.format_major, impl_->header.format_minor}; }
 bool Reader::mapped() const { return impl_->file != nullptr; }
+void Reader::ReleaseManifestPages() const {
+  if (impl_->file != nullptr) io::ReleaseMappedPages(impl_->manifest);
+}
 uint64_t Reader::file_size() const { return impl_->shard_bytes[0].size(); }
 uint64_t Reader::alignment() const { return impl_->header.alignment; }
 const std::string& Reader::writer() const { return impl_->writer; }

@@ -13,6 +13,7 @@
 
 #include <zstd.h>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_format.h"
 
 #include "common/escape.h"
@@ -139,7 +140,7 @@ struct Writer::Impl {
   // Checks the streams' view lists (names, no repeats, "full" in every
   // non-empty list) and declares the views they name, and "draft" when a
   // stream only "full" reads.
-  absl::Status CheckViews(const TensorInfo& info, const std::string& where,
+  absl::Status CheckViews(const TensorInfo& info, absl::FunctionRef<std::string()> where,
                           const std::vector<ViewInfo>* source_views = nullptr) {
     std::vector<std::string> fresh;
     for (const auto& s : info.streams) {
@@ -147,11 +148,11 @@ struct Writer::Impl {
       for (size_t k = 0; k < s.views.size(); ++k) {
         const std::string& v = s.views[k];
         if (!IsLowerName(v)) {
-          return absl::InvalidArgumentError(StrCat(where, " stream \"", s.role, "\": view name \"", v,
+          return absl::InvalidArgumentError(StrCat(where(), " stream \"", s.role, "\": view name \"", v,
                                                    "\" is not 1..64 bytes of [a-z0-9_-]"));
         }
         if (std::find(s.views.begin(), s.views.begin() + k, v) != s.views.begin() + k) {
-          return absl::InvalidArgumentError(StrCat(where, " stream \"", s.role, "\": view \"", v, "\" listed twice"));
+          return absl::InvalidArgumentError(StrCat(where(), " stream \"", s.role, "\": view \"", v, "\" listed twice"));
         }
         full |= v == kFullView;
         bool known = v == kFullView || std::find(fresh.begin(), fresh.end(), v) != fresh.end() ||
@@ -159,7 +160,7 @@ struct Writer::Impl {
         if (!known) fresh.push_back(v);
       }
       if (!s.views.empty() && !full) {
-        return absl::InvalidArgumentError(StrCat(where, " stream \"", s.role,
+        return absl::InvalidArgumentError(StrCat(where(), " stream \"", s.role,
                                                  "\": a non-empty view list must include \"full\""));
       }
     }
@@ -170,7 +171,7 @@ struct Writer::Impl {
                        std::any_of(views.begin(), views.end(), [](const auto& d) { return d.first == "draft"; });
     if (full_only && !draft_known) fresh.insert(fresh.begin(), "draft");
     if (views.size() + fresh.size() > 64) {
-      return absl::InvalidArgumentError(StrCat(where, ": more than 64 views"));
+      return absl::InvalidArgumentError(StrCat(where(), ": more than 64 views"));
     }
     for (auto& v : fresh) {
       std::string description;
@@ -564,7 +565,7 @@ absl::Status Writer::AddTensor(std::string name, std::vector<uint64_t> shape, DT
   const Codec* codec = FindCodec(codec_id);
   if (codec == nullptr) return absl::NotFoundError(StrCat(where, ": unknown codec \"", codec_id, "\""));
   TensorInfo info = RecordFor(std::move(name), dtype, std::move(shape), codec_id, encoded);
-  BP_RETURN_IF_ERROR(impl_->CheckViews(info, where));
+  BP_RETURN_IF_ERROR(impl_->CheckViews(info, [&] { return where; }));
   impl_->PlanPrefixes(&info);
   // An encoder bug must not produce a file its own reader rejects.
   absl::Status valid = codec->ValidateRecord(info);
@@ -642,7 +643,7 @@ absl::Status Writer::AddStored(TensorInfo info, const std::vector<PieceSource*>&
       return absl::InvalidArgumentError(StrCat(where, ": not a valid \"", info.codec_id, "\" record: ", valid.message()));
     }
   }
-  BP_RETURN_IF_ERROR(impl_->CheckViews(info, where));
+  BP_RETURN_IF_ERROR(impl_->CheckViews(info, [&] { return where; }));
   BP_RETURN_IF_ERROR(impl_->CheckName(info.name));
   for (size_t k = 0; k < streams.size(); ++k) {
     BP_RETURN_IF_ERROR(impl_->AppendPieces(*streams[k], &info.streams[k], static_cast<int>(k), /*copied=*/false,
@@ -657,8 +658,12 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
   if (tensor >= reader.tensors().size()) return absl::OutOfRangeError(StrCat(reader.path(), ": no tensor #", tensor));
   // A record this version would refuse to read (or cannot write) is not
   // copied: the output must open and verify wherever the input should have.
+  const auto shared = reader.SharedTensor(tensor);
+  // The name table's slots load while the record is checked and copied
+  // (CheckName below: cache misses were most of its cost for 1M tensors).
+  impl_->tensor_names.Prefetch(new_name.empty() ? std::string_view(shared->name) : std::string_view(new_name));
   BP_RETURN_IF_ERROR(format::CheckCopyable(reader, tensor));
-  TensorInfo info = *reader.SharedTensor(tensor);
+  TensorInfo info = *shared;
   if (!new_name.empty()) info.name = std::move(new_name);
   for (const auto& f : reader.required_features()) {
     if (!format::IsKnownFeature(f) && std::find(impl_->inherited_features.begin(), impl_->inherited_features.end(), f) ==
@@ -666,8 +671,8 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
       impl_->inherited_features.push_back(f);
     }
   }
-  BP_RETURN_IF_ERROR(impl_->CheckViews(info, StrCat(impl_->file->path(), ": tensor ", QuoteForDisplay(info.name)),
-                                        &reader.views()));
+  BP_RETURN_IF_ERROR(impl_->CheckViews(
+      info, [&] { return StrCat(impl_->file->path(), ": tensor ", QuoteForDisplay(info.name)); }, &reader.views()));
   BP_RETURN_IF_ERROR(impl_->CheckName(info.name));
   for (size_t k = 0; k < info.streams.size(); ++k) {
     // Bytes copied through are checked first, a chunk (or a stream without

@@ -43,7 +43,7 @@ const CodecRule* PlannedRule(const CodecPlan& plan, const Inputs& in, const Inpu
   return plan[static_cast<size_t>(&t - in.tensors().data())];
 }
 
-std::string Where(const InputTensor& t) { return StrCat(t.file, ": tensor ", QuoteForDisplay(t.name)); }
+std::string Where(const InputTensor& t) { return StrCat(t.file(), ": tensor ", QuoteForDisplay(t.name)); }
 
 absl::Status PrefixError(const absl::Status& s, const InputTensor& t) {
   if (s.ok()) return s;
@@ -180,7 +180,7 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
     decls.push_back({std::string(t.name), d, {t.shape.begin(), t.shape.end()}});
     dtypes.push_back(d);
   }
-  in.ReleaseGgufHeaders();  // the declarations hold the names now
+  in.ReleaseHeaders();  // the declarations hold the names now
   std::vector<std::pair<std::string, std::string>> meta;
   for (const auto& [key, value] : in.metadata()) {
     meta.emplace_back(key, value.type == ValueType::kString ? value.s : MetaValueToJson(value));
@@ -433,7 +433,7 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
   if (plan.any()) {
     UpdateGgufFileType(in, types, &kv);
   }
-  in.ReleaseGgufHeaders();  // the declarations hold the names now
+  in.ReleaseHeaders();  // the declarations hold the names now
   io::GgufWriterOptions options;
   options.version = version;
   options.pad_empty = padded;
@@ -547,7 +547,7 @@ int RunConvert(const ConvertArgs& args) {
     for (const auto& t : (*in)->tensors()) {
       absl::Status has = t.kind == InputKind::kBolt
                              ? t.reader->ViewBytes(args.view).status()
-                             : absl::NotFoundError(StrCat(t.file, ": only .bolt files have views (asked for \"",
+                             : absl::NotFoundError(StrCat(t.file(), ": only .bolt files have views (asked for \"",
                                                           args.view, "\")"));
       if (!has.ok()) {
         PrintError(std::string(has.message()));

@@ -56,7 +56,7 @@ absl::StatusOr<bool> Nvfp4HasScaleTensor(const InputTensor& t, const CodecRule* 
   const auto shared = t.reader->SharedTensor(t.index);
   const TensorInfo& info = *shared;
   if (!NumericScale(info.codec_params, &ts)) {
-    return absl::InvalidArgumentError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name),
+    return absl::InvalidArgumentError(StrCat(t.file(), ": tensor ", QuoteForDisplay(t.name),
                                              ": nvfp4 record without a numeric tensor_scale"));
   }
   return ts != 1.0;
@@ -104,7 +104,7 @@ absl::StatusOr<GgmlNvfp4Tensor> Nvfp4GgufBlocks(const InputTensor& t, const Code
     const auto shared = t.reader->SharedTensor(t.index);
     const TensorInfo& info = *shared;
     if (info.streams.size() != 2) {
-      return absl::InvalidArgumentError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name), ": nvfp4 record with ",
+      return absl::InvalidArgumentError(StrCat(t.file(), ": tensor ", QuoteForDisplay(t.name), ": nvfp4 record with ",
                                                info.streams.size(), " streams, expected 2"));
     }
     absl::Span<const uint8_t> streams[2];

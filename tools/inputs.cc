@@ -64,8 +64,9 @@ void Inputs::Release(const InputTensor& t) const {
   }
 }
 
-void Inputs::ReleaseGgufHeaders() const {
+void Inputs::ReleaseHeaders() const {
   for (const auto& model : ggufs_) model->ReleaseHeaderPages();
+  for (const auto& reader : readers_) reader->ReleaseManifestPages();
 }
 
 absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::string>& paths,
@@ -94,7 +95,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
         t.dtype = st.dtype;
         t.shape = st.shape;
         t.kind = InputKind::kSafetensors;
-        t.file = model->files()[st.file_index];
+        t.file_path = &model->files()[st.file_index];
         t.bytes = model->TensorBytes(i);
         in->tensors_.push_back(std::move(t));
       }
@@ -141,7 +142,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
         t.shape = absl::MakeConstSpan(shape, gt.ne.size());
         shape += gt.ne.size();
         t.kind = InputKind::kGguf;
-        t.file = model->files()[gt.shard];
+        t.file_path = &model->files()[gt.shard];
         t.bytes = model->TensorBytes(i);
         t.index = i;
         t.ggml_type = gt.type;
@@ -172,7 +173,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
         t.name = reader->TensorName(i);
         t.dtype = dtype;
         t.kind = InputKind::kBolt;
-        t.file = reader->path();  // the caller's `paths` may not outlive the Inputs
+        t.file_path = &reader->path();  // the caller's `paths` may not outlive the Inputs
         t.reader = reader.get();
         t.index = i;
         in->tensors_.push_back(std::move(t));
@@ -199,7 +200,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
   names.reserve(in->tensors_.size());
   for (const auto& t : in->tensors_) {
     if (!names.insert(t.name).second) {
-      return absl::InvalidArgumentError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name), " also exists in an earlier input"));
+      return absl::InvalidArgumentError(StrCat(t.file(), ": tensor ", QuoteForDisplay(t.name), " also exists in an earlier input"));
     }
   }
   return in;
@@ -208,7 +209,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
 absl::Status CheckImportable(const Inputs& in) {
   for (const auto& t : in.tensors()) {
     if (t.kind == InputKind::kBolt) continue;
-    BP_RETURN_IF_ERROR(format::CheckWrittenName(t.name, "tensor name", t.file));
+    BP_RETURN_IF_ERROR(format::CheckWrittenName(t.name, "tensor name", t.file()));
   }
   for (size_t k = 0; k < in.metadata().size(); ++k) {
     BP_RETURN_IF_ERROR(format::CheckWrittenName(in.metadata()[k].first, "metadata key", in.metadata_file(k)));
@@ -265,7 +266,7 @@ absl::StatusOr<TensorInfo> GgufBlockRecord(const InputTensor& t) {
   s.role = "data";
   if (shape.known) {
     if (shape.roles.size() != 1) {
-      return absl::UnimplementedError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name), ": codec \"", info.codec_id,
+      return absl::UnimplementedError(StrCat(t.file(), ": tensor ", QuoteForDisplay(t.name), ": codec \"", info.codec_id,
                                              "\" stores ", shape.roles.size(), " streams, GGUF blocks are one"));
     }
     s.role = shape.roles[0];
@@ -292,12 +293,12 @@ absl::StatusOr<std::vector<uint8_t>> DecodeToLogical(const InputTensor& t, int t
     }
     const Codec* codec = FindCodec(codec_id);
     if (codec == nullptr) {
-      return absl::UnimplementedError(StrCat(t.file, ": tensor ", QuoteForDisplay(t.name), ": GGUF type ", t.ggml_type->name,
+      return absl::UnimplementedError(StrCat(t.file(), ": tensor ", QuoteForDisplay(t.name), ": GGUF type ", t.ggml_type->name,
                                              " cannot be decoded (no codec \"", codec_id, "\" is registered)"));
     }
     BP_ASSIGN_OR_RETURN(TensorInfo info, GgufBlockRecord(t));
     absl::Status valid = codec->ValidateRecord(info);
-    if (!valid.ok()) return absl::Status(valid.code(), StrCat(t.file, ": ", valid.message()));
+    if (!valid.ok()) return absl::Status(valid.code(), StrCat(t.file(), ": ", valid.message()));
     BP_ASSIGN_OR_RETURN(uint64_t n, codec->DecodedBytes(info, OutputType::kF32));
     std::vector<uint8_t> buf(n);
     DecodeInput input;
