@@ -18,6 +18,7 @@ echo "== layers: no #include goes up or sideways (scripts/check_layers.sh)"
 "$ROOT/scripts/check_layers.sh"
 
 echo "== functions of one job: none over 150 lines without a reason (scripts/long_functions.py)"
+"$ROOT/scripts/long_functions_test.py"
 "$ROOT/scripts/long_functions.py" "$ROOT"
 
 echo "== g++ build + tests"
