@@ -4,8 +4,10 @@
 #include <charconv>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <unordered_set>
 
+#include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "format/elastic_runs.h"
 #include "format/elastic_validate.h"
@@ -56,20 +58,30 @@ void PinHeadDimensions(const std::string& prefix, const Metadata& source, SliceP
   }
 }
 
-}  // namespace
+// The layers a budget keeps, in order, and each source layer's index in the
+// output (-1: dropped).
+struct LayerRenumbering {
+  std::vector<uint32_t> kept;
+  std::vector<int64_t> new_index;
+};
 
-absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const TensorList& tensors,
-                                    const Metadata& metadata, const ElasticBudget& budget) {
-  SlicePlan plan;
-  std::vector<uint32_t> kept_layers;
-  std::vector<int64_t> new_index(m.layer_count, -1);
+LayerRenumbering RenumberLayers(const ElasticManifest& m, const ElasticBudget& budget) {
+  LayerRenumbering layers;
+  layers.new_index.assign(m.layer_count, -1);
   for (uint32_t l = 0; l < m.layer_count; ++l) {
     if (l < budget.layer_keep.size() && budget.layer_keep[l]) {
-      new_index[l] = static_cast<int64_t>(kept_layers.size());
-      kept_layers.push_back(l);
+      layers.new_index[l] = static_cast<int64_t>(layers.kept.size());
+      layers.kept.push_back(l);
     }
   }
-  plan.kept_layers = static_cast<uint32_t>(kept_layers.size());
+  return layers;
+}
+
+// The output's tensors: those of kept layers, renamed to their new layer
+// index, with the runs the budget keeps. Returns the bindings they use.
+std::unordered_set<const ElasticBinding*> PlanTensors(const ElasticManifest& m, const TensorList& tensors,
+                                                      const ElasticBudget& budget, const LayerRenumbering& layers,
+                                                      SlicePlan* plan) {
   BindingIndex index(m);
   std::unordered_set<const ElasticBinding*> used;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -79,8 +91,8 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const TensorList& 
     p.name = t.name;
     if (m.layer_count > 0) {
       if (auto ref = MatchLayer(m.layer_pattern, t.name); ref && ref->layer < m.layer_count) {
-        if (new_index[ref->layer] < 0) continue;  // a dropped layer
-        p.name.replace(ref->digits_begin, ref->digits_length, StrCat(new_index[ref->layer]));
+        if (layers.new_index[ref->layer] < 0) continue;  // a dropped layer
+        p.name.replace(ref->digits_begin, ref->digits_length, StrCat(layers.new_index[ref->layer]));
       }
     }
     ElasticBound bound = index.Resolve(t.name);
@@ -90,9 +102,53 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const TensorList& 
     for (size_t d = 0; d < t.shape.size(); ++d) p.kept[d] = RunsElems(p.runs[d]);
     p.whole = true;
     for (size_t d = 0; d < t.shape.size(); ++d) p.whole &= WholeDim(p.runs[d], t.shape[d]);
-    plan.tensors.push_back(std::move(p));
+    plan->tensors.push_back(std::move(p));
   }
-  // ---- metadata ----
+  return used;
+}
+
+// The value of metadata `key`, the size of `axis`, in the output: an array
+// per kept layer, or one integer where every layer that has the axis keeps
+// the same count. A note goes to `plan` when an integer becomes an array.
+absl::StatusOr<MetaValue> SlicedAxisSize(const ElasticManifest& m, const ElasticBudget& budget,
+                                         const LayerRenumbering& layers, const ElasticAxis& axis,
+                                         const std::string& key, MetaValue v, SlicePlan* plan) {
+  std::vector<uint64_t> sizes;
+  if (axis.scope == ElasticScope::kGlobal) {
+    sizes.push_back(m.KeptUnits(budget, axis, 0));
+  } else {
+    for (uint32_t l : layers.kept) sizes.push_back(m.KeptUnits(budget, axis, l));
+  }
+  if (v.type == ValueType::kArray && IsInt(v.element_type)) {
+    if (axis.scope == ElasticScope::kLayer && v.array_size() != m.layer_count) {
+      return absl::InvalidArgumentError(StrCat("metadata \"", key, "\" has ", v.array_size(),
+                                               " entries but the model has ", m.layer_count, " layers"));
+    }
+    std::vector<MetaValue> elems;
+    for (uint64_t s : sizes) elems.push_back(IntLike(v.element_type, s));
+    return MetaValue::Array(v.element_type, std::move(elems));
+  }
+  if (!IsInt(v.type)) {
+    return absl::InvalidArgumentError(StrCat("metadata \"", key, "\" (the size of axis \"", axis.name,
+                                             "\") is not an integer or an integer array"));
+  }
+  uint64_t first = 0;
+  bool uniform = true;
+  for (uint64_t s : sizes) {
+    if (s == 0) continue;
+    if (first == 0) first = s;
+    uniform &= s == first;
+  }
+  if (uniform) return IntLike(v.type, first);
+  std::vector<MetaValue> elems;
+  for (uint64_t s : sizes) elems.push_back(IntLike(v.type, s));
+  plan->notes.push_back(StrCat("metadata \"", key, "\" differs between layers and becomes a per-layer array"));
+  return MetaValue::Array(v.type, std::move(elems));
+}
+
+// ---- metadata ----
+absl::Status PlanMetadata(const ElasticManifest& m, const Metadata& metadata, const ElasticBudget& budget,
+                          const LayerRenumbering& layers, SlicePlan* plan) {
   const std::string* arch = ArchOf(metadata);
   std::string prefix = arch != nullptr ? StrCat(*arch, ".") : std::string();
   for (const auto& [key, value] : metadata) {
@@ -104,69 +160,96 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const TensorList& 
     bool layered_array = v.type == ValueType::kArray && m.layer_count > 1 && v.array_size() == m.layer_count &&
                          !prefix.empty() && key.rfind(prefix, 0) == 0;
     if (axis != nullptr) {
-      std::vector<uint64_t> sizes;
-      if (axis->scope == ElasticScope::kGlobal) {
-        sizes.push_back(m.KeptUnits(budget, *axis, 0));
-      } else {
-        for (uint32_t l : kept_layers) sizes.push_back(m.KeptUnits(budget, *axis, l));
-      }
-      if (v.type == ValueType::kArray && IsInt(v.element_type)) {
-        if (axis->scope == ElasticScope::kLayer && v.array_size() != m.layer_count) {
-          return absl::InvalidArgumentError(StrCat("metadata \"", key, "\" has ", v.array_size(),
-                                                   " entries but the model has ", m.layer_count, " layers"));
-        }
-        std::vector<MetaValue> elems;
-        for (uint64_t s : sizes) elems.push_back(IntLike(v.element_type, s));
-        v = MetaValue::Array(v.element_type, std::move(elems));
-      } else if (IsInt(v.type)) {
-        uint64_t first = 0;
-        bool uniform = true;
-        for (uint64_t s : sizes) {
-          if (s == 0) continue;
-          if (first == 0) first = s;
-          uniform &= s == first;
-        }
-        if (uniform) {
-          v = IntLike(v.type, first);
-        } else {
-          std::vector<MetaValue> elems;
-          for (uint64_t s : sizes) elems.push_back(IntLike(v.type, s));
-          v = MetaValue::Array(v.type, std::move(elems));
-          plan.notes.push_back(StrCat("metadata \"", key, "\" differs between layers and becomes a per-layer array"));
-        }
-      } else {
-        return absl::InvalidArgumentError(StrCat("metadata \"", key, "\" (the size of axis \"", axis->name,
-                                                 "\") is not an integer or an integer array"));
-      }
+      BP_ASSIGN_OR_RETURN(v, SlicedAxisSize(m, budget, layers, *axis, key, std::move(v), plan));
     } else if (key == prefix + "block_count" && IsInt(v.type) && m.layer_count > 0) {
-      v = IntLike(v.type, kept_layers.size());
-    } else if (layered_array && kept_layers.size() != m.layer_count) {
+      v = IntLike(v.type, layers.kept.size());
+    } else if (layered_array && layers.kept.size() != m.layer_count) {
       std::vector<MetaValue> elems;
-      for (uint32_t l : kept_layers) elems.push_back(v.element(l));
+      for (uint32_t l : layers.kept) elems.push_back(v.element(l));
       v = MetaValue::Array(v.element_type, std::move(elems));
     }
-    plan.metadata.emplace_back(key, std::move(v));
+    plan->metadata.emplace_back(key, std::move(v));
   }
-  PinHeadDimensions(prefix, metadata, &plan);
-  // ---- the output's elastic manifest ----
-  ElasticManifest& out = plan.elastic;
+  PinHeadDimensions(prefix, metadata, plan);
+  return absl::OkStatus();
+}
+
+// Per axis entry of the output: one value for a global axis, one per kept
+// layer for a per-layer one (`units` of the source layer).
+template <typename Units>
+std::vector<uint64_t> OnKeptLayers(const ElasticAxis& a, const LayerRenumbering& layers, Units&& units) {
+  std::vector<uint64_t> v;
+  if (a.scope == ElasticScope::kGlobal) {
+    v.push_back(units(0u));
+  } else {
+    for (uint32_t l : layers.kept) v.push_back(units(l));
+  }
+  return v;
+}
+
+// Budget `c` of the source as a budget of the output, when it is nested in
+// the one cut (keeps no layer or unit that one drops); else nullopt.
+// `out`: the output's manifest so far (nested_in survives where its budget
+// did).
+std::optional<ElasticBudget> NestedBudget(const ElasticManifest& m, const ElasticBudget& budget,
+                                          const BudgetCounts& bcount, const LayerRenumbering& layers,
+                                          const ElasticBudget& c, const ElasticManifest& out) {
+  bool nested = true;
+  for (uint32_t l = 0; l < m.layer_count && nested; ++l) nested = !c.layer_keep[l] || budget.layer_keep[l];
+  BudgetCounts cc(m, c);
+  for (size_t ai = 0; ai < m.axes.size() && nested; ++ai) {
+    for (uint32_t k = 0; k < m.axes[ai].parent.size() && nested; ++k) nested = cc(ai, k) <= bcount(ai, k);
+  }
+  if (!nested) return std::nullopt;
+  ElasticBudget nc;
+  nc.name = c.name;
+  for (uint32_t l : layers.kept) nc.layer_keep.push_back(c.layer_keep[l]);
+  for (size_t ai = 0; ai < m.axes.size(); ++ai) {
+    nc.sizes.push_back({m.axes[ai].name, OnKeptLayers(m.axes[ai], layers, [&](uint32_t l) { return cc(ai, l); })});
+  }
+  if (out.FindBudget(c.nested_in) != nullptr) nc.nested_in = c.nested_in;
+  return nc;
+}
+
+// An importance record of the source as one of the output (the scores of
+// the kept units), or nullopt where its layer or every unit is dropped.
+std::optional<ElasticImportance> SlicedImportance(const ElasticManifest& m, const ElasticBudget& budget,
+                                                  const LayerRenumbering& layers, const ElasticImportance& imp) {
+  const ElasticAxis* a = m.FindAxis(imp.axis);
+  if (a == nullptr) return std::nullopt;
+  uint32_t layer = 0;
+  if (a->scope == ElasticScope::kLayer) {
+    if (imp.layer >= m.layer_count || layers.new_index[imp.layer] < 0) return std::nullopt;
+    layer = static_cast<uint32_t>(layers.new_index[imp.layer]);
+  }
+  uint64_t keep = m.KeptUnits(budget, *a, imp.layer);
+  ElasticImportance ni = imp;
+  ni.layer = layer;
+  ni.scores.clear();
+  ni.order.clear();
+  // The kept positions: a prefix, or a prefix of every group.
+  for (uint64_t p : KeptUnitPositions(*a, imp.scores.size(), keep)) {
+    if (p >= imp.scores.size() || p >= imp.order.size()) break;
+    ni.scores.push_back(imp.scores[p]);
+    ni.order.push_back(imp.order[p]);
+  }
+  // `order` keeps naming units of the original source checkpoint.
+  if (ni.scores.empty()) return std::nullopt;
+  return ni;
+}
+
+// ---- the output's elastic manifest ----
+void PlanElastic(const ElasticManifest& m, const ElasticBudget& budget, const LayerRenumbering& layers,
+                 const std::unordered_set<const ElasticBinding*>& used, SlicePlan* plan) {
+  ElasticManifest& out = plan->elastic;
   out.version = m.version;  // groups and segments survive the cut
   out.prefix_order = m.prefix_order;
-  out.layer_count = m.layer_count == 0 ? 0 : static_cast<uint32_t>(kept_layers.size());
+  out.layer_count = m.layer_count == 0 ? 0 : static_cast<uint32_t>(layers.kept.size());
   out.layer_pattern = m.layer_pattern;
-  auto restrict = [&](const ElasticAxis& a, auto&& units) {
-    std::vector<uint64_t> v;
-    if (a.scope == ElasticScope::kGlobal) {
-      v.push_back(units(0u));
-    } else {
-      for (uint32_t l : kept_layers) v.push_back(units(l));
-    }
-    return v;
-  };
   BudgetCounts bcount(m, budget);
   for (size_t ai = 0; ai < m.axes.size(); ++ai) {
     ElasticAxis na = m.axes[ai];
-    na.parent = restrict(na, [&](uint32_t l) { return bcount(ai, l); });
+    na.parent = OnKeptLayers(na, layers, [&](uint32_t l) { return bcount(ai, l); });
     out.axes.push_back(std::move(na));
   }
   for (const auto& b : m.bindings) {
@@ -174,45 +257,23 @@ absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const TensorList& 
   }
   for (const auto& c : m.budgets) {
     if (c.name == budget.name) continue;
-    bool nested = true;
-    for (uint32_t l = 0; l < m.layer_count && nested; ++l) nested = !c.layer_keep[l] || budget.layer_keep[l];
-    BudgetCounts cc(m, c);
-    for (size_t ai = 0; ai < m.axes.size() && nested; ++ai) {
-      for (uint32_t k = 0; k < m.axes[ai].parent.size() && nested; ++k) nested = cc(ai, k) <= bcount(ai, k);
-    }
-    if (!nested) continue;
-    ElasticBudget nc;
-    nc.name = c.name;
-    for (uint32_t l : kept_layers) nc.layer_keep.push_back(c.layer_keep[l]);
-    for (size_t ai = 0; ai < m.axes.size(); ++ai) {
-      nc.sizes.push_back({m.axes[ai].name, restrict(m.axes[ai], [&](uint32_t l) { return cc(ai, l); })});
-    }
-    if (out.FindBudget(c.nested_in) != nullptr) nc.nested_in = c.nested_in;
-    out.budgets.push_back(std::move(nc));
+    if (auto nc = NestedBudget(m, budget, bcount, layers, c, out)) out.budgets.push_back(std::move(*nc));
   }
   for (const auto& imp : m.importance) {
-    const ElasticAxis* a = m.FindAxis(imp.axis);
-    if (a == nullptr) continue;
-    uint32_t layer = 0;
-    if (a->scope == ElasticScope::kLayer) {
-      if (imp.layer >= m.layer_count || new_index[imp.layer] < 0) continue;
-      layer = static_cast<uint32_t>(new_index[imp.layer]);
-    }
-    uint64_t keep = m.KeptUnits(budget, *a, imp.layer);
-    ElasticImportance ni = imp;
-    ni.layer = layer;
-    ni.scores.clear();
-    ni.order.clear();
-    // The kept positions: a prefix, or a prefix of every group.
-    for (uint64_t p : KeptUnitPositions(*a, imp.scores.size(), keep)) {
-      if (p >= imp.scores.size() || p >= imp.order.size()) break;
-      ni.scores.push_back(imp.scores[p]);
-      ni.order.push_back(imp.order[p]);
-    }
-    // `order` keeps naming units of the original source checkpoint.
-    if (ni.scores.empty()) continue;
-    out.importance.push_back(std::move(ni));
+    if (auto ni = SlicedImportance(m, budget, layers, imp)) out.importance.push_back(std::move(*ni));
   }
+}
+
+}  // namespace
+
+absl::StatusOr<SlicePlan> PlanSlice(const ElasticManifest& m, const TensorList& tensors,
+                                    const Metadata& metadata, const ElasticBudget& budget) {
+  SlicePlan plan;
+  LayerRenumbering layers = RenumberLayers(m, budget);
+  plan.kept_layers = static_cast<uint32_t>(layers.kept.size());
+  std::unordered_set<const ElasticBinding*> used = PlanTensors(m, tensors, budget, layers, &plan);
+  BP_RETURN_IF_ERROR(PlanMetadata(m, metadata, budget, layers, &plan));
+  PlanElastic(m, budget, layers, used, &plan);
   return plan;
 }
 

@@ -39,6 +39,7 @@
 #include "format/metadata_wire.h"
 #include "format/name_index.h"
 #include "format/output_rules.h"
+#include "format/stream_checksums.h"
 #include "format/tensor_records.h"
 #include "common/atomic_file.h"
 
@@ -237,115 +238,21 @@ struct Writer::Impl {
     s->shard = 0;
     s->length = length;
     s->alignment = options.alignment;
-    Xxh3Stream whole, chunk;
-    size_t c = 0;  // the chunk `hashed` is in
-    uint64_t hashed = 0, written = 0;
-    // The checksum of chunk c when the source vouched for the source bytes
-    // [first, first + its length) (VerifiedXxh3) and its parts so far are
-    // exactly [first, next) of them: then chunk c is not hashed again.
-    std::optional<uint64_t> known;
-    bool vouched = false;  // `known` from VouchedXxh3: no mapping to follow
-    const uint8_t* first = nullptr;
-    const uint8_t* next = nullptr;
-    // Chunks ending at `hashed` are complete (chunks tile the stream in
-    // order; ValidateManifest checks that at Finish).
-    auto close_chunks = [&] {
-      while (c < s->chunks.size() && s->chunks[c].stored_offset + s->chunks[c].stored_length <= hashed) {
-        s->chunks[c].xxh3 = known ? *known : chunk.Digest();
-        known.reset();
-        chunk.Reset();
-        ++c;
-      }
-    };
-    if (!copied) close_chunks();
-    auto hash = [&](absl::Span<const uint8_t> part) {
-      whole.Update(part);
-      while (!copied && !part.empty()) {
-        uint64_t n = part.size();
-        if (c < s->chunks.size()) {
-          const ChunkInfo& ch = s->chunks[c];
-          n = std::min(n, ch.stored_offset + ch.stored_length - hashed);
-          // An output chunk whose bytes are one whole source chunk (kept
-          // whole rows) has that chunk's checksum, which Check verified.
-          if (n > 0 && hashed == ch.stored_offset) {
-            // A source checksum of exactly this output chunk (a line-prefix
-            // checksum, format 1.2) that the source checks as it goes.
-            known = src.VouchedXxh3(ch.stored_offset, ch.stored_length);
-            vouched = known.has_value();
-            if (!vouched) known = src.VerifiedXxh3({part.data(), static_cast<size_t>(ch.stored_length)});
-            first = next = part.data();
-          }
-          if (known && !vouched && part.data() != next) {
-            // Not the source chunk's next bytes after all: hash what was
-            // skipped (still mapped: the parts so far were exactly it).
-            chunk.Update(first, static_cast<uint64_t>(next - first));
-            known.reset();
-          }
-          if (known) {
-            next += n;
-          } else {
-            chunk.Update(part.data(), n);
-          }
-        }
-        hashed += n;
-        part.remove_prefix(n);
-        close_chunks();
-      }
-    };
-    // Line-prefix checksums (1.2), chunk by chunk: computed, or for a copied
-    // stream checked against the record it brings.
-    std::optional<format::LinePrefixHasher> prefixes;
-    if (!s->prefix_bytes.empty()) {
-      prefixes.emplace(s->line_bytes, s->prefix_bytes);
-      uses_line_prefixes = true;
-    }
-    size_t pc = 0;  // the chunk prefix hashing is in
-    uint64_t prefixed = 0;
-    absl::Status prefix_status;
-    auto close_prefix_chunks = [&] {
-      while (pc < s->chunks.size() && s->chunks[pc].stored_offset + s->chunks[pc].stored_length <= prefixed) {
-        std::vector<uint64_t> digests = prefixes->Finish();
-        const auto known_digests = s->ChunkPrefixXxh3(pc);
-        if (!copied) {
-          s->prefix_xxh3.resize(s->chunks.size() * s->prefix_bytes.size());
-          std::copy(digests.begin(), digests.end(), s->prefix_xxh3.begin() + static_cast<ptrdiff_t>(pc * digests.size()));
-        } else if (!std::equal(digests.begin(), digests.end(), known_digests.begin(), known_digests.end()) &&
-                   prefix_status.ok()) {
-          prefix_status = absl::DataLossError(StrCat(file->path(), ": stream \"", s->role, "\": chunk ", pc,
-                                                     " copied from a source whose line-prefix checksums do not match"));
-        }
-        ++pc;
-      }
-    };
-    auto hash_prefixes = [&](absl::Span<const uint8_t> part) {
-      if (!prefixes) return;
-      close_prefix_chunks();
-      while (!part.empty() && pc < s->chunks.size()) {
-        const ChunkInfo& ch = s->chunks[pc];
-        uint64_t n = std::min<uint64_t>(part.size(), ch.stored_offset + ch.stored_length - prefixed);
-        prefixes->Update(part.first(n));
-        prefixed += n;
-        part.remove_prefix(n);
-        close_prefix_chunks();
-      }
-    };
-    auto hash_all = [&](absl::Span<const uint8_t> part) {
-      hash(part);
-      hash_prefixes(part);
-    };
+    if (!s->prefix_bytes.empty()) uses_line_prefixes = true;
+    format::StreamChecksums checksums(src, *s, copied, file->path());
+    auto hash = [&](absl::Span<const uint8_t> part) { checksums.Update(part); };
+    uint64_t written = 0;
     auto write = [&](absl::Span<const uint8_t> part) -> absl::Status {
       absl::Status w = spill ? SpillWrite(part, spill_size + written) : file->Write(part);
       written += part.size();
       return w;
     };
     if (behind != nullptr && !spill) {
-      BP_RETURN_IF_ERROR(CopyPiecesBehind(std::move(behind), *file, hash_all));
+      BP_RETURN_IF_ERROR(CopyPiecesBehind(std::move(behind), *file, hash));
     } else {
-      BP_RETURN_IF_ERROR(CopyPieces(src, SideWorkerFor(side, length), write, hash_all));
+      BP_RETURN_IF_ERROR(CopyPieces(src, SideWorkerFor(side, length), write, hash));
     }
-    if (prefixes) close_prefix_chunks();  // empty chunks at the end
-    BP_RETURN_IF_ERROR(prefix_status);
-    s->xxh3 = whole.Digest();
+    BP_RETURN_IF_ERROR(checksums.Finish());
     if (copied && s->xxh3 != source_xxh3) {
       return absl::DataLossError(absl::StrFormat("%s: stream \"%s\" copied from a source whose checksum does not match "
                                                  "its bytes (manifest %016x, data %016x)",

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "common/escape.h"
 #include "common/checked_math.h"
@@ -48,6 +49,649 @@ class Ctx {
 
  private:
   const std::string& file_;
+};
+
+// ParseElasticJson's passes over one authoring file, in the order they run:
+// the header (version, layers), axes, bindings, then the parent sizes the
+// tensors give (plain dimensions, products, segments) and the explicit
+// "parent"s, then importance and budgets. A class because the passes share
+// the manifest being built and what sizing learns about it (which "parent"
+// each axis was given, which tensor sized each axis).
+class ElasticJsonParser {
+ public:
+  ElasticJsonParser(const Ctx& ctx, const std::string& file, const JsonValue& root, ElasticAuthoring& out)
+      : ctx_(ctx), file_(file), root_(root), out_(out), m_(out.manifest) {}
+
+  absl::Status Parse(const std::vector<ElasticTensorShape>& tensors) {
+    BP_RETURN_IF_ERROR(ctx_.Keys(root_, "top level", {"version", "layers", "axes", "bindings", "importance",
+                                                      "importance_method", "budgets"}));
+    BP_RETURN_IF_ERROR(ParseVersionAndLayers());
+    BP_RETURN_IF_ERROR(ParseAxes());
+    BP_RETURN_IF_ERROR(ParseBindings());
+    BP_RETURN_IF_ERROR(SizeAxesFromTensors(tensors));
+    BP_RETURN_IF_ERROR(ApplyExplicitParents());
+    BP_RETURN_IF_ERROR(CheckParentsDivideIntoGroups());
+    BP_RETURN_IF_ERROR(ParseImportance());
+    BP_RETURN_IF_ERROR(ParseBudgets());
+    // Groups and segments need manifest version 2 (format 1.2); anything else
+    // stays version 1, byte for byte.
+    m_.version = m_.RequiredVersion();
+    return absl::OkStatus();
+  }
+
+ private:
+  // A dims entry or segment: an axis name or (format 1.2) a product "A*B"
+  // of two distinct axes of one scope.
+  static constexpr size_t kMaxEntryBytes = 64 + 1 + 64;
+
+  absl::Status ParseVersionAndLayers() {
+    const JsonValue* version = root_.Find("version");
+    if (version == nullptr) return ctx_.Err("top level", "\"version\" is required (1)");
+    BP_ASSIGN_OR_RETURN(uint64_t ver, ctx_.Uint(*version, "version", 1, 1));
+    m_.version = static_cast<uint32_t>(ver);
+    m_.prefix_order = true;
+    const JsonValue* layers = root_.Find("layers");
+    if (layers == nullptr) return absl::OkStatus();
+    BP_RETURN_IF_ERROR(ctx_.Keys(*layers, "layers", {"count", "name_pattern"}));
+    const JsonValue* count = layers->Find("count");
+    const JsonValue* pattern = layers->Find("name_pattern");
+    if (count == nullptr || pattern == nullptr) return ctx_.Err("layers", "\"count\" and \"name_pattern\" are required");
+    BP_ASSIGN_OR_RETURN(uint64_t n, ctx_.Uint(*count, "layers.count", 1, format::kMaxElasticLayers));
+    m_.layer_count = static_cast<uint32_t>(n);
+    BP_ASSIGN_OR_RETURN(m_.layer_pattern, ctx_.Str(*pattern, "layers.name_pattern", format::kMaxElasticTemplateBytes));
+    size_t at = m_.layer_pattern.find("{L}");
+    if (at == std::string::npos || m_.layer_pattern.find("{L}", at + 3) != std::string::npos ||
+        m_.layer_pattern.size() < 4) {
+      return ctx_.Err("layers.name_pattern", "must hold \"{L}\" exactly once and text around it, e.g. \"blk.{L}.\"");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseAxes() {
+    const JsonValue* axes = root_.Find("axes");
+    if (axes == nullptr || !axes->is_object() || axes->object().empty()) {
+      return ctx_.Err("axes", "a non-empty object of axes is required");
+    }
+    if (axes->object().size() > format::kMaxElasticAxes) {
+      return absl::ResourceExhaustedError(StrCat(file_, ": more than ", format::kMaxElasticAxes, " axes"));
+    }
+    for (const auto& [name, spec] : axes->object()) {
+      BP_ASSIGN_OR_RETURN(ElasticAxis a, ParseAxis(name, spec));
+      explicit_parent_.push_back(spec.Find("parent"));
+      m_.axes.push_back(std::move(a));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<ElasticAxis> ParseAxis(const std::string& name, const JsonValue& spec) const {
+    std::string where = StrCat("axis \"", name, "\"");
+    BP_RETURN_IF_ERROR(
+        ctx_.Keys(spec, where, {"scope", "granularity", "unit_elems", "parent", "at_most", "metadata_key", "groups"}));
+    ElasticAxis a;
+    a.name = name;
+    const JsonValue* scope = spec.Find("scope");
+    std::string s = scope != nullptr && scope->is_string() ? scope->string_value() : "";
+    if (s == "layer") a.scope = ElasticScope::kLayer;
+    else if (s == "global") a.scope = ElasticScope::kGlobal;
+    else return ctx_.Err(where, "\"scope\" must be \"layer\" or \"global\"");
+    if (a.scope == ElasticScope::kLayer && m_.layer_count == 0) {
+      return ctx_.Err(where, "a per-layer axis needs \"layers\"");
+    }
+    if (const JsonValue* g = spec.Find("granularity")) {
+      BP_ASSIGN_OR_RETURN(a.granularity, ctx_.Uint(*g, where + ".granularity", 1, format::kMaxElasticAxisUnits));
+    }
+    if (const JsonValue* u = spec.Find("unit_elems")) {
+      BP_ASSIGN_OR_RETURN(a.unit_elems, ctx_.Uint(*u, where + ".unit_elems", 1, format::kMaxElasticAxisUnits));
+    }
+    if (const JsonValue* g = spec.Find("groups")) {
+      BP_ASSIGN_OR_RETURN(a.groups, ctx_.Uint(*g, where + ".groups", 1, format::kMaxElasticAxisUnits));
+    }
+    if (const JsonValue* am = spec.Find("at_most")) {
+      BP_ASSIGN_OR_RETURN(a.at_most, ctx_.Str(*am, where + ".at_most", 64));
+    }
+    if (const JsonValue* mk = spec.Find("metadata_key")) {
+      BP_ASSIGN_OR_RETURN(a.metadata_key, ctx_.Str(*mk, where + ".metadata_key", format::kMaxElasticNameBytes));
+    } else {
+      a.metadata_key = std::string(DefaultElasticMetadataKey(name));
+    }
+    a.parent.assign(a.scope == ElasticScope::kLayer ? m_.layer_count : 1, 0);
+    return a;
+  }
+
+  absl::Status CheckEntry(const std::string& entry, std::string_view where) const {
+    auto product = SplitElasticProduct(entry);
+    if (!product) {
+      if (m_.FindAxis(entry) == nullptr) return ctx_.Err(where, StrCat("unknown axis \"", entry, "\""));
+      return absl::OkStatus();
+    }
+    if (product->inner.find(kElasticProductSeparator) != std::string_view::npos) {
+      return ctx_.Err(where, StrCat("product \"", entry, "\" has more than two axes"));
+    }
+    for (std::string_view name : {product->outer, product->inner}) {
+      if (m_.FindAxis(name) == nullptr) {
+        return ctx_.Err(where, StrCat("unknown axis \"", name, "\" in product \"", entry, "\""));
+      }
+    }
+    const ElasticAxis* outer = m_.FindAxis(product->outer);
+    const ElasticAxis* inner = m_.FindAxis(product->inner);
+    if (outer == inner) return ctx_.Err(where, StrCat("product \"", entry, "\" names axis \"", outer->name, "\" twice"));
+    if (outer->scope != inner->scope) {
+      return ctx_.Err(where, StrCat("product \"", entry, "\" multiplies axes of different scopes"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseBindings() {
+    const JsonValue* bindings = root_.Find("bindings");
+    if (bindings == nullptr || !bindings->is_array()) return ctx_.Err("bindings", "an array of bindings is required");
+    if (bindings->array().size() > format::kMaxElasticBindings) {
+      return absl::ResourceExhaustedError(StrCat(file_, ": more than ", format::kMaxElasticBindings, " bindings"));
+    }
+    for (size_t i = 0; i < bindings->array().size(); ++i) {
+      BP_ASSIGN_OR_RETURN(ElasticBinding eb, ParseBinding(bindings->array()[i], StrCat("bindings[", i, "]")));
+      m_.bindings.push_back(std::move(eb));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<ElasticBinding> ParseBinding(const JsonValue& b, const std::string& where) const {
+    BP_RETURN_IF_ERROR(ctx_.Keys(b, where, {"tensor", "dims"}));
+    const JsonValue* t = b.Find("tensor");
+    const JsonValue* dims = b.Find("dims");
+    if (t == nullptr || dims == nullptr || !dims->is_array()) return ctx_.Err(where, "\"tensor\" and \"dims\" are required");
+    ElasticBinding eb;
+    BP_ASSIGN_OR_RETURN(eb.tensor, ctx_.Str(*t, where + ".tensor", format::kMaxElasticTemplateBytes));
+    if (dims->array().size() > 8) return ctx_.Err(where, "more than 8 dims");
+    for (size_t di = 0; di < dims->array().size(); ++di) {
+      const JsonValue& d = dims->array()[di];
+      std::string dw = StrCat(where, ".dims[", di, "]");
+      if (d.is_object()) {
+        BP_ASSIGN_OR_RETURN(ElasticSegmentedDim sd, ParseSegmentedDim(d, di, dw));
+        eb.dims.emplace_back(kElasticSegmentedDim);
+        eb.segmented.push_back(std::move(sd));
+        continue;
+      }
+      BP_ASSIGN_OR_RETURN(std::string name, ctx_.Str(d, dw, kMaxEntryBytes));
+      if (name != "-") BP_RETURN_IF_ERROR(CheckEntry(name, where));
+      eb.dims.push_back(std::move(name));
+    }
+    return eb;
+  }
+
+  // {"segments": ["ffn", "ffn"]}: a fused dimension (format 1.2).
+  absl::StatusOr<ElasticSegmentedDim> ParseSegmentedDim(const JsonValue& d, size_t di, const std::string& dw) const {
+    BP_RETURN_IF_ERROR(ctx_.Keys(d, dw, {"segments"}));
+    const JsonValue* segs = d.Find("segments");
+    if (segs == nullptr || !segs->is_array() || segs->array().empty() ||
+        segs->array().size() > format::kMaxElasticSegments) {
+      return ctx_.Err(dw, StrCat("\"segments\" must be an array of 1..", format::kMaxElasticSegments,
+                                 " axis names or element counts"));
+    }
+    ElasticSegmentedDim sd;
+    sd.dim = static_cast<uint32_t>(di);
+    for (size_t k = 0; k < segs->array().size(); ++k) {
+      const JsonValue& seg = segs->array()[k];
+      std::string sw = StrCat(dw, ".segments[", k, "]");
+      if (seg.is_string()) {
+        BP_ASSIGN_OR_RETURN(std::string axis, ctx_.Str(seg, sw, kMaxEntryBytes));
+        BP_RETURN_IF_ERROR(CheckEntry(axis, sw));
+        sd.segments.push_back({std::move(axis), 0});
+      } else {
+        BP_ASSIGN_OR_RETURN(uint64_t n, ctx_.Uint(seg, sw, 1, uint64_t{1} << 62));
+        sd.segments.push_back({"", n});
+      }
+    }
+    return sd;
+  }
+
+  // ---- parent sizes from the tensors ----
+  absl::Status SizeAxesFromTensors(const std::vector<ElasticTensorShape>& tensors) {
+    format::BindingIndex index(m_);
+    parent_from_.resize(m_.axes.size());
+    for (size_t i = 0; i < m_.axes.size(); ++i) parent_from_[i].resize(m_.axes[i].parent.size());
+    for (const auto& t : tensors) {
+      format::ElasticBound bound = index.Resolve(t.name);
+      if (bound.binding == nullptr) continue;
+      BP_RETURN_IF_ERROR(SizePlainDims(t, bound));
+    }
+    for (const auto& t : tensors) {
+      format::ElasticBound bound = index.Resolve(t.name);
+      if (bound.binding == nullptr) continue;
+      for (size_t d = 0; d < t.shape.size(); ++d) {
+        const std::string& entry = bound.binding->dims[d];
+        if (!SplitElasticProduct(entry)) continue;
+        BP_RETURN_IF_ERROR(SizeProduct(StrCat("tensor ", QuoteForDisplay(t.name)), d, entry, bound, t.shape[d]));
+      }
+    }
+    // Segmented dimensions: their segments add up to the dimension; one axis
+    // whose size no plain binding gave is solved from the rest.
+    for (const auto& t : tensors) {
+      format::ElasticBound bound = index.Resolve(t.name);
+      if (bound.binding == nullptr) continue;
+      std::string where = StrCat("tensor ", QuoteForDisplay(t.name));
+      for (const ElasticSegmentedDim& sd : bound.binding->segmented) {
+        BP_RETURN_IF_ERROR(SizeSegmentedDim(t, bound, sd, where));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status SizePlainDims(const ElasticTensorShape& t, const format::ElasticBound& bound) {
+    std::string where = StrCat("tensor ", QuoteForDisplay(t.name));
+    if (bound.in_layer && bound.layer >= m_.layer_count) {
+      return ctx_.Err(where, StrCat("layer ", bound.layer, " is past layers.count ", m_.layer_count));
+    }
+    if (bound.binding->dims.size() != t.shape.size()) {
+      return ctx_.Err(where, StrCat("has ", t.shape.size(), " dimensions but its binding \"", bound.binding->tensor,
+                                    "\" lists ", bound.binding->dims.size()));
+    }
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      ElasticAxis* a = const_cast<ElasticAxis*>(m_.FindAxis(bound.binding->dims[d]));
+      if (a == nullptr) continue;  // "-", "+" or a product (solved below)
+      if (a->scope == ElasticScope::kLayer && !bound.in_layer) {
+        return ctx_.Err(where, StrCat("binds per-layer axis \"", a->name, "\" but its name has no layer index"));
+      }
+      size_t ai = static_cast<size_t>(a - m_.axes.data());
+      size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
+      if (t.shape[d] == 0 || t.shape[d] % a->unit_elems != 0) {
+        return ctx_.Err(where, StrCat("dimension ", d, " (", t.shape[d], ") is not a positive multiple of axis \"",
+                                      a->name, "\"'s unit_elems ", a->unit_elems));
+      }
+      uint64_t units = t.shape[d] / a->unit_elems;
+      if (units > format::kMaxElasticAxisUnits) return ctx_.Err(where, "more than 2^32 units");
+      if (a->parent[k] == 0) {
+        a->parent[k] = units;
+        parent_from_[ai][k] = t.name;
+      } else if (a->parent[k] != units) {
+        return ctx_.Err(where, StrCat("dimension ", d, " has ", units, " units of axis \"", a->name, "\" but tensor ",
+                                      QuoteForDisplay(parent_from_[ai][k]), " has ", a->parent[k],
+                                      a->scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Product dimensions "A*B": parent(A) x uA x parent(B) x uB elements. A
+  // factor no plain binding sized takes its "parent" (the count, or this
+  // layer's entry of the array), else is solved from the dimension when the
+  // other factor is known. An unusable "parent" is reported below.
+  uint64_t ExplicitCount(const ElasticAxis* a, size_t k) const {
+    const JsonValue* p = explicit_parent_[static_cast<size_t>(a - m_.axes.data())];
+    if (p != nullptr && p->is_array()) {
+      p = p->array().size() == a->parent.size() && k < p->array().size() ? &p->array()[k] : nullptr;
+    }
+    auto v = p != nullptr && p->is_number() ? p->uint64_value() : std::nullopt;
+    return v && *v >= 1 && *v <= format::kMaxElasticAxisUnits ? *v : 0;
+  }
+
+  // `dim`: the dimension the product spans, or nullopt for a segment (whose
+  // dimension the segment pass checks).
+  absl::Status SizeProduct(const std::string& where, size_t d, const std::string& entry,
+                           const format::ElasticBound& bound, std::optional<uint64_t> dim) {
+    format::EntryAxes e = format::ResolveEntry(m_, entry);
+    std::vector<ElasticAxis*> unknown;
+    for (const ElasticAxis* c : {e.outer, e.inner}) {
+      ElasticAxis* a = const_cast<ElasticAxis*>(c);
+      if (a->scope == ElasticScope::kLayer && !bound.in_layer) {
+        return ctx_.Err(where, StrCat("binds per-layer axis \"", a->name, "\" but its name has no layer index"));
+      }
+      size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
+      if (a->parent[k] == 0 && ExplicitCount(a, k) != 0) {
+        a->parent[k] = ExplicitCount(a, k);
+        parent_from_[static_cast<size_t>(a - m_.axes.data())][k] = StrCat("\"parent\" of axis \"", a->name, "\"");
+      }
+      if (a->parent[k] == 0) unknown.push_back(a);
+    }
+    if (!dim) {  // a segment: both factors must be known by now
+      if (!unknown.empty()) {
+        return ctx_.Err(where, StrCat("dimension ", d, ": the size of axis \"", unknown[0]->name, "\" in product \"",
+                                      entry, "\" is not known; bind it to a dimension of its own or give its ",
+                                      "\"parent\""));
+      }
+      return absl::OkStatus();
+    }
+    if (unknown.size() == 2) {
+      return ctx_.Err(where, StrCat("dimension ", d, ": the sizes of both axes of product \"", entry,
+                                    "\" are unknown; bind one to a dimension of its own or give its \"parent\""));
+    }
+    if (unknown.size() == 1) BP_RETURN_IF_ERROR(SolveProductFactor(where, d, entry, e, bound, *dim, unknown[0]));
+    std::optional<uint64_t> elems = format::EntryElems(e, bound.layer);
+    if (elems != *dim) {
+      return ctx_.Err(where, StrCat("dimension ", d, " is ", *dim, " but product \"", entry, "\" spans ",
+                                    elems ? StrCat(*elems) : std::string("more than 2^64"), " elements (",
+                                    format::ParentUnits(*e.outer, bound.layer), " x ", e.outer->unit_elems, " x ",
+                                    format::ParentUnits(*e.inner, bound.layer), " x ", e.inner->unit_elems, ")"));
+    }
+    return absl::OkStatus();
+  }
+
+  // The size of factor `a` of product `entry`, the other factor known: the
+  // dimension divided by the rest of the product.
+  absl::Status SolveProductFactor(const std::string& where, size_t d, const std::string& entry,
+                                  const format::EntryAxes& e, const format::ElasticBound& bound, uint64_t dim,
+                                  ElasticAxis* a) {
+    const ElasticAxis* other = a == e.outer ? e.inner : e.outer;
+    auto per = CheckedMul(format::ParentUnits(*other, bound.layer), other->unit_elems);
+    if (per) per = CheckedMul(*per, a->unit_elems);
+    if (!per || dim == 0 || dim % *per != 0) {
+      return ctx_.Err(where, StrCat("dimension ", d, " (", dim, ") is not a positive multiple of ", per.value_or(0),
+                                    " (the rest of product \"", entry, "\"), so axis \"", a->name,
+                                    "\" has no whole number of units"));
+    }
+    if (dim / *per > format::kMaxElasticAxisUnits) return ctx_.Err(where, "more than 2^32 units");
+    size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
+    a->parent[k] = dim / *per;
+    parent_from_[static_cast<size_t>(a - m_.axes.data())][k] = std::string(bound.binding->tensor);
+    return absl::OkStatus();
+  }
+
+  absl::Status SizeSegmentedDim(const ElasticTensorShape& t, const format::ElasticBound& bound,
+                                const ElasticSegmentedDim& sd, const std::string& where) {
+    uint64_t known = 0, repeats = 0;
+    ElasticAxis* unknown = nullptr;
+    for (const ElasticSegment& seg : sd.segments) {
+      if (seg.axis.empty()) {
+        known += seg.fixed_elems;
+        continue;
+      }
+      if (SplitElasticProduct(seg.axis)) {
+        BP_RETURN_IF_ERROR(SizeProduct(where, sd.dim, seg.axis, bound, std::nullopt));
+        std::optional<uint64_t> elems = format::EntryElems(format::ResolveEntry(m_, seg.axis), bound.layer);
+        if (!elems) {
+          return ctx_.Err(where,
+                          StrCat("dimension ", sd.dim, ": product \"", seg.axis, "\" spans more than 2^64 elements"));
+        }
+        known += *elems;
+        continue;
+      }
+      ElasticAxis* a = const_cast<ElasticAxis*>(m_.FindAxis(seg.axis));
+      if (a->scope == ElasticScope::kLayer && !bound.in_layer) {
+        return ctx_.Err(where, StrCat("binds per-layer axis \"", a->name, "\" but its name has no layer index"));
+      }
+      uint64_t p = a->parent[a->scope == ElasticScope::kLayer ? bound.layer : 0];
+      if (p != 0) {
+        known += p * a->unit_elems;
+      } else if (unknown == nullptr || unknown == a) {
+        unknown = a;
+        ++repeats;
+      } else {
+        return ctx_.Err(where, StrCat("dimension ", sd.dim, ": the sizes of axes \"", unknown->name, "\" and \"",
+                                      a->name, "\" cannot both be derived from one segmented dimension; bind "
+                                      "one of them to a dimension of its own"));
+      }
+    }
+    uint64_t dim = t.shape[sd.dim];
+    if (unknown == nullptr) {
+      if (known != dim) {
+        return ctx_.Err(where, StrCat("dimension ", sd.dim, " is ", dim, " but its segments add up to ", known));
+      }
+      return absl::OkStatus();
+    }
+    uint64_t per = repeats * unknown->unit_elems;
+    if (known >= dim || (dim - known) % per != 0) {
+      return ctx_.Err(where, StrCat("dimension ", sd.dim, " is ", dim, ": its segments cannot add up to it (",
+                                    known, " elements of other segments, ", repeats, " segments of axis \"",
+                                    unknown->name, "\" with unit_elems ", unknown->unit_elems, ")"));
+    }
+    if ((dim - known) / per > format::kMaxElasticAxisUnits) return ctx_.Err(where, "more than 2^32 units");
+    size_t k = unknown->scope == ElasticScope::kLayer ? bound.layer : 0;
+    unknown->parent[k] = (dim - known) / per;
+    parent_from_[static_cast<size_t>(unknown - m_.axes.data())][k] = t.name;
+    return absl::OkStatus();
+  }
+
+  // An axis' "parent": required where no tensor sized it, else it must agree.
+  absl::Status ApplyExplicitParents() {
+    for (size_t ai = 0; ai < m_.axes.size(); ++ai) {
+      ElasticAxis& a = m_.axes[ai];
+      std::string where = StrCat("axis \"", a.name, "\".parent");
+      const JsonValue* p = explicit_parent_[ai];
+      bool any = std::any_of(a.parent.begin(), a.parent.end(), [](uint64_t v) { return v != 0; });
+      if (p == nullptr) {
+        if (!any) return ctx_.Err(StrCat("axis \"", a.name, "\""), "no tensor is bound to it, so it needs \"parent\"");
+        continue;
+      }
+      std::vector<uint64_t> given(a.parent.size(), 0);
+      if (p->is_number()) {
+        BP_ASSIGN_OR_RETURN(uint64_t v, ctx_.Uint(*p, where, 1, format::kMaxElasticAxisUnits));
+        // A scalar applies to every layer that has the axis (all, if unbound).
+        for (size_t k = 0; k < given.size(); ++k) given[k] = (!any || a.parent[k] != 0) ? v : 0;
+      } else if (p->is_array() && p->array().size() == given.size()) {
+        for (size_t k = 0; k < given.size(); ++k) {
+          if (p->array()[k].is_null()) continue;
+          BP_ASSIGN_OR_RETURN(given[k],
+                              ctx_.Uint(p->array()[k], StrCat(where, "[", k, "]"), 1, format::kMaxElasticAxisUnits));
+        }
+      } else {
+        return ctx_.Err(where, StrCat("expected a count or an array of ", given.size(), " counts or nulls"));
+      }
+      if (any && given != a.parent) return ctx_.Err(where, "disagrees with the sizes of the tensors bound to the axis");
+      a.parent = std::move(given);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckParentsDivideIntoGroups() const {
+    for (const ElasticAxis& a : m_.axes) {
+      for (size_t k = 0; k < a.parent.size(); ++k) {
+        if (a.parent[k] % format::GroupsOf(a) != 0) {
+          return ctx_.Err(StrCat("axis \"", a.name, "\""),
+                          StrCat("parent size ", a.parent[k],
+                                 a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string(),
+                                 " is not divisible by its ", a.groups, " groups"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // ---- importance ----
+  absl::Status ParseImportance() {
+    std::string method = "importance";
+    if (const JsonValue* im = root_.Find("importance_method")) {
+      BP_ASSIGN_OR_RETURN(method, ctx_.Str(*im, "importance_method", 256));
+    }
+    const JsonValue* imp = root_.Find("importance");
+    if (imp == nullptr) return absl::OkStatus();
+    if (!imp->is_object()) return ctx_.Err("importance", "expected an object {AXIS: {LAYER: [scores]}}");
+    for (const auto& [axis_name, per_layer] : imp->object()) {
+      const ElasticAxis* a = m_.FindAxis(axis_name);
+      std::string where = StrCat("importance \"", axis_name, "\"");
+      if (a == nullptr) return ctx_.Err(where, "unknown axis");
+      if (!per_layer.is_object()) return ctx_.Err(where, "expected an object {LAYER: [scores]}");
+      for (const auto& [layer_key, scores] : per_layer.object()) {
+        BP_RETURN_IF_ERROR(ParseLayerScores(*a, method, layer_key, scores, StrCat(where, " layer \"", layer_key, "\"")));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // One layer's scores of axis `a`: stored sorted, with the unit order that
+  // puts the best units first.
+  absl::Status ParseLayerScores(const ElasticAxis& a, const std::string& method, const std::string& layer_key,
+                                const JsonValue& scores, const std::string& lw) {
+    size_t ai = static_cast<size_t>(&a - m_.axes.data());
+    uint32_t layer = 0;
+    if (a.scope == ElasticScope::kGlobal) {
+      if (layer_key != "global") return ctx_.Err(lw, "a global axis takes one entry keyed \"global\"");
+    } else {
+      auto r = std::from_chars(layer_key.data(), layer_key.data() + layer_key.size(), layer);
+      if (r.ec != std::errc() || r.ptr != layer_key.data() + layer_key.size() || layer >= m_.layer_count ||
+          (layer_key.size() > 1 && layer_key[0] == '0')) {
+        return ctx_.Err(lw, StrCat("the key must be a layer index below ", m_.layer_count));
+      }
+    }
+    uint64_t n = a.parent[layer];
+    if (!scores.is_array() || scores.array().size() != n || n == 0) {
+      return ctx_.Err(lw, StrCat("expected an array of ", n, " scores (one per unit)"));
+    }
+    if (out_.orders.count({ai, layer})) return ctx_.Err(lw, "given twice");
+    ElasticImportance ei;
+    ei.axis = a.name;
+    ei.layer = layer;
+    ei.method = method;
+    std::vector<float> raw(n);
+    for (size_t i = 0; i < n; ++i) {
+      const JsonValue& s = scores.array()[i];
+      if (!s.is_number() || !std::isfinite(s.double_value()) || std::fabs(s.double_value()) > 3.0e38) {
+        return ctx_.Err(lw, StrCat("score ", i, " is not a finite number"));
+      }
+      raw[i] = static_cast<float>(s.double_value());
+    }
+    std::vector<uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    // Descending score; ties keep the lower index first. A grouped axis
+    // sorts within each group, so every group keeps its best units.
+    uint64_t per_group = n / format::GroupsOf(a);
+    for (uint64_t g = 0; g < n; g += per_group) {
+      std::stable_sort(order.begin() + g, order.begin() + g + per_group,
+                       [&](uint32_t x, uint32_t y) { return raw[x] > raw[y]; });
+    }
+    for (uint32_t o : order) ei.scores.push_back(raw[o]);
+    ei.order = order;
+    out_.orders[{ai, layer}] = std::move(order);
+    m_.importance.push_back(std::move(ei));
+    return absl::OkStatus();
+  }
+
+  // ---- budgets ----
+  absl::Status ParseBudgets() {
+    const JsonValue* budgets = root_.Find("budgets");
+    if (budgets == nullptr) return absl::OkStatus();
+    if (!budgets->is_array()) return ctx_.Err("budgets", "expected an array");
+    if (budgets->array().size() > format::kMaxElasticBudgets) {
+      return absl::ResourceExhaustedError(StrCat(file_, ": more than ", format::kMaxElasticBudgets, " budgets"));
+    }
+    uint64_t cells = 0;
+    for (const auto& a : m_.axes) cells += a.parent.size();
+    if (cells * budgets->array().size() > format::kMaxElasticBudgetCells) {
+      return absl::ResourceExhaustedError(StrCat(file_, ": ", budgets->array().size(), " budgets over ", cells,
+                                                 " axis sizes exceed the limit of 2^26 budget cells"));
+    }
+    for (size_t bi = 0; bi < budgets->array().size(); ++bi) {
+      BP_ASSIGN_OR_RETURN(ElasticBudget eb, ParseBudget(budgets->array()[bi], StrCat("budgets[", bi, "]")));
+      m_.budgets.push_back(std::move(eb));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<ElasticBudget> ParseBudget(const JsonValue& b, std::string where) const {
+    BP_RETURN_IF_ERROR(ctx_.Keys(b, where, {"name", "layer_keep", "per_layer", "global", "nested_in"}));
+    ElasticBudget eb;
+    const JsonValue* name = b.Find("name");
+    if (name == nullptr) return ctx_.Err(where, "\"name\" is required");
+    BP_ASSIGN_OR_RETURN(eb.name, ctx_.Str(*name, where + ".name", format::kMaxElasticNameBytes));
+    where = StrCat("budget \"", eb.name, "\"");
+    eb.layer_keep.assign(m_.layer_count, true);
+    if (const JsonValue* keep = b.Find("layer_keep")) {
+      if (!keep->is_array() || keep->array().size() != m_.layer_count) {
+        return ctx_.Err(where, StrCat("layer_keep must list ", m_.layer_count, " entries (1/0 or true/false)"));
+      }
+      for (size_t l = 0; l < m_.layer_count; ++l) {
+        const JsonValue& v = keep->array()[l];
+        if (v.is_bool()) {
+          eb.layer_keep[l] = v.bool_value();
+        } else {
+          BP_ASSIGN_OR_RETURN(uint64_t k, ctx_.Uint(v, StrCat(where, ".layer_keep[", l, "]"), 0, 1));
+          eb.layer_keep[l] = k == 1;
+        }
+      }
+    }
+    if (const JsonValue* nested = b.Find("nested_in")) {
+      BP_ASSIGN_OR_RETURN(eb.nested_in, ctx_.Str(*nested, where + ".nested_in", format::kMaxElasticNameBytes));
+    }
+    for (const char* group : {"per_layer", "global"}) {
+      const JsonValue* sizes = b.Find(group);
+      if (sizes == nullptr) continue;
+      if (!sizes->is_object()) return ctx_.Err(where, StrCat("\"", group, "\" must be an object {AXIS: ...}"));
+      bool layered = std::string_view(group) == "per_layer";
+      for (const auto& [axis_name, v] : sizes->object()) {
+        BP_ASSIGN_OR_RETURN(ElasticBudgetAxis s,
+                            ParseBudgetAxis(eb, layered, axis_name, v, StrCat(where, " ", group, " \"", axis_name, "\"")));
+        eb.sizes.push_back(std::move(s));
+      }
+    }
+    AddUnlistedAxes(eb);
+    // Keep the declared axis order.
+    std::sort(eb.sizes.begin(), eb.sizes.end(), [&](const ElasticBudgetAxis& x, const ElasticBudgetAxis& y) {
+      return m_.FindAxis(x.axis) < m_.FindAxis(y.axis);
+    });
+    return eb;
+  }
+
+  // The counts budget `eb` gives axis `axis_name`: one (or null: the parent
+  // size) for a global axis, one per layer for a per-layer one.
+  absl::StatusOr<ElasticBudgetAxis> ParseBudgetAxis(const ElasticBudget& eb, bool layered,
+                                                    const std::string& axis_name, const JsonValue& v,
+                                                    const std::string& aw) const {
+    const ElasticAxis* a = m_.FindAxis(axis_name);
+    if (a == nullptr) return ctx_.Err(aw, "unknown axis");
+    if ((a->scope == ElasticScope::kLayer) != layered) {
+      return ctx_.Err(aw, layered ? "is a global axis: give it under \"global\""
+                                  : "is a per-layer axis: give it under \"per_layer\"");
+    }
+    for (const auto& s : eb.sizes) {
+      if (s.axis == axis_name) return ctx_.Err(aw, "given twice");
+    }
+    ElasticBudgetAxis s{a->name, std::vector<uint64_t>(a->parent.size(), 0)};
+    if (!layered) {
+      if (v.is_null()) {
+        s.counts[0] = a->parent[0];
+      } else {
+        BP_ASSIGN_OR_RETURN(s.counts[0], ctx_.Uint(v, aw, 1, format::kMaxElasticAxisUnits));
+      }
+      if (s.counts[0] % format::GroupsOf(*a) != 0) {
+        return ctx_.Err(aw, StrCat(s.counts[0], " units is not divisible by the axis' ", a->groups, " groups"));
+      }
+      return s;
+    }
+    if (!v.is_array() || v.array().size() != m_.layer_count) {
+      return ctx_.Err(aw, StrCat("expected ", m_.layer_count, " counts or nulls (one per parent layer)"));
+    }
+    for (size_t l = 0; l < m_.layer_count; ++l) {
+      const JsonValue& c = v.array()[l];
+      if (!eb.layer_keep[l]) continue;  // a dropped layer keeps nothing
+      if (c.is_null()) {
+        s.counts[l] = a->parent[l];
+        continue;
+      }
+      BP_ASSIGN_OR_RETURN(s.counts[l], ctx_.Uint(c, StrCat(aw, "[", l, "]"), 1, format::kMaxElasticAxisUnits));
+      if (a->parent[l] == 0) return ctx_.Err(aw, StrCat("layer ", l, " has no such axis (give null)"));
+      if (s.counts[l] % format::GroupsOf(*a) != 0) {
+        return ctx_.Err(StrCat(aw, "[", l, "]"),
+                        StrCat(s.counts[l], " units is not divisible by the axis' ", a->groups, " groups"));
+      }
+    }
+    return s;
+  }
+
+  // Every axis explicit: parent sizes where not given, 0 on dropped layers.
+  void AddUnlistedAxes(ElasticBudget& eb) const {
+    for (const auto& a : m_.axes) {
+      bool listed = false;
+      for (const auto& s : eb.sizes) listed |= s.axis == a.name;
+      if (listed) continue;
+      ElasticBudgetAxis s{a.name, a.parent};
+      if (a.scope == ElasticScope::kLayer) {
+        for (size_t l = 0; l < m_.layer_count; ++l) {
+          if (!eb.layer_keep[l]) s.counts[l] = 0;
+        }
+      }
+      eb.sizes.push_back(std::move(s));
+    }
+  }
+
+  const Ctx& ctx_;
+  const std::string& file_;
+  const JsonValue& root_;
+  ElasticAuthoring& out_;
+  ElasticManifest& m_;
+  // Per axis: its "parent" in the JSON, or nullptr.
+  std::vector<const JsonValue*> explicit_parent_;
+  // Per axis and layer (one entry for a global axis): what sized it (a
+  // tensor name, or the axis' "parent"), for the message when another
+  // tensor disagrees.
+  std::vector<std::vector<std::string>> parent_from_;
 };
 
 }  // namespace
@@ -166,528 +810,8 @@ absl::StatusOr<ElasticAuthoring> ParseElasticJson(std::string_view text, const s
   limits.max_values = uint64_t{1} << 22;
   auto parsed = ParseJson(text, limits);
   if (!parsed.ok()) return absl::Status(parsed.status().code(), StrCat(file, ": ", parsed.status().message()));
-  const JsonValue& root = *parsed;
-  BP_RETURN_IF_ERROR(ctx.Keys(root, "top level",
-                              {"version", "layers", "axes", "bindings", "importance", "importance_method", "budgets"}));
   ElasticAuthoring out;
-  ElasticManifest& m = out.manifest;
-  const JsonValue* version = root.Find("version");
-  if (version == nullptr) return ctx.Err("top level", "\"version\" is required (1)");
-  BP_ASSIGN_OR_RETURN(uint64_t ver, ctx.Uint(*version, "version", 1, 1));
-  m.version = static_cast<uint32_t>(ver);
-  m.prefix_order = true;
-  if (const JsonValue* layers = root.Find("layers")) {
-    BP_RETURN_IF_ERROR(ctx.Keys(*layers, "layers", {"count", "name_pattern"}));
-    const JsonValue* count = layers->Find("count");
-    const JsonValue* pattern = layers->Find("name_pattern");
-    if (count == nullptr || pattern == nullptr) return ctx.Err("layers", "\"count\" and \"name_pattern\" are required");
-    BP_ASSIGN_OR_RETURN(uint64_t n, ctx.Uint(*count, "layers.count", 1, format::kMaxElasticLayers));
-    m.layer_count = static_cast<uint32_t>(n);
-    BP_ASSIGN_OR_RETURN(m.layer_pattern, ctx.Str(*pattern, "layers.name_pattern", format::kMaxElasticTemplateBytes));
-    size_t at = m.layer_pattern.find("{L}");
-    if (at == std::string::npos || m.layer_pattern.find("{L}", at + 3) != std::string::npos ||
-        m.layer_pattern.size() < 4) {
-      return ctx.Err("layers.name_pattern", "must hold \"{L}\" exactly once and text around it, e.g. \"blk.{L}.\"");
-    }
-  }
-  // ---- axes ----
-  const JsonValue* axes = root.Find("axes");
-  if (axes == nullptr || !axes->is_object() || axes->object().empty()) {
-    return ctx.Err("axes", "a non-empty object of axes is required");
-  }
-  if (axes->object().size() > format::kMaxElasticAxes) {
-    return absl::ResourceExhaustedError(StrCat(file, ": more than ", format::kMaxElasticAxes, " axes"));
-  }
-  std::vector<const JsonValue*> explicit_parent;
-  for (const auto& [name, spec] : axes->object()) {
-    std::string where = StrCat("axis \"", name, "\"");
-    BP_RETURN_IF_ERROR(
-        ctx.Keys(spec, where, {"scope", "granularity", "unit_elems", "parent", "at_most", "metadata_key", "groups"}));
-    ElasticAxis a;
-    a.name = name;
-    const JsonValue* scope = spec.Find("scope");
-    std::string s = scope != nullptr && scope->is_string() ? scope->string_value() : "";
-    if (s == "layer") a.scope = ElasticScope::kLayer;
-    else if (s == "global") a.scope = ElasticScope::kGlobal;
-    else return ctx.Err(where, "\"scope\" must be \"layer\" or \"global\"");
-    if (a.scope == ElasticScope::kLayer && m.layer_count == 0) {
-      return ctx.Err(where, "a per-layer axis needs \"layers\"");
-    }
-    if (const JsonValue* g = spec.Find("granularity")) {
-      BP_ASSIGN_OR_RETURN(a.granularity, ctx.Uint(*g, where + ".granularity", 1, format::kMaxElasticAxisUnits));
-    }
-    if (const JsonValue* u = spec.Find("unit_elems")) {
-      BP_ASSIGN_OR_RETURN(a.unit_elems, ctx.Uint(*u, where + ".unit_elems", 1, format::kMaxElasticAxisUnits));
-    }
-    if (const JsonValue* g = spec.Find("groups")) {
-      BP_ASSIGN_OR_RETURN(a.groups, ctx.Uint(*g, where + ".groups", 1, format::kMaxElasticAxisUnits));
-    }
-    if (const JsonValue* am = spec.Find("at_most")) {
-      BP_ASSIGN_OR_RETURN(a.at_most, ctx.Str(*am, where + ".at_most", 64));
-    }
-    if (const JsonValue* mk = spec.Find("metadata_key")) {
-      BP_ASSIGN_OR_RETURN(a.metadata_key, ctx.Str(*mk, where + ".metadata_key", format::kMaxElasticNameBytes));
-    } else {
-      a.metadata_key = std::string(DefaultElasticMetadataKey(name));
-    }
-    a.parent.assign(a.scope == ElasticScope::kLayer ? m.layer_count : 1, 0);
-    explicit_parent.push_back(spec.Find("parent"));
-    m.axes.push_back(std::move(a));
-  }
-  // ---- bindings ----
-  const JsonValue* bindings = root.Find("bindings");
-  if (bindings == nullptr || !bindings->is_array()) return ctx.Err("bindings", "an array of bindings is required");
-  if (bindings->array().size() > format::kMaxElasticBindings) {
-    return absl::ResourceExhaustedError(StrCat(file, ": more than ", format::kMaxElasticBindings, " bindings"));
-  }
-  // A dims entry or segment: an axis name or (format 1.2) a product "A*B"
-  // of two distinct axes of one scope.
-  constexpr size_t kMaxEntryBytes = 64 + 1 + 64;
-  auto check_entry = [&](const std::string& entry, std::string_view where) -> absl::Status {
-    auto product = SplitElasticProduct(entry);
-    if (!product) {
-      if (m.FindAxis(entry) == nullptr) return ctx.Err(where, StrCat("unknown axis \"", entry, "\""));
-      return absl::OkStatus();
-    }
-    if (product->inner.find(kElasticProductSeparator) != std::string_view::npos) {
-      return ctx.Err(where, StrCat("product \"", entry, "\" has more than two axes"));
-    }
-    for (std::string_view name : {product->outer, product->inner}) {
-      if (m.FindAxis(name) == nullptr) {
-        return ctx.Err(where, StrCat("unknown axis \"", name, "\" in product \"", entry, "\""));
-      }
-    }
-    const ElasticAxis* outer = m.FindAxis(product->outer);
-    const ElasticAxis* inner = m.FindAxis(product->inner);
-    if (outer == inner) return ctx.Err(where, StrCat("product \"", entry, "\" names axis \"", outer->name, "\" twice"));
-    if (outer->scope != inner->scope) {
-      return ctx.Err(where, StrCat("product \"", entry, "\" multiplies axes of different scopes"));
-    }
-    return absl::OkStatus();
-  };
-  for (size_t i = 0; i < bindings->array().size(); ++i) {
-    const JsonValue& b = bindings->array()[i];
-    std::string where = StrCat("bindings[", i, "]");
-    BP_RETURN_IF_ERROR(ctx.Keys(b, where, {"tensor", "dims"}));
-    const JsonValue* t = b.Find("tensor");
-    const JsonValue* dims = b.Find("dims");
-    if (t == nullptr || dims == nullptr || !dims->is_array()) return ctx.Err(where, "\"tensor\" and \"dims\" are required");
-    ElasticBinding eb;
-    BP_ASSIGN_OR_RETURN(eb.tensor, ctx.Str(*t, where + ".tensor", format::kMaxElasticTemplateBytes));
-    if (dims->array().size() > 8) return ctx.Err(where, "more than 8 dims");
-    for (size_t di = 0; di < dims->array().size(); ++di) {
-      const JsonValue& d = dims->array()[di];
-      std::string dw = StrCat(where, ".dims[", di, "]");
-      if (d.is_object()) {
-        // {"segments": ["ffn", "ffn"]}: a fused dimension (format 1.2).
-        BP_RETURN_IF_ERROR(ctx.Keys(d, dw, {"segments"}));
-        const JsonValue* segs = d.Find("segments");
-        if (segs == nullptr || !segs->is_array() || segs->array().empty() ||
-            segs->array().size() > format::kMaxElasticSegments) {
-          return ctx.Err(dw, StrCat("\"segments\" must be an array of 1..", format::kMaxElasticSegments,
-                                    " axis names or element counts"));
-        }
-        ElasticSegmentedDim sd;
-        sd.dim = static_cast<uint32_t>(di);
-        for (size_t k = 0; k < segs->array().size(); ++k) {
-          const JsonValue& seg = segs->array()[k];
-          std::string sw = StrCat(dw, ".segments[", k, "]");
-          if (seg.is_string()) {
-            BP_ASSIGN_OR_RETURN(std::string axis, ctx.Str(seg, sw, kMaxEntryBytes));
-            BP_RETURN_IF_ERROR(check_entry(axis, sw));
-            sd.segments.push_back({std::move(axis), 0});
-          } else {
-            BP_ASSIGN_OR_RETURN(uint64_t n, ctx.Uint(seg, sw, 1, uint64_t{1} << 62));
-            sd.segments.push_back({"", n});
-          }
-        }
-        eb.dims.emplace_back(kElasticSegmentedDim);
-        eb.segmented.push_back(std::move(sd));
-        continue;
-      }
-      BP_ASSIGN_OR_RETURN(std::string name, ctx.Str(d, dw, kMaxEntryBytes));
-      if (name != "-") BP_RETURN_IF_ERROR(check_entry(name, where));
-      eb.dims.push_back(std::move(name));
-    }
-    m.bindings.push_back(std::move(eb));
-  }
-  // ---- parent sizes from the tensors ----
-  format::BindingIndex index(m);
-  std::vector<std::vector<std::string>> parent_from(m.axes.size());
-  for (size_t i = 0; i < m.axes.size(); ++i) parent_from[i].resize(m.axes[i].parent.size());
-  for (const auto& t : tensors) {
-    format::ElasticBound bound = index.Resolve(t.name);
-    if (bound.binding == nullptr) continue;
-    std::string where = StrCat("tensor ", QuoteForDisplay(t.name));
-    if (bound.in_layer && bound.layer >= m.layer_count) {
-      return ctx.Err(where, StrCat("layer ", bound.layer, " is past layers.count ", m.layer_count));
-    }
-    if (bound.binding->dims.size() != t.shape.size()) {
-      return ctx.Err(where, StrCat("has ", t.shape.size(), " dimensions but its binding \"", bound.binding->tensor,
-                                   "\" lists ", bound.binding->dims.size()));
-    }
-    for (size_t d = 0; d < t.shape.size(); ++d) {
-      ElasticAxis* a = const_cast<ElasticAxis*>(m.FindAxis(bound.binding->dims[d]));
-      if (a == nullptr) continue;  // "-", "+" or a product (solved below)
-      if (a->scope == ElasticScope::kLayer && !bound.in_layer) {
-        return ctx.Err(where, StrCat("binds per-layer axis \"", a->name, "\" but its name has no layer index"));
-      }
-      size_t ai = static_cast<size_t>(a - m.axes.data());
-      size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
-      if (t.shape[d] == 0 || t.shape[d] % a->unit_elems != 0) {
-        return ctx.Err(where, StrCat("dimension ", d, " (", t.shape[d], ") is not a positive multiple of axis \"",
-                                     a->name, "\"'s unit_elems ", a->unit_elems));
-      }
-      uint64_t units = t.shape[d] / a->unit_elems;
-      if (units > format::kMaxElasticAxisUnits) return ctx.Err(where, "more than 2^32 units");
-      if (a->parent[k] == 0) {
-        a->parent[k] = units;
-        parent_from[ai][k] = t.name;
-      } else if (a->parent[k] != units) {
-        return ctx.Err(where, StrCat("dimension ", d, " has ", units, " units of axis \"", a->name, "\" but tensor ",
-                                     QuoteForDisplay(parent_from[ai][k]), " has ", a->parent[k],
-                                     a->scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string()));
-      }
-    }
-  }
-  // Product dimensions "A*B": parent(A) x uA x parent(B) x uB elements. A
-  // factor no plain binding sized takes its "parent" (the count, or this
-  // layer's entry of the array), else is solved from the dimension when the
-  // other factor is known. An unusable "parent" is reported below.
-  auto explicit_count = [&](const ElasticAxis* a, size_t k) -> uint64_t {
-    const JsonValue* p = explicit_parent[static_cast<size_t>(a - m.axes.data())];
-    if (p != nullptr && p->is_array()) {
-      p = p->array().size() == a->parent.size() && k < p->array().size() ? &p->array()[k] : nullptr;
-    }
-    auto v = p != nullptr && p->is_number() ? p->uint64_value() : std::nullopt;
-    return v && *v >= 1 && *v <= format::kMaxElasticAxisUnits ? *v : 0;
-  };
-  // `dim`: the dimension the product spans, or nullopt for a segment (whose
-  // dimension the segment pass checks).
-  auto size_product = [&](const std::string& where, size_t d, const std::string& entry,
-                          const format::ElasticBound& bound, std::optional<uint64_t> dim) -> absl::Status {
-    format::EntryAxes e = format::ResolveEntry(m, entry);
-    std::vector<ElasticAxis*> unknown;
-    for (const ElasticAxis* c : {e.outer, e.inner}) {
-      ElasticAxis* a = const_cast<ElasticAxis*>(c);
-      if (a->scope == ElasticScope::kLayer && !bound.in_layer) {
-        return ctx.Err(where, StrCat("binds per-layer axis \"", a->name, "\" but its name has no layer index"));
-      }
-      size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
-      if (a->parent[k] == 0 && explicit_count(a, k) != 0) {
-        a->parent[k] = explicit_count(a, k);
-        parent_from[static_cast<size_t>(a - m.axes.data())][k] = StrCat("\"parent\" of axis \"", a->name, "\"");
-      }
-      if (a->parent[k] == 0) unknown.push_back(a);
-    }
-    if (!dim) {  // a segment: both factors must be known by now
-      if (!unknown.empty()) {
-        return ctx.Err(where, StrCat("dimension ", d, ": the size of axis \"", unknown[0]->name, "\" in product \"",
-                                     entry, "\" is not known; bind it to a dimension of its own or give its ",
-                                     "\"parent\""));
-      }
-      return absl::OkStatus();
-    }
-    if (unknown.size() == 2) {
-      return ctx.Err(where, StrCat("dimension ", d, ": the sizes of both axes of product \"", entry,
-                                   "\" are unknown; bind one to a dimension of its own or give its \"parent\""));
-    }
-    if (unknown.size() == 1) {
-      ElasticAxis* a = unknown[0];
-      const ElasticAxis* other = a == e.outer ? e.inner : e.outer;
-      auto per = CheckedMul(format::ParentUnits(*other, bound.layer), other->unit_elems);
-      if (per) per = CheckedMul(*per, a->unit_elems);
-      if (!per || *dim == 0 || *dim % *per != 0) {
-        return ctx.Err(where, StrCat("dimension ", d, " (", *dim, ") is not a positive multiple of ", per.value_or(0),
-                                     " (the rest of product \"", entry, "\"), so axis \"", a->name,
-                                     "\" has no whole number of units"));
-      }
-      if (*dim / *per > format::kMaxElasticAxisUnits) return ctx.Err(where, "more than 2^32 units");
-      size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
-      a->parent[k] = *dim / *per;
-      parent_from[static_cast<size_t>(a - m.axes.data())][k] = std::string(bound.binding->tensor);
-    }
-    std::optional<uint64_t> elems = format::EntryElems(e, bound.layer);
-    if (elems != *dim) {
-      return ctx.Err(where, StrCat("dimension ", d, " is ", *dim, " but product \"", entry, "\" spans ",
-                                   elems ? StrCat(*elems) : std::string("more than 2^64"), " elements (",
-                                   format::ParentUnits(*e.outer, bound.layer), " x ", e.outer->unit_elems, " x ",
-                                   format::ParentUnits(*e.inner, bound.layer), " x ", e.inner->unit_elems, ")"));
-    }
-    return absl::OkStatus();
-  };
-  for (const auto& t : tensors) {
-    format::ElasticBound bound = index.Resolve(t.name);
-    if (bound.binding == nullptr) continue;
-    for (size_t d = 0; d < t.shape.size(); ++d) {
-      const std::string& entry = bound.binding->dims[d];
-      if (!SplitElasticProduct(entry)) continue;
-      BP_RETURN_IF_ERROR(size_product(StrCat("tensor ", QuoteForDisplay(t.name)), d, entry, bound, t.shape[d]));
-    }
-  }
-  // Segmented dimensions: their segments add up to the dimension; one axis
-  // whose size no plain binding gave is solved from the rest.
-  for (const auto& t : tensors) {
-    format::ElasticBound bound = index.Resolve(t.name);
-    if (bound.binding == nullptr) continue;
-    std::string where = StrCat("tensor ", QuoteForDisplay(t.name));
-    for (const ElasticSegmentedDim& sd : bound.binding->segmented) {
-      uint64_t known = 0, repeats = 0;
-      ElasticAxis* unknown = nullptr;
-      for (const ElasticSegment& seg : sd.segments) {
-        if (seg.axis.empty()) {
-          known += seg.fixed_elems;
-          continue;
-        }
-        if (SplitElasticProduct(seg.axis)) {
-          BP_RETURN_IF_ERROR(size_product(where, sd.dim, seg.axis, bound, std::nullopt));
-          std::optional<uint64_t> elems = format::EntryElems(format::ResolveEntry(m, seg.axis), bound.layer);
-          if (!elems) {
-            return ctx.Err(where,
-                           StrCat("dimension ", sd.dim, ": product \"", seg.axis, "\" spans more than 2^64 elements"));
-          }
-          known += *elems;
-          continue;
-        }
-        ElasticAxis* a = const_cast<ElasticAxis*>(m.FindAxis(seg.axis));
-        if (a->scope == ElasticScope::kLayer && !bound.in_layer) {
-          return ctx.Err(where, StrCat("binds per-layer axis \"", a->name, "\" but its name has no layer index"));
-        }
-        uint64_t p = a->parent[a->scope == ElasticScope::kLayer ? bound.layer : 0];
-        if (p != 0) {
-          known += p * a->unit_elems;
-        } else if (unknown == nullptr || unknown == a) {
-          unknown = a;
-          ++repeats;
-        } else {
-          return ctx.Err(where, StrCat("dimension ", sd.dim, ": the sizes of axes \"", unknown->name, "\" and \"",
-                                       a->name, "\" cannot both be derived from one segmented dimension; bind "
-                                       "one of them to a dimension of its own"));
-        }
-      }
-      uint64_t dim = t.shape[sd.dim];
-      if (unknown == nullptr) {
-        if (known != dim) {
-          return ctx.Err(where, StrCat("dimension ", sd.dim, " is ", dim, " but its segments add up to ", known));
-        }
-        continue;
-      }
-      uint64_t per = repeats * unknown->unit_elems;
-      if (known >= dim || (dim - known) % per != 0) {
-        return ctx.Err(where, StrCat("dimension ", sd.dim, " is ", dim, ": its segments cannot add up to it (",
-                                     known, " elements of other segments, ", repeats, " segments of axis \"",
-                                     unknown->name, "\" with unit_elems ", unknown->unit_elems, ")"));
-      }
-      if ((dim - known) / per > format::kMaxElasticAxisUnits) return ctx.Err(where, "more than 2^32 units");
-      size_t k = unknown->scope == ElasticScope::kLayer ? bound.layer : 0;
-      unknown->parent[k] = (dim - known) / per;
-      parent_from[static_cast<size_t>(unknown - m.axes.data())][k] = t.name;
-    }
-  }
-  for (size_t ai = 0; ai < m.axes.size(); ++ai) {
-    ElasticAxis& a = m.axes[ai];
-    std::string where = StrCat("axis \"", a.name, "\".parent");
-    const JsonValue* p = explicit_parent[ai];
-    bool any = std::any_of(a.parent.begin(), a.parent.end(), [](uint64_t v) { return v != 0; });
-    if (p == nullptr) {
-      if (!any) return ctx.Err(StrCat("axis \"", a.name, "\""), "no tensor is bound to it, so it needs \"parent\"");
-      continue;
-    }
-    std::vector<uint64_t> given(a.parent.size(), 0);
-    if (p->is_number()) {
-      BP_ASSIGN_OR_RETURN(uint64_t v, ctx.Uint(*p, where, 1, format::kMaxElasticAxisUnits));
-      // A scalar applies to every layer that has the axis (all, if unbound).
-      for (size_t k = 0; k < given.size(); ++k) given[k] = (!any || a.parent[k] != 0) ? v : 0;
-    } else if (p->is_array() && p->array().size() == given.size()) {
-      for (size_t k = 0; k < given.size(); ++k) {
-        if (p->array()[k].is_null()) continue;
-        BP_ASSIGN_OR_RETURN(given[k], ctx.Uint(p->array()[k], StrCat(where, "[", k, "]"), 1, format::kMaxElasticAxisUnits));
-      }
-    } else {
-      return ctx.Err(where, StrCat("expected a count or an array of ", given.size(), " counts or nulls"));
-    }
-    if (any && given != a.parent) return ctx.Err(where, "disagrees with the sizes of the tensors bound to the axis");
-    a.parent = std::move(given);
-  }
-  for (const ElasticAxis& a : m.axes) {
-    for (size_t k = 0; k < a.parent.size(); ++k) {
-      if (a.parent[k] % format::GroupsOf(a) != 0) {
-        return ctx.Err(StrCat("axis \"", a.name, "\""),
-                       StrCat("parent size ", a.parent[k],
-                              a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string(),
-                              " is not divisible by its ", a.groups, " groups"));
-      }
-    }
-  }
-  // ---- importance ----
-  std::string method = "importance";
-  if (const JsonValue* im = root.Find("importance_method")) {
-    BP_ASSIGN_OR_RETURN(method, ctx.Str(*im, "importance_method", 256));
-  }
-  if (const JsonValue* imp = root.Find("importance")) {
-    if (!imp->is_object()) return ctx.Err("importance", "expected an object {AXIS: {LAYER: [scores]}}");
-    for (const auto& [axis_name, per_layer] : imp->object()) {
-      const ElasticAxis* a = m.FindAxis(axis_name);
-      std::string where = StrCat("importance \"", axis_name, "\"");
-      if (a == nullptr) return ctx.Err(where, "unknown axis");
-      if (!per_layer.is_object()) return ctx.Err(where, "expected an object {LAYER: [scores]}");
-      size_t ai = static_cast<size_t>(a - m.axes.data());
-      for (const auto& [layer_key, scores] : per_layer.object()) {
-        std::string lw = StrCat(where, " layer \"", layer_key, "\"");
-        uint32_t layer = 0;
-        if (a->scope == ElasticScope::kGlobal) {
-          if (layer_key != "global") return ctx.Err(lw, "a global axis takes one entry keyed \"global\"");
-        } else {
-          auto r = std::from_chars(layer_key.data(), layer_key.data() + layer_key.size(), layer);
-          if (r.ec != std::errc() || r.ptr != layer_key.data() + layer_key.size() || layer >= m.layer_count ||
-              (layer_key.size() > 1 && layer_key[0] == '0')) {
-            return ctx.Err(lw, StrCat("the key must be a layer index below ", m.layer_count));
-          }
-        }
-        uint64_t n = a->parent[layer];
-        if (!scores.is_array() || scores.array().size() != n || n == 0) {
-          return ctx.Err(lw, StrCat("expected an array of ", n, " scores (one per unit)"));
-        }
-        if (out.orders.count({ai, layer})) return ctx.Err(lw, "given twice");
-        ElasticImportance ei;
-        ei.axis = a->name;
-        ei.layer = layer;
-        ei.method = method;
-        std::vector<float> raw(n);
-        for (size_t i = 0; i < n; ++i) {
-          const JsonValue& s = scores.array()[i];
-          if (!s.is_number() || !std::isfinite(s.double_value()) || std::fabs(s.double_value()) > 3.0e38) {
-            return ctx.Err(lw, StrCat("score ", i, " is not a finite number"));
-          }
-          raw[i] = static_cast<float>(s.double_value());
-        }
-        std::vector<uint32_t> order(n);
-        std::iota(order.begin(), order.end(), 0u);
-        // Descending score; ties keep the lower index first. A grouped axis
-        // sorts within each group, so every group keeps its best units.
-        uint64_t per_group = n / format::GroupsOf(*a);
-        for (uint64_t g = 0; g < n; g += per_group) {
-          std::stable_sort(order.begin() + g, order.begin() + g + per_group,
-                           [&](uint32_t x, uint32_t y) { return raw[x] > raw[y]; });
-        }
-        for (uint32_t o : order) ei.scores.push_back(raw[o]);
-        ei.order = order;
-        out.orders[{ai, layer}] = std::move(order);
-        m.importance.push_back(std::move(ei));
-      }
-    }
-  }
-  // ---- budgets ----
-  const JsonValue* budgets = root.Find("budgets");
-  if (budgets != nullptr && !budgets->is_array()) return ctx.Err("budgets", "expected an array");
-  if (budgets != nullptr && budgets->array().size() > format::kMaxElasticBudgets) {
-    return absl::ResourceExhaustedError(StrCat(file, ": more than ", format::kMaxElasticBudgets, " budgets"));
-  }
-  if (budgets != nullptr) {
-    uint64_t cells = 0;
-    for (const auto& a : m.axes) cells += a.parent.size();
-    if (cells * budgets->array().size() > format::kMaxElasticBudgetCells) {
-      return absl::ResourceExhaustedError(StrCat(file, ": ", budgets->array().size(), " budgets over ", cells,
-                                                 " axis sizes exceed the limit of 2^26 budget cells"));
-    }
-  }
-  for (size_t bi = 0; budgets != nullptr && bi < budgets->array().size(); ++bi) {
-    const JsonValue& b = budgets->array()[bi];
-    std::string where = StrCat("budgets[", bi, "]");
-    BP_RETURN_IF_ERROR(ctx.Keys(b, where, {"name", "layer_keep", "per_layer", "global", "nested_in"}));
-    ElasticBudget eb;
-    const JsonValue* name = b.Find("name");
-    if (name == nullptr) return ctx.Err(where, "\"name\" is required");
-    BP_ASSIGN_OR_RETURN(eb.name, ctx.Str(*name, where + ".name", format::kMaxElasticNameBytes));
-    where = StrCat("budget \"", eb.name, "\"");
-    eb.layer_keep.assign(m.layer_count, true);
-    if (const JsonValue* keep = b.Find("layer_keep")) {
-      if (!keep->is_array() || keep->array().size() != m.layer_count) {
-        return ctx.Err(where, StrCat("layer_keep must list ", m.layer_count, " entries (1/0 or true/false)"));
-      }
-      for (size_t l = 0; l < m.layer_count; ++l) {
-        const JsonValue& v = keep->array()[l];
-        if (v.is_bool()) {
-          eb.layer_keep[l] = v.bool_value();
-        } else {
-          BP_ASSIGN_OR_RETURN(uint64_t k, ctx.Uint(v, StrCat(where, ".layer_keep[", l, "]"), 0, 1));
-          eb.layer_keep[l] = k == 1;
-        }
-      }
-    }
-    if (const JsonValue* nested = b.Find("nested_in")) {
-      BP_ASSIGN_OR_RETURN(eb.nested_in, ctx.Str(*nested, where + ".nested_in", format::kMaxElasticNameBytes));
-    }
-    for (const char* group : {"per_layer", "global"}) {
-      const JsonValue* sizes = b.Find(group);
-      if (sizes == nullptr) continue;
-      if (!sizes->is_object()) return ctx.Err(where, StrCat("\"", group, "\" must be an object {AXIS: ...}"));
-      bool layered = std::string_view(group) == "per_layer";
-      for (const auto& [axis_name, v] : sizes->object()) {
-        const ElasticAxis* a = m.FindAxis(axis_name);
-        std::string aw = StrCat(where, " ", group, " \"", axis_name, "\"");
-        if (a == nullptr) return ctx.Err(aw, "unknown axis");
-        if ((a->scope == ElasticScope::kLayer) != layered) {
-          return ctx.Err(aw, layered ? "is a global axis: give it under \"global\""
-                                     : "is a per-layer axis: give it under \"per_layer\"");
-        }
-        for (const auto& s : eb.sizes) {
-          if (s.axis == axis_name) return ctx.Err(aw, "given twice");
-        }
-        ElasticBudgetAxis s{a->name, std::vector<uint64_t>(a->parent.size(), 0)};
-        if (!layered) {
-          if (v.is_null()) {
-            s.counts[0] = a->parent[0];
-          } else {
-            BP_ASSIGN_OR_RETURN(s.counts[0], ctx.Uint(v, aw, 1, format::kMaxElasticAxisUnits));
-          }
-          if (s.counts[0] % format::GroupsOf(*a) != 0) {
-            return ctx.Err(aw, StrCat(s.counts[0], " units is not divisible by the axis' ", a->groups, " groups"));
-          }
-        } else {
-          if (!v.is_array() || v.array().size() != m.layer_count) {
-            return ctx.Err(aw, StrCat("expected ", m.layer_count, " counts or nulls (one per parent layer)"));
-          }
-          for (size_t l = 0; l < m.layer_count; ++l) {
-            const JsonValue& c = v.array()[l];
-            if (!eb.layer_keep[l]) continue;  // a dropped layer keeps nothing
-            if (c.is_null()) {
-              s.counts[l] = a->parent[l];
-              continue;
-            }
-            BP_ASSIGN_OR_RETURN(s.counts[l], ctx.Uint(c, StrCat(aw, "[", l, "]"), 1, format::kMaxElasticAxisUnits));
-            if (a->parent[l] == 0) return ctx.Err(aw, StrCat("layer ", l, " has no such axis (give null)"));
-            if (s.counts[l] % format::GroupsOf(*a) != 0) {
-              return ctx.Err(StrCat(aw, "[", l, "]"),
-                             StrCat(s.counts[l], " units is not divisible by the axis' ", a->groups, " groups"));
-            }
-          }
-        }
-        eb.sizes.push_back(std::move(s));
-      }
-    }
-    // Every axis explicit: parent sizes where not given, 0 on dropped layers.
-    for (const auto& a : m.axes) {
-      bool listed = false;
-      for (const auto& s : eb.sizes) listed |= s.axis == a.name;
-      if (listed) continue;
-      ElasticBudgetAxis s{a.name, a.parent};
-      if (a.scope == ElasticScope::kLayer) {
-        for (size_t l = 0; l < m.layer_count; ++l) {
-          if (!eb.layer_keep[l]) s.counts[l] = 0;
-        }
-      }
-      eb.sizes.push_back(std::move(s));
-    }
-    // Keep the declared axis order.
-    std::sort(eb.sizes.begin(), eb.sizes.end(), [&](const ElasticBudgetAxis& x, const ElasticBudgetAxis& y) {
-      return m.FindAxis(x.axis) < m.FindAxis(y.axis);
-    });
-    m.budgets.push_back(std::move(eb));
-  }
-  // Groups and segments need manifest version 2 (format 1.2); anything else
-  // stays version 1, byte for byte.
-  m.version = m.RequiredVersion();
+  BP_RETURN_IF_ERROR(ElasticJsonParser(ctx, file, *parsed, out).Parse(tensors));
   return out;
 }
 

@@ -278,8 +278,9 @@ absl::Status ReadArray(Cursor& c, int32_t et, uint64_t n, const std::string& key
   return absl::OkStatus();
 }
 
-absl::Status ParseGguf(ParsedFile* f) {
-  Cursor c(f->bytes, f->path);
+// The magic, version and the two counts, checked against the file's size
+// and the container's limits.
+absl::Status ReadGgufHeader(Cursor& c, ParsedFile* f, int64_t* n_tensors_out, int64_t* n_kv_out) {
   char magic[4];
   if (f->bytes.size() < 4) return c.Fail(StrCat("not a GGUF file (", f->bytes.size(), " bytes)"));
   std::memcpy(magic, f->bytes.data(), 4);
@@ -315,6 +316,14 @@ absl::Status ParseGguf(ParsedFile* f) {
     return absl::ResourceExhaustedError(
         StrCat(f->path, ": ", n_kv, " key/values (limit ", format::kMaxMetadataEntries, ")"));
   }
+  *n_tensors_out = n_tensors;
+  *n_kv_out = n_kv;
+  return absl::OkStatus();
+}
+
+// The key/values into f->kv; `have_alignment`: general.alignment was given
+// (and taken into f->alignment).
+absl::Status ReadGgufKeyValues(Cursor& c, ParsedFile* f, int64_t n_kv, bool* have_alignment) {
   // Counted before any value is built, so a file past the limit costs one
   // pass over its key/values, not a MetaValue per element.
   if (GgufArrayCount count = CountGgufArrayElements(f->bytes.subspan(c.pos()), n_kv, kMaxMetadataElements);
@@ -326,7 +335,6 @@ absl::Status ParseGguf(ParsedFile* f) {
   absl::flat_hash_set<std::string> keys;
   keys.reserve(n_kv);
   f->kv.reserve(n_kv);
-  bool have_alignment = false;
   for (int64_t i = 0; i < n_kv; ++i) {
     std::string key;
     BP_RETURN_IF_ERROR(c.ReadString(&key, [&] { return StrCat("key #", i, " length"); }));
@@ -351,53 +359,56 @@ absl::Status ParseGguf(ParsedFile* f) {
         return c.Fail(StrCat("key \"general.alignment\" is ", v.u, ", must be a power of two <= ", kGgufMaxAlignment));
       }
       f->alignment = static_cast<uint32_t>(v.u);
-      have_alignment = true;
+      *have_alignment = true;
     }
     f->kv.emplace_back(std::move(key), std::move(v));
   }
-  (void)have_alignment;
-  const uint64_t align = f->alignment;
-  f->tensors.resize(n_tensors);
-  TensorNameSet names = MakeNameIndexSet(f->tensors.data(), n_tensors);
-  for (int64_t i = 0; i < n_tensors; ++i) {
-    GgufTensor& t = f->tensors[i];
-    BP_RETURN_IF_ERROR(c.ReadView(&t.name, [&] { return StrCat("tensor #", i, " name length"); }));
-    auto tw = [&] { return StrCat("tensor ", Quoted(t.name)); };
-    if (t.name.empty()) return c.Fail(StrCat("tensor #", i, " has an empty name"));
-    if (t.name.size() > kGgufMaxNameBytes) {
-      return c.Fail(StrCat(tw(), ": name is ", t.name.size(), " bytes (ggml allows at most 63)"));
-    }
-    if (t.name.find('\0') != std::string::npos) return c.Fail(StrCat(tw(), ": name holds a NUL byte"));
-    if (!names.insert(static_cast<uint32_t>(i)).second) return c.Fail(StrCat("duplicate tensor name ", Quoted(t.name)));
-    uint32_t n_dims = 0;
-    BP_RETURN_IF_ERROR(c.Read(&n_dims, [&] { return StrCat(tw(), ": dimension count"); }));
-    if (n_dims > kGgufMaxDims) return c.Fail(StrCat(tw(), ": ", n_dims, " dimensions (ggml allows at most 4)"));
-    t.ne.resize(n_dims);
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      int64_t ne = 0;
-      BP_RETURN_IF_ERROR(c.Read(&ne, [&] { return StrCat(tw(), ": ne[", d, "]"); }));
-      if (ne < 0) return c.Fail(StrCat(tw(), ": ne[", d, "] is negative (", ne, ")"));
-      t.ne[d] = static_cast<uint64_t>(ne);
-    }
-    auto elements = CheckedProduct(t.ne);
-    if (!elements || *elements >= static_cast<uint64_t>(INT64_MAX)) {
-      return c.Fail(StrCat(tw(), ": element count overflows int64"));
-    }
-    int32_t type = 0;
-    BP_RETURN_IF_ERROR(c.Read(&type, [&] { return StrCat(tw(), ": type"); }));
-    t.type = GgmlTypeById(type);
-    if (t.type == nullptr) {
-      return c.Fail(StrCat(tw(), ": unknown or removed ggml type ", type));
-    }
-    auto nbytes = GgmlTensorBytes(*t.type, t.ne);
-    if (!nbytes.ok()) return c.Fail(StrCat(tw(), ": ", nbytes.status().message()));
-    t.nbytes = *nbytes;
-    BP_RETURN_IF_ERROR(c.Read(&t.offset, [&] { return StrCat(tw(), ": offset"); }));
+  return absl::OkStatus();
+}
+
+// Tensor info #i: name (unique in `names`), dimensions, type, offset.
+absl::Status ReadGgufTensorInfo(Cursor& c, int64_t i, GgufTensor& t, TensorNameSet& names) {
+  BP_RETURN_IF_ERROR(c.ReadView(&t.name, [&] { return StrCat("tensor #", i, " name length"); }));
+  auto tw = [&] { return StrCat("tensor ", Quoted(t.name)); };
+  if (t.name.empty()) return c.Fail(StrCat("tensor #", i, " has an empty name"));
+  if (t.name.size() > kGgufMaxNameBytes) {
+    return c.Fail(StrCat(tw(), ": name is ", t.name.size(), " bytes (ggml allows at most 63)"));
   }
-  // Offsets: multiples of the alignment, and (ggml's rule) each the padded
-  // sum of the tensors before it, so tensors are contiguous in info order.
+  if (t.name.find('\0') != std::string::npos) return c.Fail(StrCat(tw(), ": name holds a NUL byte"));
+  if (!names.insert(static_cast<uint32_t>(i)).second) return c.Fail(StrCat("duplicate tensor name ", Quoted(t.name)));
+  uint32_t n_dims = 0;
+  BP_RETURN_IF_ERROR(c.Read(&n_dims, [&] { return StrCat(tw(), ": dimension count"); }));
+  if (n_dims > kGgufMaxDims) return c.Fail(StrCat(tw(), ": ", n_dims, " dimensions (ggml allows at most 4)"));
+  t.ne.resize(n_dims);
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    int64_t ne = 0;
+    BP_RETURN_IF_ERROR(c.Read(&ne, [&] { return StrCat(tw(), ": ne[", d, "]"); }));
+    if (ne < 0) return c.Fail(StrCat(tw(), ": ne[", d, "] is negative (", ne, ")"));
+    t.ne[d] = static_cast<uint64_t>(ne);
+  }
+  auto elements = CheckedProduct(t.ne);
+  if (!elements || *elements >= static_cast<uint64_t>(INT64_MAX)) {
+    return c.Fail(StrCat(tw(), ": element count overflows int64"));
+  }
+  int32_t type = 0;
+  BP_RETURN_IF_ERROR(c.Read(&type, [&] { return StrCat(tw(), ": type"); }));
+  t.type = GgmlTypeById(type);
+  if (t.type == nullptr) {
+    return c.Fail(StrCat(tw(), ": unknown or removed ggml type ", type));
+  }
+  auto nbytes = GgmlTensorBytes(*t.type, t.ne);
+  if (!nbytes.ok()) return c.Fail(StrCat(tw(), ": ", nbytes.status().message()));
+  t.nbytes = *nbytes;
+  BP_RETURN_IF_ERROR(c.Read(&t.offset, [&] { return StrCat(tw(), ": offset"); }));
+  return absl::OkStatus();
+}
+
+// Offsets: multiples of the alignment, and (ggml's rule) each the padded
+// sum of the tensors before it, so tensors are contiguous in info order.
+absl::Status CheckGgufOffsets(Cursor& c, const ParsedFile& f, bool have_alignment) {
+  const uint64_t align = f.alignment;
   uint64_t expected = 0;
-  for (auto& t : f->tensors) {
+  for (auto& t : f.tensors) {
     if (t.offset % align != 0) {
       return c.Fail(StrCat("tensor ", Quoted(t.name), " has offset ", t.offset, ", not a multiple of the alignment ",
                            align, have_alignment ? " (general.alignment)" : " (the default)"));
@@ -411,8 +422,14 @@ absl::Status ParseGguf(ParsedFile* f) {
     if (!next) return c.Fail(StrCat("tensor ", Quoted(t.name), ": data section size overflows"));
     expected = *next;
   }
+  return absl::OkStatus();
+}
+
+// The data section after the infos, and each tensor's bytes inside the file.
+absl::Status PlaceGgufData(Cursor& c, ParsedFile* f) {
+  const uint64_t align = f->alignment;
   uint64_t end = c.pos();
-  if (n_tensors == 0) {
+  if (f->tensors.empty()) {
     // Vocab-only files end right after the key/values, unpadded.
     f->data_offset = end;
     return absl::OkStatus();
@@ -433,6 +450,19 @@ absl::Status ParseGguf(ParsedFile* f) {
     t.file_offset = *begin;
   }
   return absl::OkStatus();
+}
+
+absl::Status ParseGguf(ParsedFile* f) {
+  Cursor c(f->bytes, f->path);
+  int64_t n_tensors = 0, n_kv = 0;
+  BP_RETURN_IF_ERROR(ReadGgufHeader(c, f, &n_tensors, &n_kv));
+  bool have_alignment = false;
+  BP_RETURN_IF_ERROR(ReadGgufKeyValues(c, f, n_kv, &have_alignment));
+  f->tensors.resize(n_tensors);
+  TensorNameSet names = MakeNameIndexSet(f->tensors.data(), n_tensors);
+  for (int64_t i = 0; i < n_tensors; ++i) BP_RETURN_IF_ERROR(ReadGgufTensorInfo(c, i, f->tensors[i], names));
+  BP_RETURN_IF_ERROR(CheckGgufOffsets(c, *f, have_alignment));
+  return PlaceGgufData(c, f);
 }
 
 const MetaValue* FindKey(const Metadata& kv, std::string_view key) {

@@ -4,7 +4,8 @@
 # target for a while and replays its corpus, builds the examples against
 # the installed package, and runs llama.cpp on GGUF files bolt-pack wrote
 # (scripts/llama_cpp_check.sh; SKIP when npm's registry cannot be reached).
-# First of all it checks the layers of the includes (scripts/check_layers.sh).
+# First of all it checks the layers of the includes (scripts/check_layers.sh)
+# and the length of functions (scripts/long_functions.py).
 #   FUZZ_SECONDS (default 60) sets the time per fuzz target.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,6 +16,10 @@ B="$ROOT/build-test"
 
 echo "== layers: no #include goes up or sideways (scripts/check_layers.sh)"
 "$ROOT/scripts/check_layers.sh"
+
+echo "== functions of one job: none over 150 lines without a reason (scripts/long_functions.py)"
+"$ROOT/scripts/long_functions_test.py"
+"$ROOT/scripts/long_functions.py" "$ROOT"
 
 echo "== g++ build + tests"
 "$ROOT/scripts/build.sh" "$B/gcc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc

@@ -478,33 +478,36 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
   return absl::OkStatus();
 }
 
-}  // namespace
+// RunConvert's steps. Each prints its error and returns the exit status
+// (2: the command line is wrong, 1: the inputs are), or 0 to go on.
 
-int RunConvert(const ConvertArgs& args) {
-  std::vector<CodecRule> rules;
+// The codec rules: the command line's first, so they override the recipe's.
+int CollectRules(const ConvertArgs& args, std::vector<CodecRule>* rules) {
   for (const auto& text : args.codec_rules) {
     auto rule = ParseCodecRule(text);
     if (!rule.ok()) {
       PrintError(std::string(rule.status().message()));
       return 2;
     }
-    rules.push_back(std::move(*rule));
+    rules->push_back(std::move(*rule));
   }
-  // Command-line rules come first, so they override the recipe's.
   if (!args.recipe.empty()) {
     auto recipe = LoadRecipe(args.recipe);
     if (!recipe.ok()) {
       PrintError(std::string(recipe.status().message()));
       return 2;
     }
-    rules.insert(rules.end(), recipe->begin(), recipe->end());
+    rules->insert(rules->end(), recipe->begin(), recipe->end());
   }
-  std::string ext = Extension(args.output);
+  return 0;
+}
+
+// The output's format (`ext`) and, for a split GGUF, its largest file.
+int CheckOutput(const ConvertArgs& args, const std::string& ext, uint64_t* split_max_bytes) {
   if (ext != ".bolt" && ext != ".safetensors" && ext != ".gguf") {
     PrintError(StrCat(args.output, ": unknown output format \"", ext, "\" (expected .bolt, .safetensors or .gguf)"));
     return 2;
   }
-  uint64_t split_max_bytes = 0;
   if ((!args.split_max_size.empty() || args.split_max_tensors > 0) && ext != ".gguf") {
     PrintError(StrCat(args.output, ": --split-max-size and --split-max-tensors split GGUF output only (the output is \"",
                       ext, "\")"));
@@ -516,8 +519,76 @@ int RunConvert(const ConvertArgs& args) {
       PrintError(StrCat("--split-max-size: ", n.status().message()));
       return 2;
     }
-    split_max_bytes = *n;
+    *split_max_bytes = *n;
   }
+  return 0;
+}
+
+// --view: every input is a .bolt file that has the view.
+int CheckView(const ConvertArgs& args, const std::string& ext, const Inputs& in) {
+  if (args.view == "full") return 0;
+  // A view is a way to decode a .bolt file; other outputs copy or re-encode.
+  if (ext != ".safetensors") {
+    PrintError(StrCat("--view applies to .safetensors output, not ", ext));
+    return 2;
+  }
+  for (const auto& t : in.tensors()) {
+    absl::Status has = t.kind == InputKind::kBolt
+                           ? t.reader->ViewBytes(args.view).status()
+                           : absl::NotFoundError(StrCat(t.file(), ": only .bolt files have views (asked for \"",
+                                                        args.view, "\")"));
+    if (!has.ok()) {
+      PrintError(std::string(has.message()));
+      return 2;
+    }
+  }
+  return 0;
+}
+
+// An elastic .bolt input keeps its manifest in a .bolt output (checked
+// against the new codecs); other outputs cannot hold one. --elastic
+// authors a new one.
+int ResolveElastic(const ConvertArgs& args, const std::string& ext, const Inputs& in, const CodecPlan& plan,
+                   std::optional<ElasticManifest>* carried, std::unique_ptr<io::ElasticAuthoring>* elastic) {
+  if (ext == ".bolt") {
+    auto c = CarriedElastic(in, plan, !args.elastic.empty());
+    if (!c.ok()) {
+      PrintError(std::string(c.status().message()));
+      return 1;
+    }
+    *carried = std::move(*c);
+  } else {
+    for (const auto& t : in.tensors()) {
+      if (t.kind == InputKind::kBolt && t.reader->elastic() != nullptr) {
+        std::fprintf(stderr, "bolt-pack: note: %s: its elastic manifest is not carried into %s output (only .bolt "
+                             "holds one; `bolt-pack slice` cuts its budgets to %s)\n",
+                     t.reader->path().c_str(), ext.c_str(), ext.c_str());
+        break;
+      }
+    }
+  }
+  if (args.elastic.empty()) return 0;
+  if (ext != ".bolt") {
+    PrintError(StrCat(args.output, ": --elastic stores an elastic manifest, which only a .bolt output holds"));
+    return 2;
+  }
+  auto e = LoadElastic(args.elastic, in, plan);
+  if (!e.ok()) {
+    PrintError(std::string(e.status().message()));
+    return 1;
+  }
+  *elastic = std::move(*e);
+  return 0;
+}
+
+}  // namespace
+
+int RunConvert(const ConvertArgs& args) {
+  std::vector<CodecRule> rules;
+  if (int rc = CollectRules(args, &rules); rc != 0) return rc;
+  std::string ext = Extension(args.output);
+  uint64_t split_max_bytes = 0;
+  if (int rc = CheckOutput(args, ext, &split_max_bytes); rc != 0) return rc;
   std::unique_ptr<io::Imatrix> imatrix;
   if (!args.imatrix.empty()) {
     auto im = io::Imatrix::Load(args.imatrix);
@@ -538,23 +609,7 @@ int RunConvert(const ConvertArgs& args) {
     PrintError(std::string(importable.message()));
     return 1;
   }
-  if (args.view != "full") {
-    // A view is a way to decode a .bolt file; other outputs copy or re-encode.
-    if (ext != ".safetensors") {
-      PrintError(StrCat("--view applies to .safetensors output, not ", ext));
-      return 2;
-    }
-    for (const auto& t : (*in)->tensors()) {
-      absl::Status has = t.kind == InputKind::kBolt
-                             ? t.reader->ViewBytes(args.view).status()
-                             : absl::NotFoundError(StrCat(t.file(), ": only .bolt files have views (asked for \"",
-                                                          args.view, "\")"));
-      if (!has.ok()) {
-        PrintError(std::string(has.message()));
-        return 2;
-      }
-    }
-  }
+  if (int rc = CheckView(args, ext, **in); rc != 0) return rc;
   ConvertArgs resolved = args;
   if (resolved.threads <= 0) resolved.threads = HardwareThreads();
   std::vector<std::string> fallbacks;
@@ -566,39 +621,9 @@ int RunConvert(const ConvertArgs& args) {
     std::fprintf(stderr, "bolt-pack: warning: %zu tensor%s cannot take their rule's codec and use the fallback:%s\n",
                  fallbacks.size(), fallbacks.size() == 1 ? "" : "s", list.c_str());
   }
-  // An elastic .bolt input keeps its manifest in a .bolt output (checked
-  // against the new codecs); other outputs cannot hold one.
   std::optional<ElasticManifest> carried;
-  if (ext == ".bolt") {
-    auto c = CarriedElastic(**in, plan, !args.elastic.empty());
-    if (!c.ok()) {
-      PrintError(std::string(c.status().message()));
-      return 1;
-    }
-    carried = std::move(*c);
-  } else {
-    for (const auto& t : (*in)->tensors()) {
-      if (t.kind == InputKind::kBolt && t.reader->elastic() != nullptr) {
-        std::fprintf(stderr, "bolt-pack: note: %s: its elastic manifest is not carried into %s output (only .bolt "
-                             "holds one; `bolt-pack slice` cuts its budgets to %s)\n",
-                     t.reader->path().c_str(), ext.c_str(), ext.c_str());
-        break;
-      }
-    }
-  }
   std::unique_ptr<io::ElasticAuthoring> elastic;
-  if (!args.elastic.empty()) {
-    if (ext != ".bolt") {
-      PrintError(StrCat(args.output, ": --elastic stores an elastic manifest, which only a .bolt output holds"));
-      return 2;
-    }
-    auto e = LoadElastic(args.elastic, **in, plan);
-    if (!e.ok()) {
-      PrintError(std::string(e.status().message()));
-      return 1;
-    }
-    elastic = std::move(*e);
-  }
+  if (int rc = ResolveElastic(args, ext, **in, plan, &carried, &elastic); rc != 0) return rc;
   absl::Status st = ext == ".bolt"   ? ConvertToBolt(**in, plan, resolved, imatrix.get(), elastic.get(),
                                                      carried ? &*carried : nullptr)
                     : ext == ".gguf" ? ConvertToGguf(**in, std::move(plan), resolved, imatrix.get(), split_max_bytes)

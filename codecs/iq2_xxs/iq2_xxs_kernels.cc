@@ -275,21 +275,27 @@ struct Scratch {
   GroupAB ab[32];
 };
 
-// Normalised block: x scaled by 2^-e so max|x| is in [1, 2).
-void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, uint8_t* out,
-                   Scratch& scratch) {
-  std::memset(out, 0, kBlockBytes);
+// A block normalised by 2^-e so max|x| is in [1, 2), with the weight of
+// each element.
+struct NormalBlock {
+  int ex = 0;           // max|x| in [2^(ex-1), 2^ex)
+  float xscale = 0;     // real -> normalised
+  float xn[kBlockElems];
+  float w[kBlockElems];
+};
+
+// False for a block that had best be all zeros (d = 0 decodes to zeros).
+bool Normalise(const float* x, const float* importance, NormalBlock* nb) {
   float amax = 0;
   for (size_t i = 0; i < kBlockElems; ++i) amax = Max(amax, std::fabs(x[i]));
   // Below 2^-64 nothing but zeros is closer (the smallest nonzero output is
-  // about 3e-8); d = 0 decodes to zeros.
-  if (!(amax >= 0x1p-64f)) return;
-  int ex;
-  std::frexp(amax, &ex);  // amax in [2^(ex-1), 2^ex)
-  const float xscale = std::ldexp(1.0f, 1 - ex);
-
-  float xn[kBlockElems], w[kBlockElems];
-  for (size_t i = 0; i < kBlockElems; ++i) xn[i] = x[i] * xscale;
+  // about 3e-8).
+  if (!(amax >= 0x1p-64f)) return false;
+  std::frexp(amax, &nb->ex);
+  nb->xscale = std::ldexp(1.0f, 1 - nb->ex);
+  float* xn = nb->xn;
+  float* w = nb->w;
+  for (size_t i = 0; i < kBlockElems; ++i) xn[i] = x[i] * nb->xscale;
   float wmax = 0;
   if (importance != nullptr) {
     for (size_t i = 0; i < kBlockElems; ++i) wmax = Max(wmax, importance[i]);
@@ -307,12 +313,14 @@ void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, u
     const float sigma2 = sumx2 / kBlockElems;
     for (size_t i = 0; i < kBlockElems; ++i) w[i] = std::sqrt(sigma2 + xn[i] * xn[i]);
   }
+  return true;
+}
 
-  // Signs and A/B per group.
-  uint8_t signs[32];
+// Signs and A/B per group of 8.
+void GroupSignsAndAB(const Kernels& kn, const NormalBlock& nb, uint8_t signs[32], Scratch& scratch) {
   for (int gi = 0; gi < 32; ++gi) {
-    const float* xg = xn + 8 * gi;
-    const float* wg = w + 8 * gi;
+    const float* xg = nb.xn + 8 * gi;
+    const float* wg = nb.w + 8 * gi;
     float wa[8];
     unsigned mask = 0;
     for (int j = 0; j < 8; ++j) {
@@ -331,112 +339,123 @@ void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, u
     signs[gi] = static_cast<uint8_t>(mask & 127);
     kn.compute_ab(wg, wa, &scratch.ab[gi]);
   }
+}
 
-  // Per sub-block: the best continuous scale t (y = t * grid).
-  float tc[8], curv[8];
-  for (int sb = 0; sb < 8; ++sb) {
-    const GroupAB* ab = &scratch.ab[4 * sb];
-    float smax = 0;
-    for (int i = 0; i < 32; ++i) smax = Max(smax, std::fabs(xn[32 * sb + i]));
-    tc[sb] = 0;
-    curv[sb] = 0;
-    if (smax == 0) continue;
-    SubEval best;
-    float best_t = 0;
-    for (float f : kStartFactors) {
-      const float t = smax * (f / 43.0f);
+// Sub-block sb's best continuous scale t (y = t * grid) into *tc, and the
+// curvature of its cost there into *curv (0: none to model).
+void SubBlockScale(const Kernels& kn, const NormalBlock& nb, const Scratch& scratch, int sb, float* tc,
+                   float* curv) {
+  const float* xn = nb.xn;
+  const float* w = nb.w;
+  const GroupAB* ab = &scratch.ab[4 * sb];
+  float smax = 0;
+  for (int i = 0; i < 32; ++i) smax = Max(smax, std::fabs(xn[32 * sb + i]));
+  *tc = 0;
+  *curv = 0;
+  if (smax == 0) return;
+  SubEval best;
+  float best_t = 0;
+  for (float f : kStartFactors) {
+    const float t = smax * (f / 43.0f);
+    SubEval e = EvalSub(kn, ab, t);
+    if (e.cost < best.cost) {
+      best = e;
+      best_t = t;
+    }
+  }
+  if (kMeanStart) {
+    // Flat sub-blocks (all magnitudes alike) want every value on level 8.
+    float swa = 0, sw = 0;
+    for (int i = 0; i < 32; ++i) {
+      swa += w[32 * sb + i] * std::fabs(xn[32 * sb + i]);
+      sw += w[32 * sb + i];
+    }
+    const float t = sw > 0 ? swa / (8.0f * sw) : 0.0f;
+    if (t > 0) {
       SubEval e = EvalSub(kn, ab, t);
       if (e.cost < best.cost) {
         best = e;
         best_t = t;
       }
     }
-    if (kMeanStart) {
-      // Flat sub-blocks (all magnitudes alike) want every value on level 8.
-      float swa = 0, sw = 0;
-      for (int i = 0; i < 32; ++i) {
-        swa += w[32 * sb + i] * std::fabs(xn[32 * sb + i]);
-        sw += w[32 * sb + i];
-      }
-      const float t = sw > 0 ? swa / (8.0f * sw) : 0.0f;
-      if (t > 0) {
-        SubEval e = EvalSub(kn, ab, t);
-        if (e.cost < best.cost) {
-          best = e;
-          best_t = t;
-        }
-      }
-    }
-    for (int it = 0; it < kRefineSteps; ++it) {
-      if (!(best.sum_a > 0) || !(best.sum_b > 0)) break;
-      const float t = best.sum_b / best.sum_a;
-      if (t == best_t) break;
-      SubEval e = EvalSub(kn, ab, t);
-      if (!(e.cost < best.cost)) break;
-      best = e;
-      best_t = t;
-    }
-    if (best.sum_a > 0 && best.sum_b > 0) {
-      tc[sb] = best.sum_b / best.sum_a;
-      curv[sb] = best.sum_a;
-    } else {
-      tc[sb] = best_t;
-      curv[sb] = 0;
-    }
   }
+  for (int it = 0; it < kRefineSteps; ++it) {
+    if (!(best.sum_a > 0) || !(best.sum_b > 0)) break;
+    const float t = best.sum_b / best.sum_a;
+    if (t == best_t) break;
+    SubEval e = EvalSub(kn, ab, t);
+    if (!(e.cost < best.cost)) break;
+    best = e;
+    best_t = t;
+  }
+  if (best.sum_a > 0 && best.sum_b > 0) {
+    *tc = best.sum_b / best.sum_a;
+    *curv = best.sum_a;
+  } else {
+    *tc = best_t;
+    *curv = 0;
+  }
+}
 
-  // Block scale d (fp16, real units): t = d * (2s + 1) / 8. Candidates put
-  // the largest sub-block at s = 15..8 (and fp16 neighbours); a quadratic
-  // model of each sub-block's cost picks one; then each sub-block tries the
-  // two scales around its optimum for real.
+inline uint16_t ClampF16Scale(uint16_t h) {
+  if (h == 0) return 1;
+  if (h >= 0x7c00) return 0x7bff;
+  return h;
+}
+
+// The two sub-block scales s around m / dn = 2s + 1.
+inline void NearestSubScales(float m, float inv_dn, int* s_lo, int* s_hi) {
+  const float q = (m * inv_dn - 1.0f) * 0.5f;
+  int lo = q <= 0 ? 0 : q >= 15 ? 15 : static_cast<int>(q);
+  *s_lo = lo;
+  *s_hi = lo < 15 ? lo + 1 : 15;
+}
+
+// Block scale d (fp16, real units): t = d * (2s + 1) / 8. Candidates put
+// the largest sub-block at s = 15..kMinTopScale (and fp16 neighbours); a
+// quadratic model of each sub-block's cost picks one. False when no
+// sub-block has a scale (the block stays zeros).
+bool ChooseBlockScale(const NormalBlock& nb, const float tc[8], const float curv[8], uint16_t* best_h) {
   float mmax = 0;
   for (int sb = 0; sb < 8; ++sb) mmax = Max(mmax, 8.0f * tc[sb]);
-  if (!(mmax > 0)) return;
-  const float unscale = std::ldexp(1.0f, ex - 1);  // normalised -> real
-  const float rescale = xscale;                   // real -> normalised
-  auto clamp_h = [](uint16_t h) -> uint16_t {
-    if (h == 0) return 1;
-    if (h >= 0x7c00) return 0x7bff;
-    return h;
-  };
-  auto best_s = [](float m, float inv_dn, int* s_lo, int* s_hi) {
-    // m / dn = 2s + 1
-    const float q = (m * inv_dn - 1.0f) * 0.5f;
-    int lo = q <= 0 ? 0 : q >= 15 ? 15 : static_cast<int>(q);
-    *s_lo = lo;
-    *s_hi = lo < 15 ? lo + 1 : 15;
-  };
+  if (!(mmax > 0)) return false;
+  const float unscale = std::ldexp(1.0f, nb.ex - 1);  // normalised -> real
+  const float rescale = nb.xscale;                   // real -> normalised
   float best_proxy = std::numeric_limits<float>::infinity();
-  uint16_t best_h = 0;
+  *best_h = 0;
   for (int i = 15; i >= kMinTopScale; --i) {
-    const uint16_t h0 = clamp_h(F32ToF16(mmax * unscale / static_cast<float>(2 * i + 1)));
+    const uint16_t h0 = ClampF16Scale(F32ToF16(mmax * unscale / static_cast<float>(2 * i + 1)));
     for (int dh = -1; dh <= 1; ++dh) {
-      const uint16_t h = clamp_h(static_cast<uint16_t>(h0 + dh));
+      const uint16_t h = ClampF16Scale(static_cast<uint16_t>(h0 + dh));
       const float dn = F16ToF32(h) * rescale;
       const float inv_dn = 1.0f / dn;
       float proxy = 0;
       for (int sb = 0; sb < 8; ++sb) {
         if (curv[sb] == 0) continue;
         int lo, hi;
-        best_s(8.0f * tc[sb], inv_dn, &lo, &hi);
+        NearestSubScales(8.0f * tc[sb], inv_dn, &lo, &hi);
         const float tlo = dn * (0.5f + lo) * 0.25f - tc[sb];
         const float thi = dn * (0.5f + hi) * 0.25f - tc[sb];
         proxy += curv[sb] * (tlo * tlo < thi * thi ? tlo * tlo : thi * thi);
       }
       if (proxy < best_proxy) {
         best_proxy = proxy;
-        best_h = h;
+        *best_h = h;
       }
     }
   }
+  return true;
+}
 
-  const float dn = F16ToF32(best_h) * rescale;
-  uint32_t aux[16];
+// Each sub-block at the block scale `dn` (normalised): the grid points and
+// sub-block scale into aux; returns the total cost against zeros.
+float EncodeSubBlocks(const Kernels& kn, const Scratch& scratch, const float tc[8], const uint8_t signs[32], float dn,
+                      uint32_t aux[16]) {
   float total = 0;
   for (int sb = 0; sb < 8; ++sb) {
     const GroupAB* ab = &scratch.ab[4 * sb];
     int lo, hi;
-    best_s(8.0f * tc[sb], 1.0f / dn, &lo, &hi);
+    NearestSubScales(8.0f * tc[sb], 1.0f / dn, &lo, &hi);
     if (!kFinalBothScales && hi != lo) {
       const float tlo = dn * (0.5f + lo) * 0.25f - tc[sb];
       const float thi = dn * (0.5f + hi) * 0.25f - tc[sb];
@@ -457,6 +476,23 @@ void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, u
     aux[2 * sb + 1] = signs[4 * sb] | (signs[4 * sb + 1] << 7) | (signs[4 * sb + 2] << 14) |
                       (signs[4 * sb + 3] << 21) | (static_cast<uint32_t>(s) << 28);
   }
+  return total;
+}
+
+void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, uint8_t* out,
+                   Scratch& scratch) {
+  std::memset(out, 0, kBlockBytes);
+  NormalBlock nb;
+  if (!Normalise(x, importance, &nb)) return;
+  uint8_t signs[32];
+  GroupSignsAndAB(kn, nb, signs, scratch);
+  float tc[8], curv[8];
+  for (int sb = 0; sb < 8; ++sb) SubBlockScale(kn, nb, scratch, sb, &tc[sb], &curv[sb]);
+  // Then each sub-block tries the two scales around its optimum for real.
+  uint16_t best_h = 0;
+  if (!ChooseBlockScale(nb, tc, curv, &best_h)) return;
+  uint32_t aux[16];
+  float total = EncodeSubBlocks(kn, scratch, tc, signs, F16ToF32(best_h) * nb.xscale, aux);
   // Zeros (cost 0) beat a block that only adds error.
   if (!(total < 0)) return;
   out[0] = static_cast<uint8_t>(best_h & 0xff);
