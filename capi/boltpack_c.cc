@@ -7,6 +7,8 @@
 // StatusOr::value() or indexes a container without a bounds check first.
 #include "boltpack/boltpack.h"
 
+#include "capi/capi_internal.h"
+
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -28,35 +30,9 @@
 #include "boltpack/tensor_info.h"
 #include "boltpack/types.h"
 #include "boltpack/version.h"
+#include "common/checksum_status.h"
 #include "common/escape.h"
 #include "common/str_cat.h"
-
-struct bp_budget {
-  const bp_reader* r = nullptr;
-  std::string view;
-  std::vector<boltpack::BudgetTensor> tensors;
-  // Per kept tensor: its zero-copy regions, or why there are none.
-  std::vector<absl::StatusOr<boltpack::BudgetTensorView>> regions;
-  uint64_t bytes = 0;
-};
-
-struct bp_reader {
-  std::unique_ptr<boltpack::Reader> reader;
-  // The most recent error of a call made with this reader, from any thread.
-  mutable std::mutex mu;
-  mutable std::string last_error;
-  // The tensors described so far (bp_tensor_info, bp_stream_info), whose
-  // strings stay valid until bp_close: the reader builds a TensorInfo each
-  // time it is asked, so the C API keeps the ones it handed out.
-  mutable std::mutex described_mu;
-  mutable absl::flat_hash_map<size_t, std::unique_ptr<const boltpack::TensorInfo>> described;
-  const boltpack::TensorInfo& Described(size_t tensor) const {
-    std::lock_guard<std::mutex> lock(described_mu);
-    auto& slot = described[tensor];
-    if (slot == nullptr) slot = std::make_unique<const boltpack::TensorInfo>(reader->tensors()[tensor]);
-    return *slot;
-  }
-};
 
 namespace {
 
@@ -110,6 +86,10 @@ bp_status FromCode(absl::StatusCode code) {
   }
 }
 
+}  // namespace
+
+namespace boltpack::capi {
+
 // Records `message` for the calling thread and for `r`; returns `code`.
 // Never throws: if even the message cannot be stored, the code still goes
 // back.
@@ -129,28 +109,10 @@ bp_status Fail(const bp_reader* r, bp_status code, std::string_view message) noe
 }
 
 bp_status Fail(const bp_reader* r, const absl::Status& status) noexcept {
-  bp_status code = FromCode(status.code());
+  // A checksum mismatch is DATA_LOSS with a mark (common/checksum_status.h).
+  bp_status code = boltpack::IsChecksumMismatch(status) ? BP_ERR_CHECKSUM : FromCode(status.code());
   if (code == BP_OK) return BP_OK;
   return Fail(r, code, std::string_view(status.message().data(), status.message().size()));
-}
-
-// Runs `body` with every exception turned into a status.
-template <typename F>
-bp_status Guard(const bp_reader* r, const char* fn, F&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    (void)fn;  // building a message could throw again
-    return Fail(r, BP_ERR_RESOURCE, "out of memory");
-  } catch (const std::exception& e) {
-    try {
-      return Fail(r, BP_ERR_INTERNAL, StrCat(fn, ": unexpected C++ exception: ", e.what()));
-    } catch (...) {
-      return Fail(r, BP_ERR_INTERNAL, "unexpected C++ exception");
-    }
-  } catch (...) {
-    return Fail(r, BP_ERR_INTERNAL, "unexpected C++ exception");
-  }
 }
 
 bp_status NullArg(const bp_reader* r, const char* fn, const char* arg) {
@@ -189,6 +151,12 @@ bool ToOutputType(bp_output out, boltpack::OutputType* type) {
   *type = static_cast<boltpack::OutputType>(v);
   return true;
 }
+
+}  // namespace boltpack::capi
+
+namespace {
+
+using namespace boltpack::capi;  // NOLINT: the helpers every entry point uses
 
 // ---- metadata helpers ----------------------------------------------------
 
@@ -314,8 +282,18 @@ const char* bp_status_name(bp_status status) {
     case BP_ERR_IO: return "IO";
     case BP_ERR_INTERNAL: return "INTERNAL";
     case BP_ERR_OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case BP_ERR_CHECKSUM: return "CHECKSUM";
     default: return "UNKNOWN";
   }
+}
+
+bp_status bp_status_kind(bp_status status) {
+  const int v = static_cast<int>(status);
+  if (v >= BP_OK && v <= BP_ERR_OUT_OF_RANGE) return status;
+  if (v >= 100 && v <= 199) return BP_ERR_CORRUPT;
+  if (v >= 200 && v <= 299) return BP_ERR_INVALID_ARGUMENT;
+  if (v >= 300 && v <= 399) return BP_ERR_UNSUPPORTED;
+  return BP_ERR_INTERNAL;
 }
 
 const char* bp_dtype_name(int dtype) {
@@ -330,6 +308,8 @@ const char* bp_dtype_name(int dtype) {
 }
 
 const char* bp_version_string(void) { return BOLTPACK_VERSION_STRING; }
+
+uint32_t bp_version_number(void) { return BOLTPACK_VERSION; }
 
 bp_status bp_open(const char* path, bp_reader** out) { return bp_open_flags(path, nullptr, 0, out); }
 

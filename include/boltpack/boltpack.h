@@ -54,18 +54,32 @@
 extern "C" {
 #endif
 
-/* ---- status codes (numbers are part of the ABI) ------------------------ */
+/* ---- status codes (numbers are part of the ABI) ------------------------
+ * Numbering rule: a number, once released, keeps its meaning forever and is
+ * never reused. 1..8 are the first release's codes. Later codes come in
+ * blocks of 100 by kind, leaving room to grow each kind without renumbering:
+ *   100..199  damaged input, refinements of BP_ERR_CORRUPT
+ *   200..299  refinements of argument errors   (none yet)
+ *   300..399  refinements of unsupported input (none yet)
+ * A caller that knows only 1..8 can map a refinement back to its kind with
+ * bp_status_kind. Callers must treat an unknown non-zero code as an error. */
 
 typedef enum bp_status {
   BP_OK = 0,
   BP_ERR_INVALID_ARGUMENT = 1, /* bad argument, NULL pointer, type mismatch */
   BP_ERR_NOT_FOUND = 2,        /* no such file, tensor or key */
-  BP_ERR_CORRUPT = 3,          /* the file is damaged (checksum, bounds, ...) */
+  BP_ERR_CORRUPT = 3,          /* the file is malformed (bounds, structure, ...) */
   BP_ERR_UNSUPPORTED = 4,      /* unknown codec / feature; copyable, not decodable */
   BP_ERR_RESOURCE = 5,         /* a limit was exceeded or memory ran out */
   BP_ERR_IO = 6,               /* the operating system refused (permissions, ...) */
   BP_ERR_INTERNAL = 7,         /* a bug in bolt-pack */
   BP_ERR_OUT_OF_RANGE = 8,     /* an index past the end */
+  /* Well-formed bytes differ from the XXH3-64 the file records for them
+   * (header, footer, manifest, a stream, a chunk, a chunk's line prefix):
+   * they changed after they were written (disk, copy, download). Fetching
+   * the file again may help; a BP_ERR_CORRUPT file stays broken. Kind:
+   * BP_ERR_CORRUPT. */
+  BP_ERR_CHECKSUM = 100,
   /* Never returned. They make every int a valid bp_status (and pin the
    * enum's size), so any number can be passed to bp_status_name. */
   BP_STATUS_RESERVED_MIN_ = -1,
@@ -177,6 +191,18 @@ BP_API const char* bp_dtype_name(int dtype);
  * (BOLTPACK_VERSION_STRING is the version of the headers compiled against.) */
 BP_API const char* bp_version_string(void);
 
+/* Version of the library actually linked as one comparable number,
+ * MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is 100): compare it with
+ * BOLTPACK_VERSION, the headers' number, to refuse a library older than the
+ * headers at run time. */
+BP_API uint32_t bp_version_number(void);
+
+/* The first-release code (BP_OK, 1..8) that `status` refines, by the
+ * numbering rule above: itself for 0..8, BP_ERR_CORRUPT for 100..199 (such
+ * as BP_ERR_CHECKSUM), BP_ERR_INVALID_ARGUMENT for 200..299,
+ * BP_ERR_UNSUPPORTED for 300..399, BP_ERR_INTERNAL for any other number. */
+BP_API bp_status bp_status_kind(bp_status status);
+
 /* ---- open / close ----------------------------------------------------- */
 
 /* Opens and validates `path` (header, footer, manifest, every stream's
@@ -195,7 +221,7 @@ BP_API bp_status bp_open_view(const char* path, const char* view, bp_reader** ou
 /* Flags of bp_open_flags. */
 /* Decode without checking checksums. By default every decode (bp_decode,
  * bp_budget_decode) checks the stored bytes it reads against their XXH3-64
- * the first time the reader reads them, and fails with BP_ERR_CORRUPT,
+ * the first time the reader reads them, and fails with BP_ERR_CHECKSUM,
  * naming file, tensor, stream and chunk, on a mismatch. Set this only for a
  * file verified before (bp_verify, `bolt-pack verify`) that cannot have
  * changed since. */
@@ -224,8 +250,9 @@ BP_API bp_status bp_format_version(const bp_reader* r, uint32_t* major, uint32_t
 
 /* Checks everything bp_open does not: every stream's and chunk's XXH3-64
  * checksum (and a chunk's line-prefix checksums, format 1.2), zero
- * padding, sibling shards. BP_ERR_CORRUPT names the first
- * damaged place. Reads the whole file. */
+ * padding, sibling shards. The error names the first damaged place:
+ * BP_ERR_CHECKSUM for bytes that differ from their checksum, BP_ERR_CORRUPT
+ * for anything else. Reads the whole file. */
 BP_API bp_status bp_verify(const bp_reader* r);
 
 /* ---- tensors ---------------------------------------------------------- */
