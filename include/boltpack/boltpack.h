@@ -294,6 +294,32 @@ BP_API bp_status bp_decoded_size(const bp_reader* r, size_t tensor, bp_output ou
 BP_API bp_status bp_decode(const bp_reader* r, size_t tensor, bp_output out, void* dst,
                            uint64_t dst_size, int threads);
 
+/* Decodes a block of tensor `tensor` (the `get_slice` of safetensors): rows
+ * [row_begin, row_end) of the first dimension and columns [col_begin,
+ * col_end) of the last, every middle dimension whole. A tensor of rank 0 or
+ * 1 has one column per row (rank 1: each element is a row; rank 0: one row).
+ * dst receives the block row-major, shape
+ *   [row_end - row_begin, shape[1], ..., shape[ndim-2], col_end - col_begin],
+ * and dst_size must be exactly its size in `out` elements (0 for an empty
+ * block; dst may then be NULL). `threads` <= 0 uses all hardware threads.
+ *
+ * Errors: BP_ERR_OUT_OF_RANGE for a tensor index past the end or a range
+ * with begin > end or end past the dimension; BP_ERR_INVALID_ARGUMENT for a
+ * NULL dst with dst_size > 0, an unknown `out`, or dst_size other than the
+ * block's size (the message gives it); BP_ERR_UNSUPPORTED when the output
+ * has no whole bytes per row (or, for a column range other than all columns,
+ * per element: BP_OUT_NATIVE of a block codec such as q8_0), and for the
+ * reasons bp_decode gives; BP_ERR_CHECKSUM as bp_decode.
+ *
+ * Cost: only the chunks holding rows [row_begin, row_end) are read and
+ * checked. All columns: decoded straight into dst. Fewer columns: the rows
+ * are decoded whole into scratch memory (at most 64 MiB at a time, or one
+ * row if a row is larger) and the columns copied out, so the time is that of
+ * decoding the rows plus a copy of the block. */
+BP_API bp_status bp_decode_range(const bp_reader* r, size_t tensor, uint64_t row_begin, uint64_t row_end,
+                                 uint64_t col_begin, uint64_t col_end, bp_output out, void* dst,
+                                 uint64_t dst_size, int threads);
+
 /* ---- metadata ------------------------------------------------------------
  * Metadata is an ordered list of typed key/value entries, addressed by index
  * 0..bp_metadata_count-1. The typed getters check the type and return
