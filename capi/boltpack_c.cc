@@ -9,6 +9,7 @@
 
 #include "capi/capi_internal.h"
 
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -90,6 +91,20 @@ bp_status FromCode(absl::StatusCode code) {
 
 namespace boltpack::capi {
 
+// GGUF (a split model by its first shard) and safetensors (or a sharded
+// index .json) open by extension, as the CLI's inputs do; anything else is
+// read as a .bolt file, which checks its own magic.
+bool IsForeignPath(std::string_view path) {
+  auto ends_with = [&](std::string_view ext) {
+    if (path.size() < ext.size()) return false;
+    for (size_t i = 0; i < ext.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(path[path.size() - ext.size() + i])) != ext[i]) return false;
+    }
+    return true;
+  };
+  return ends_with(".gguf") || ends_with(".safetensors") || ends_with(".json");
+}
+
 // Records `message` for the calling thread and for `r`; returns `code`.
 // Never throws: if even the message cannot be stored, the code still goes
 // back.
@@ -123,7 +138,7 @@ const std::string& PathOf(const bp_reader* r) { return r->reader->path(); }
 
 // Checks a tensor index; on failure records the error.
 bp_status CheckTensor(const bp_reader* r, size_t tensor) {
-  size_t n = r->reader->tensors().size();
+  size_t n = r->reader->tensor_count();
   if (tensor >= n) {
     return Fail(r, BP_ERR_OUT_OF_RANGE,
                 StrCat(PathOf(r), ": no tensor #", tensor, " (the file has ", n, ")"));
@@ -137,12 +152,20 @@ std::string TensorWhere(const bp_reader* r, size_t tensor) {
 
 bp_status CheckStream(const bp_reader* r, size_t tensor, size_t stream) {
   if (bp_status st = CheckTensor(r, tensor); st != BP_OK) return st;
-  size_t n = r->reader->tensors()[tensor].streams.size();
+  size_t n = r->Described(tensor).streams.size();
   if (stream >= n) {
     return Fail(r, BP_ERR_OUT_OF_RANGE,
                 StrCat(TensorWhere(r, tensor), ": no stream #", stream, " (it has ", n, ")"));
   }
   return BP_OK;
+}
+
+const boltpack::Reader* BoltOnly(const bp_reader* r, const char* fn, bp_status* st) {
+  *st = BP_OK;
+  if (r->bolt != nullptr) return r->bolt;
+  *st = Fail(r, BP_ERR_UNSUPPORTED, StrCat(PathOf(r), ": ", fn, " needs a .bolt file (GGUF and safetensors have no ",
+                                           "views, format version or checksums)"));
+  return nullptr;
 }
 
 bool ToOutputType(bp_output out, boltpack::OutputType* type) {
@@ -329,10 +352,15 @@ bp_status bp_open_flags(const char* path, const char* view, uint32_t flags, bp_r
     boltpack::ReaderOptions options;
     options.verify_checksums = (flags & BP_OPEN_NO_VERIFY) == 0;
     if (view != nullptr && view[0] != '\0') options.view = view;
-    auto opened = boltpack::Reader::Open(path, options);
+    const bool foreign = IsForeignPath(path);
+    if (foreign && options.view != "full") {
+      return Fail(nullptr, BP_ERR_NOT_FOUND, StrCat(path, ": no view \"", options.view, "\" (only a .bolt file declares views)"));
+    }
+    auto opened = foreign ? boltpack::capi::OpenForeignModel(path) : boltpack::capi::OpenBoltModel(path, options);
     if (!opened.ok()) return Fail(nullptr, opened.status());
     auto handle = std::make_unique<bp_reader>();
     handle->reader = std::move(*opened);
+    handle->bolt = handle->reader->bolt();
     *out = handle.release();
     return BP_OK;
   });
@@ -343,7 +371,7 @@ size_t bp_view_count(const bp_reader* r) {
     Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_view_count: reader is NULL");
     return 0;
   }
-  return r->reader->views().size();
+  return r->bolt == nullptr ? 1 : r->bolt->views().size();  // GGUF, safetensors: "full" only
 }
 
 const char* bp_view_name(const bp_reader* r, size_t i) {
@@ -351,19 +379,22 @@ const char* bp_view_name(const bp_reader* r, size_t i) {
     Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_view_name: reader is NULL");
     return nullptr;
   }
-  const auto& views = r->reader->views();
-  if (i >= views.size()) {
+  if (r->bolt == nullptr && i == 0) return "full";
+  if (r->bolt == nullptr || i >= r->bolt->views().size()) {
     Fail(r, BP_ERR_OUT_OF_RANGE, "bp_view_name: no such view");
     return nullptr;
   }
-  return views[i].name.c_str();
+  return r->bolt->views()[i].name.c_str();
 }
 
 bp_status bp_view_bytes(const bp_reader* r, const char* view, uint64_t* bytes) {
   return Guard(r, "bp_view_bytes", [&]() -> bp_status {
     if (r == nullptr) return NullArg(r, "bp_view_bytes", "reader");
     if (bytes == nullptr) return NullArg(r, "bp_view_bytes", "bytes");
-    auto n = r->reader->ViewBytes(view != nullptr ? std::string_view(view) : std::string_view(r->reader->view()));
+    bp_status st;
+    const boltpack::Reader* bolt = BoltOnly(r, "bp_view_bytes", &st);
+    if (bolt == nullptr) return st;
+    auto n = bolt->ViewBytes(view != nullptr ? std::string_view(view) : std::string_view(bolt->view()));
     if (!n.ok()) return Fail(r, n.status());
     *bytes = *n;
     return BP_OK;
@@ -383,7 +414,10 @@ bp_status bp_format_version(const bp_reader* r, uint32_t* major, uint32_t* minor
     if (r == nullptr) return NullArg(r, "bp_format_version", "reader");
     if (major == nullptr) return NullArg(r, "bp_format_version", "major");
     if (minor == nullptr) return NullArg(r, "bp_format_version", "minor");
-    boltpack::FormatVersion v = r->reader->version();
+    bp_status st;
+    const boltpack::Reader* bolt = BoltOnly(r, "bp_format_version", &st);
+    if (bolt == nullptr) return st;
+    boltpack::FormatVersion v = bolt->version();
     *major = v.major;
     *minor = v.minor;
     return BP_OK;
@@ -393,7 +427,10 @@ bp_status bp_format_version(const bp_reader* r, uint32_t* major, uint32_t* minor
 bp_status bp_verify(const bp_reader* r) {
   return Guard(r, "bp_verify", [&]() -> bp_status {
     if (r == nullptr) return NullArg(r, "bp_verify", "reader");
-    return Fail(r, r->reader->VerifyContainer());
+    bp_status st;
+    const boltpack::Reader* bolt = BoltOnly(r, "bp_verify", &st);
+    if (bolt == nullptr) return st;
+    return Fail(r, bolt->VerifyContainer());
   });
 }
 
@@ -402,7 +439,7 @@ size_t bp_tensor_count(const bp_reader* r) {
     Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_tensor_count: reader is NULL");
     return 0;
   }
-  return r->reader->tensors().size();
+  return r->reader->tensor_count();
 }
 
 bp_status bp_find_tensor(const bp_reader* r, const char* name, size_t* index) {
@@ -661,7 +698,7 @@ size_t bp_budget_count(const bp_reader* r) {
     Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_budget_count: reader is NULL");
     return 0;
   }
-  const boltpack::ElasticManifest* m = r->reader->elastic();
+  const boltpack::ElasticManifest* m = r->bolt == nullptr ? nullptr : r->bolt->elastic();
   return m == nullptr ? 0 : m->budgets.size();
 }
 
@@ -670,7 +707,7 @@ const char* bp_budget_name(const bp_reader* r, size_t i) {
     Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_budget_name: reader is NULL");
     return nullptr;
   }
-  const boltpack::ElasticManifest* m = r->reader->elastic();
+  const boltpack::ElasticManifest* m = r->bolt == nullptr ? nullptr : r->bolt->elastic();
   if (m == nullptr || i >= m->budgets.size()) {
     Fail(r, BP_ERR_OUT_OF_RANGE, StrCat(PathOf(r), ": bp_budget_name: no budget #", i));
     return nullptr;
@@ -684,18 +721,21 @@ bp_status bp_budget_open(const bp_reader* r, const char* budget, const char* vie
     *out = nullptr;
     if (r == nullptr) return NullArg(r, "bp_budget_open", "reader");
     if (budget == nullptr) return NullArg(r, "bp_budget_open", "budget");
+    if (r->bolt == nullptr) {
+      return Fail(r, BP_ERR_NOT_FOUND, StrCat(PathOf(r), ": no budgets (only a .bolt file declares them)"));
+    }
     auto b = std::make_unique<bp_budget>();
     b->r = r;
-    b->view = view != nullptr && view[0] != '\0' ? std::string(view) : r->reader->view();
+    b->view = view != nullptr && view[0] != '\0' ? std::string(view) : r->bolt->view();
     bool known = false;
-    for (const auto& v : r->reader->views()) known = known || v.name == b->view;
+    for (const auto& v : r->bolt->views()) known = known || v.name == b->view;
     if (!known) return Fail(r, BP_ERR_NOT_FOUND, StrCat(PathOf(r), ": no view \"", b->view, "\""));
-    auto tensors = boltpack::BudgetTensors(*r->reader, budget);
+    auto tensors = boltpack::BudgetTensors(*r->bolt, budget);
     if (!tensors.ok()) return Fail(r, tensors.status());
     b->tensors = std::move(*tensors);
     b->regions.reserve(b->tensors.size());
-    for (const auto& t : b->tensors) b->regions.push_back(boltpack::BudgetView(*r->reader, t, b->view));
-    auto bytes = boltpack::BudgetBytes(*r->reader, budget, b->view);
+    for (const auto& t : b->tensors) b->regions.push_back(boltpack::BudgetView(*r->bolt, t, b->view));
+    auto bytes = boltpack::BudgetBytes(*r->bolt, budget, b->view);
     if (!bytes.ok()) return Fail(r, bytes.status());
     b->bytes = *bytes;
     *out = b.release();
@@ -803,7 +843,7 @@ bp_status bp_budget_decoded_size(const bp_budget* b, size_t i, bp_output out, ui
       return Fail(b->r, BP_ERR_INVALID_ARGUMENT,
                   StrCat("bp_budget_decoded_size: unknown output type ", static_cast<int>(out)));
     }
-    auto need = boltpack::BudgetDecodedBytes(*b->r->reader, b->tensors[i], type);
+    auto need = boltpack::BudgetDecodedBytes(*b->r->bolt, b->tensors[i], type);
     if (!need.ok()) return Fail(b->r, need.status());
     *bytes = *need;
     return BP_OK;
@@ -818,7 +858,7 @@ bp_status bp_budget_decode(const bp_budget* b, size_t i, bp_output out, void* ds
     if (!ToOutputType(out, &type)) {
       return Fail(b->r, BP_ERR_INVALID_ARGUMENT, StrCat("bp_budget_decode: unknown output type ", static_cast<int>(out)));
     }
-    auto need = boltpack::BudgetDecodedBytes(*b->r->reader, b->tensors[i], type);
+    auto need = boltpack::BudgetDecodedBytes(*b->r->bolt, b->tensors[i], type);
     if (!need.ok()) return Fail(b->r, need.status());
     if (dst_size < *need) {
       return Fail(b->r, BP_ERR_INVALID_ARGUMENT,
@@ -826,6 +866,6 @@ bp_status bp_budget_decode(const bp_budget* b, size_t i, bp_output out, void* ds
                          " bytes, buffer of ", dst_size));
     }
     absl::Span<uint8_t> span(static_cast<uint8_t*>(dst), static_cast<size_t>(*need));
-    return Fail(b->r, boltpack::DecodeBudget(*b->r->reader, b->tensors[i], b->view, type, span));
+    return Fail(b->r, boltpack::DecodeBudget(*b->r->bolt, b->tensors[i], b->view, type, span));
   });
 }

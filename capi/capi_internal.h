@@ -19,6 +19,7 @@
 #include "boltpack/budget_view.h"
 #include "boltpack/reader.h"
 #include "boltpack/tensor_info.h"
+#include "capi/model.h"
 #include "common/str_cat.h"
 
 struct bp_budget {
@@ -31,19 +32,23 @@ struct bp_budget {
 };
 
 struct bp_reader {
-  std::unique_ptr<boltpack::Reader> reader;
+  // What the file holds, whatever its format (capi/model.h).
+  std::unique_ptr<boltpack::capi::Model> reader;
+  // The .bolt reader behind `reader`, for what only a .bolt file has
+  // (views, budgets, checksums); nullptr for GGUF and safetensors.
+  const boltpack::Reader* bolt = nullptr;
   // The most recent error of a call made with this reader, from any thread.
   mutable std::mutex mu;
   mutable std::string last_error;
   // The tensors described so far (bp_tensor_info, bp_stream_info), whose
-  // strings stay valid until bp_close: the reader builds a TensorInfo each
+  // strings stay valid until bp_close: a model builds a TensorInfo each
   // time it is asked, so the C API keeps the ones it handed out.
   mutable std::mutex described_mu;
   mutable absl::flat_hash_map<size_t, std::unique_ptr<const boltpack::TensorInfo>> described;
   const boltpack::TensorInfo& Described(size_t tensor) const {
     std::lock_guard<std::mutex> lock(described_mu);
     auto& slot = described[tensor];
-    if (slot == nullptr) slot = std::make_unique<const boltpack::TensorInfo>(reader->tensors()[tensor]);
+    if (slot == nullptr) slot = std::make_unique<const boltpack::TensorInfo>(reader->Describe(tensor));
     return *slot;
   }
 };
@@ -61,6 +66,8 @@ bp_status CheckTensor(const bp_reader* r, size_t tensor);
 // "<file>: tensor <name>", for messages.
 std::string TensorWhere(const bp_reader* r, size_t tensor);
 bool ToOutputType(bp_output out, boltpack::OutputType* type);
+// r->bolt, or nullptr with BP_ERR_UNSUPPORTED recorded: `fn` needs a .bolt file.
+const boltpack::Reader* BoltOnly(const bp_reader* r, const char* fn, bp_status* st);
 
 // Runs `body` with every exception turned into a status.
 template <typename F>

@@ -1,5 +1,8 @@
 /*
- * bolt-pack C API: a stable C99 interface over the C++ boltpack::Reader.
+ * bolt-pack C API: a stable C99 interface for reading models: .bolt files
+ * (the C++ boltpack::Reader), GGUF files (a split set by its first shard)
+ * and safetensors files (a sharded set by its index .json), all behind one
+ * bp_reader handle.
  *
  * Conventions
  * -----------
@@ -144,7 +147,7 @@ enum { BP_COMPRESSION_NONE = 0, BP_COMPRESSION_ZSTD = 1 };
 /* The format's limit on tensor rank. */
 #define BP_MAX_DIMS 8
 
-/* An open .bolt file. Opaque. */
+/* An open model: a .bolt, GGUF or safetensors file. Opaque. */
 typedef struct bp_reader bp_reader;
 
 /* The two description structs share their names with the functions that fill
@@ -205,22 +208,39 @@ BP_API bp_status bp_status_kind(bp_status status);
 
 /* ---- open / close ----------------------------------------------------- */
 
-/* Opens and validates `path` (header, footer, manifest, every stream's
- * bounds). On success *out is a new reader to release with bp_close; on
- * failure *out is set to NULL and bp_last_error_message() says why (naming
- * the file). A missing file gives BP_ERR_NOT_FOUND. */
+/* Opens and validates `path`. By its extension (any case):
+ *   .gguf          a GGUF file; the first shard of a split set
+ *                  (NAME-00001-of-0000N.gguf) opens the whole set
+ *   .safetensors   a safetensors file
+ *   .json          a sharded safetensors index (model.safetensors.index.json)
+ *   anything else  a .bolt file (header, footer, manifest, every stream's
+ *                  bounds checked here)
+ * Every format answers the same tensor, metadata and decode functions. A
+ * GGUF tensor decodes with the codec of its block type (q8_0, mxfp4, f16,
+ * ...; BP_ERR_UNSUPPORTED for a type this library stores but does not
+ * decode), its one stream being its GGUF bytes; a safetensors tensor is one
+ * stream of its element bytes ("f32"/"f16"/"bf16", or "raw" for other
+ * dtypes). GGUF metadata keeps GGUF's keys and types; safetensors'
+ * __metadata__ entries are strings. GGUF and safetensors record no
+ * checksums and no views: bp_verify, bp_format_version and bp_view_bytes
+ * give BP_ERR_UNSUPPORTED, bp_view_count 1 ("full"), bp_budget_count 0.
+ * On success *out is a new reader to release with bp_close; on failure *out
+ * is set to NULL and bp_last_error_message() says why (naming the file). A
+ * missing file gives BP_ERR_NOT_FOUND. */
 BP_API bp_status bp_open(const char* path, bp_reader** out);
 
 /* Like bp_open, but bp_decode on this reader decodes as view `view` sees
  * each tensor (spec/container.md "Views"): "full" (every original bit; also
  * for NULL or "") or a view the file declares, such as "draft". Streams the
  * view does not read are never touched. A view the file does not declare
- * gives BP_ERR_NOT_FOUND. */
+ * gives BP_ERR_NOT_FOUND (any view but "full" of a GGUF or safetensors
+ * file). */
 BP_API bp_status bp_open_view(const char* path, const char* view, bp_reader** out);
 
 /* Flags of bp_open_flags. */
-/* Decode without checking checksums. By default every decode (bp_decode,
- * bp_budget_decode) checks the stored bytes it reads against their XXH3-64
+/* Decode without checking checksums (.bolt files; the others have none).
+ * By default every decode (bp_decode, bp_decode_range, bp_budget_decode)
+ * checks the stored bytes it reads against their XXH3-64
  * the first time the reader reads them, and fails with BP_ERR_CHECKSUM,
  * naming file, tensor, stream and chunk, on a mismatch. Set this only for a
  * file verified before (bp_verify, `bolt-pack verify`) that cannot have
