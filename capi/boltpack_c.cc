@@ -7,6 +7,9 @@
 // StatusOr::value() or indexes a container without a bounds check first.
 #include "boltpack/boltpack.h"
 
+#include "capi/capi_internal.h"
+
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -28,35 +31,9 @@
 #include "boltpack/tensor_info.h"
 #include "boltpack/types.h"
 #include "boltpack/version.h"
+#include "common/checksum_status.h"
 #include "common/escape.h"
 #include "common/str_cat.h"
-
-struct bp_budget {
-  const bp_reader* r = nullptr;
-  std::string view;
-  std::vector<boltpack::BudgetTensor> tensors;
-  // Per kept tensor: its zero-copy regions, or why there are none.
-  std::vector<absl::StatusOr<boltpack::BudgetTensorView>> regions;
-  uint64_t bytes = 0;
-};
-
-struct bp_reader {
-  std::unique_ptr<boltpack::Reader> reader;
-  // The most recent error of a call made with this reader, from any thread.
-  mutable std::mutex mu;
-  mutable std::string last_error;
-  // The tensors described so far (bp_tensor_info, bp_stream_info), whose
-  // strings stay valid until bp_close: the reader builds a TensorInfo each
-  // time it is asked, so the C API keeps the ones it handed out.
-  mutable std::mutex described_mu;
-  mutable absl::flat_hash_map<size_t, std::unique_ptr<const boltpack::TensorInfo>> described;
-  const boltpack::TensorInfo& Described(size_t tensor) const {
-    std::lock_guard<std::mutex> lock(described_mu);
-    auto& slot = described[tensor];
-    if (slot == nullptr) slot = std::make_unique<const boltpack::TensorInfo>(reader->tensors()[tensor]);
-    return *slot;
-  }
-};
 
 namespace {
 
@@ -110,6 +87,24 @@ bp_status FromCode(absl::StatusCode code) {
   }
 }
 
+}  // namespace
+
+namespace boltpack::capi {
+
+// GGUF (a split model by its first shard) and safetensors (or a sharded
+// index .json) open by extension, as the CLI's inputs do; anything else is
+// read as a .bolt file, which checks its own magic.
+bool IsForeignPath(std::string_view path) {
+  auto ends_with = [&](std::string_view ext) {
+    if (path.size() < ext.size()) return false;
+    for (size_t i = 0; i < ext.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(path[path.size() - ext.size() + i])) != ext[i]) return false;
+    }
+    return true;
+  };
+  return ends_with(".gguf") || ends_with(".safetensors") || ends_with(".json");
+}
+
 // Records `message` for the calling thread and for `r`; returns `code`.
 // Never throws: if even the message cannot be stored, the code still goes
 // back.
@@ -129,28 +124,10 @@ bp_status Fail(const bp_reader* r, bp_status code, std::string_view message) noe
 }
 
 bp_status Fail(const bp_reader* r, const absl::Status& status) noexcept {
-  bp_status code = FromCode(status.code());
+  // A checksum mismatch is DATA_LOSS with a mark (common/checksum_status.h).
+  bp_status code = boltpack::IsChecksumMismatch(status) ? BP_ERR_CHECKSUM : FromCode(status.code());
   if (code == BP_OK) return BP_OK;
   return Fail(r, code, std::string_view(status.message().data(), status.message().size()));
-}
-
-// Runs `body` with every exception turned into a status.
-template <typename F>
-bp_status Guard(const bp_reader* r, const char* fn, F&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    (void)fn;  // building a message could throw again
-    return Fail(r, BP_ERR_RESOURCE, "out of memory");
-  } catch (const std::exception& e) {
-    try {
-      return Fail(r, BP_ERR_INTERNAL, StrCat(fn, ": unexpected C++ exception: ", e.what()));
-    } catch (...) {
-      return Fail(r, BP_ERR_INTERNAL, "unexpected C++ exception");
-    }
-  } catch (...) {
-    return Fail(r, BP_ERR_INTERNAL, "unexpected C++ exception");
-  }
 }
 
 bp_status NullArg(const bp_reader* r, const char* fn, const char* arg) {
@@ -161,7 +138,7 @@ const std::string& PathOf(const bp_reader* r) { return r->reader->path(); }
 
 // Checks a tensor index; on failure records the error.
 bp_status CheckTensor(const bp_reader* r, size_t tensor) {
-  size_t n = r->reader->tensors().size();
+  size_t n = r->reader->tensor_count();
   if (tensor >= n) {
     return Fail(r, BP_ERR_OUT_OF_RANGE,
                 StrCat(PathOf(r), ": no tensor #", tensor, " (the file has ", n, ")"));
@@ -175,12 +152,20 @@ std::string TensorWhere(const bp_reader* r, size_t tensor) {
 
 bp_status CheckStream(const bp_reader* r, size_t tensor, size_t stream) {
   if (bp_status st = CheckTensor(r, tensor); st != BP_OK) return st;
-  size_t n = r->reader->tensors()[tensor].streams.size();
+  size_t n = r->Described(tensor).streams.size();
   if (stream >= n) {
     return Fail(r, BP_ERR_OUT_OF_RANGE,
                 StrCat(TensorWhere(r, tensor), ": no stream #", stream, " (it has ", n, ")"));
   }
   return BP_OK;
+}
+
+const boltpack::Reader* BoltOnly(const bp_reader* r, const char* fn, bp_status* st) {
+  *st = BP_OK;
+  if (r->bolt != nullptr) return r->bolt;
+  *st = Fail(r, BP_ERR_UNSUPPORTED, StrCat(PathOf(r), ": ", fn, " needs a .bolt file (GGUF and safetensors have no ",
+                                           "views, format version or checksums)"));
+  return nullptr;
 }
 
 bool ToOutputType(bp_output out, boltpack::OutputType* type) {
@@ -189,6 +174,12 @@ bool ToOutputType(bp_output out, boltpack::OutputType* type) {
   *type = static_cast<boltpack::OutputType>(v);
   return true;
 }
+
+}  // namespace boltpack::capi
+
+namespace {
+
+using namespace boltpack::capi;  // NOLINT: the helpers every entry point uses
 
 // ---- metadata helpers ----------------------------------------------------
 
@@ -314,8 +305,18 @@ const char* bp_status_name(bp_status status) {
     case BP_ERR_IO: return "IO";
     case BP_ERR_INTERNAL: return "INTERNAL";
     case BP_ERR_OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case BP_ERR_CHECKSUM: return "CHECKSUM";
     default: return "UNKNOWN";
   }
+}
+
+bp_status bp_status_kind(bp_status status) {
+  const int v = static_cast<int>(status);
+  if (v >= BP_OK && v <= BP_ERR_OUT_OF_RANGE) return status;
+  if (v >= 100 && v <= 199) return BP_ERR_CORRUPT;
+  if (v >= 200 && v <= 299) return BP_ERR_INVALID_ARGUMENT;
+  if (v >= 300 && v <= 399) return BP_ERR_UNSUPPORTED;
+  return BP_ERR_INTERNAL;
 }
 
 const char* bp_dtype_name(int dtype) {
@@ -330,6 +331,8 @@ const char* bp_dtype_name(int dtype) {
 }
 
 const char* bp_version_string(void) { return BOLTPACK_VERSION_STRING; }
+
+uint32_t bp_version_number(void) { return BOLTPACK_VERSION; }
 
 bp_status bp_open(const char* path, bp_reader** out) { return bp_open_flags(path, nullptr, 0, out); }
 
@@ -349,10 +352,15 @@ bp_status bp_open_flags(const char* path, const char* view, uint32_t flags, bp_r
     boltpack::ReaderOptions options;
     options.verify_checksums = (flags & BP_OPEN_NO_VERIFY) == 0;
     if (view != nullptr && view[0] != '\0') options.view = view;
-    auto opened = boltpack::Reader::Open(path, options);
+    const bool foreign = IsForeignPath(path);
+    if (foreign && options.view != "full") {
+      return Fail(nullptr, BP_ERR_NOT_FOUND, StrCat(path, ": no view \"", options.view, "\" (only a .bolt file declares views)"));
+    }
+    auto opened = foreign ? boltpack::capi::OpenForeignModel(path) : boltpack::capi::OpenBoltModel(path, options);
     if (!opened.ok()) return Fail(nullptr, opened.status());
     auto handle = std::make_unique<bp_reader>();
     handle->reader = std::move(*opened);
+    handle->bolt = handle->reader->bolt();
     *out = handle.release();
     return BP_OK;
   });
@@ -363,7 +371,7 @@ size_t bp_view_count(const bp_reader* r) {
     Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_view_count: reader is NULL");
     return 0;
   }
-  return r->reader->views().size();
+  return r->bolt == nullptr ? 1 : r->bolt->views().size();  // GGUF, safetensors: "full" only
 }
 
 const char* bp_view_name(const bp_reader* r, size_t i) {
@@ -371,19 +379,22 @@ const char* bp_view_name(const bp_reader* r, size_t i) {
     Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_view_name: reader is NULL");
     return nullptr;
   }
-  const auto& views = r->reader->views();
-  if (i >= views.size()) {
+  if (r->bolt == nullptr && i == 0) return "full";
+  if (r->bolt == nullptr || i >= r->bolt->views().size()) {
     Fail(r, BP_ERR_OUT_OF_RANGE, "bp_view_name: no such view");
     return nullptr;
   }
-  return views[i].name.c_str();
+  return r->bolt->views()[i].name.c_str();
 }
 
 bp_status bp_view_bytes(const bp_reader* r, const char* view, uint64_t* bytes) {
   return Guard(r, "bp_view_bytes", [&]() -> bp_status {
     if (r == nullptr) return NullArg(r, "bp_view_bytes", "reader");
     if (bytes == nullptr) return NullArg(r, "bp_view_bytes", "bytes");
-    auto n = r->reader->ViewBytes(view != nullptr ? std::string_view(view) : std::string_view(r->reader->view()));
+    bp_status st;
+    const boltpack::Reader* bolt = BoltOnly(r, "bp_view_bytes", &st);
+    if (bolt == nullptr) return st;
+    auto n = bolt->ViewBytes(view != nullptr ? std::string_view(view) : std::string_view(bolt->view()));
     if (!n.ok()) return Fail(r, n.status());
     *bytes = *n;
     return BP_OK;
@@ -403,7 +414,10 @@ bp_status bp_format_version(const bp_reader* r, uint32_t* major, uint32_t* minor
     if (r == nullptr) return NullArg(r, "bp_format_version", "reader");
     if (major == nullptr) return NullArg(r, "bp_format_version", "major");
     if (minor == nullptr) return NullArg(r, "bp_format_version", "minor");
-    boltpack::FormatVersion v = r->reader->version();
+    bp_status st;
+    const boltpack::Reader* bolt = BoltOnly(r, "bp_format_version", &st);
+    if (bolt == nullptr) return st;
+    boltpack::FormatVersion v = bolt->version();
     *major = v.major;
     *minor = v.minor;
     return BP_OK;
@@ -413,7 +427,10 @@ bp_status bp_format_version(const bp_reader* r, uint32_t* major, uint32_t* minor
 bp_status bp_verify(const bp_reader* r) {
   return Guard(r, "bp_verify", [&]() -> bp_status {
     if (r == nullptr) return NullArg(r, "bp_verify", "reader");
-    return Fail(r, r->reader->VerifyContainer());
+    bp_status st;
+    const boltpack::Reader* bolt = BoltOnly(r, "bp_verify", &st);
+    if (bolt == nullptr) return st;
+    return Fail(r, bolt->VerifyContainer());
   });
 }
 
@@ -422,7 +439,7 @@ size_t bp_tensor_count(const bp_reader* r) {
     Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_tensor_count: reader is NULL");
     return 0;
   }
-  return r->reader->tensors().size();
+  return r->reader->tensor_count();
 }
 
 bp_status bp_find_tensor(const bp_reader* r, const char* name, size_t* index) {
@@ -681,7 +698,7 @@ size_t bp_budget_count(const bp_reader* r) {
     Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_budget_count: reader is NULL");
     return 0;
   }
-  const boltpack::ElasticManifest* m = r->reader->elastic();
+  const boltpack::ElasticManifest* m = r->bolt == nullptr ? nullptr : r->bolt->elastic();
   return m == nullptr ? 0 : m->budgets.size();
 }
 
@@ -690,7 +707,7 @@ const char* bp_budget_name(const bp_reader* r, size_t i) {
     Fail(r, BP_ERR_INVALID_ARGUMENT, "bp_budget_name: reader is NULL");
     return nullptr;
   }
-  const boltpack::ElasticManifest* m = r->reader->elastic();
+  const boltpack::ElasticManifest* m = r->bolt == nullptr ? nullptr : r->bolt->elastic();
   if (m == nullptr || i >= m->budgets.size()) {
     Fail(r, BP_ERR_OUT_OF_RANGE, StrCat(PathOf(r), ": bp_budget_name: no budget #", i));
     return nullptr;
@@ -704,18 +721,21 @@ bp_status bp_budget_open(const bp_reader* r, const char* budget, const char* vie
     *out = nullptr;
     if (r == nullptr) return NullArg(r, "bp_budget_open", "reader");
     if (budget == nullptr) return NullArg(r, "bp_budget_open", "budget");
+    if (r->bolt == nullptr) {
+      return Fail(r, BP_ERR_NOT_FOUND, StrCat(PathOf(r), ": no budgets (only a .bolt file declares them)"));
+    }
     auto b = std::make_unique<bp_budget>();
     b->r = r;
-    b->view = view != nullptr && view[0] != '\0' ? std::string(view) : r->reader->view();
+    b->view = view != nullptr && view[0] != '\0' ? std::string(view) : r->bolt->view();
     bool known = false;
-    for (const auto& v : r->reader->views()) known = known || v.name == b->view;
+    for (const auto& v : r->bolt->views()) known = known || v.name == b->view;
     if (!known) return Fail(r, BP_ERR_NOT_FOUND, StrCat(PathOf(r), ": no view \"", b->view, "\""));
-    auto tensors = boltpack::BudgetTensors(*r->reader, budget);
+    auto tensors = boltpack::BudgetTensors(*r->bolt, budget);
     if (!tensors.ok()) return Fail(r, tensors.status());
     b->tensors = std::move(*tensors);
     b->regions.reserve(b->tensors.size());
-    for (const auto& t : b->tensors) b->regions.push_back(boltpack::BudgetView(*r->reader, t, b->view));
-    auto bytes = boltpack::BudgetBytes(*r->reader, budget, b->view);
+    for (const auto& t : b->tensors) b->regions.push_back(boltpack::BudgetView(*r->bolt, t, b->view));
+    auto bytes = boltpack::BudgetBytes(*r->bolt, budget, b->view);
     if (!bytes.ok()) return Fail(r, bytes.status());
     b->bytes = *bytes;
     *out = b.release();
@@ -823,7 +843,7 @@ bp_status bp_budget_decoded_size(const bp_budget* b, size_t i, bp_output out, ui
       return Fail(b->r, BP_ERR_INVALID_ARGUMENT,
                   StrCat("bp_budget_decoded_size: unknown output type ", static_cast<int>(out)));
     }
-    auto need = boltpack::BudgetDecodedBytes(*b->r->reader, b->tensors[i], type);
+    auto need = boltpack::BudgetDecodedBytes(*b->r->bolt, b->tensors[i], type);
     if (!need.ok()) return Fail(b->r, need.status());
     *bytes = *need;
     return BP_OK;
@@ -838,7 +858,7 @@ bp_status bp_budget_decode(const bp_budget* b, size_t i, bp_output out, void* ds
     if (!ToOutputType(out, &type)) {
       return Fail(b->r, BP_ERR_INVALID_ARGUMENT, StrCat("bp_budget_decode: unknown output type ", static_cast<int>(out)));
     }
-    auto need = boltpack::BudgetDecodedBytes(*b->r->reader, b->tensors[i], type);
+    auto need = boltpack::BudgetDecodedBytes(*b->r->bolt, b->tensors[i], type);
     if (!need.ok()) return Fail(b->r, need.status());
     if (dst_size < *need) {
       return Fail(b->r, BP_ERR_INVALID_ARGUMENT,
@@ -846,6 +866,6 @@ bp_status bp_budget_decode(const bp_budget* b, size_t i, bp_output out, void* ds
                          " bytes, buffer of ", dst_size));
     }
     absl::Span<uint8_t> span(static_cast<uint8_t*>(dst), static_cast<size_t>(*need));
-    return Fail(b->r, boltpack::DecodeBudget(*b->r->reader, b->tensors[i], b->view, type, span));
+    return Fail(b->r, boltpack::DecodeBudget(*b->r->bolt, b->tensors[i], b->view, type, span));
   });
 }

@@ -118,6 +118,10 @@ void F16ToF32Portable(const void* src, void* dst, size_t n);
 void F32ToF16Portable(const void* src, void* dst, size_t n);
 void F16ToF32F16C(const void* src, void* dst, size_t n);
 void F32ToF16F16C(const void* src, void* dst, size_t n);
+// The two behind ConvertF32ToBF16; the AVX2 one only when Avx2Supported().
+bool Avx2Supported();
+void F32ToBF16Portable(const void* src, void* dst, size_t n);
+void F32ToBF16Avx2(const void* src, void* dst, size_t n);
 
 }  // namespace float_convert_internal
 

@@ -9,6 +9,7 @@
 #include "boltpack/reader.h"
 #include "common/escape.h"
 #include "common/checked_math.h"
+#include "common/checksum_status.h"
 #include "common/piece_copy.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -244,8 +245,8 @@ absl::Status StreamCutPieces::Verify(uint64_t begin, uint64_t end) {
     if (verified_[c]) continue;
     const ChunkInfo& chunk = s.chunks[c];
     if (Xxh3(stored_.subspan(chunk.stored_offset, chunk.stored_length)) != chunk.xxh3) {
-      return absl::DataLossError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(source_.tensor_name), " stream \"",
-                                        s.role, "\": chunk ", c, " checksum mismatch"));
+      return ChecksumMismatchError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(source_.tensor_name), " stream \"",
+                                          s.role, "\": chunk ", c, " checksum mismatch"));
     }
     verified_[c] = true;
     last_chunk_ = c;
@@ -415,7 +416,7 @@ absl::Status StreamCutPieces::CheckPrefixes(absl::Span<const uint8_t> part) {
     if (prefix_checked_ < u.out_end) break;
     if (unit_hash_.Digest() != u.xxh3) {
       const StreamInfo& s = source_.stream;
-      return absl::DataLossError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(source_.tensor_name),
+      return ChecksumMismatchError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(source_.tensor_name),
                                         " stream \"", s.role, "\": chunk ", u.chunk,
                                         " line-prefix checksum mismatch (prefix ", prefix_, ": the first ",
                                         s.prefix_bytes[prefix_], " bytes of each ", s.line_bytes, "-byte line)"));

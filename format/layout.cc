@@ -5,6 +5,7 @@
 
 #include "absl/base/internal/endian.h"
 #include "absl/status/status.h"
+#include "common/checksum_status.h"
 #include "common/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -68,7 +69,7 @@ absl::StatusOr<Header> ParseHeader(absl::Span<const uint8_t> bytes, const std::s
   if (std::memcmp(p, kHeaderMagic.data(), kHeaderMagic.size()) != 0) {
     return absl::InvalidArgumentError(StrCat(file, ": not a bolt-pack file (bad magic)"));
   }
-  if (Get64(p + 56) != Xxh3({p, 56})) return Corrupt(file, "header checksum mismatch");
+  if (Get64(p + 56) != Xxh3({p, 56})) return ChecksumMismatchError(StrCat(file, ": header checksum mismatch"));
   // Order (spec §3.2): byte order, then the major version, then the fields
   // a new major version may redefine.
   if (Get32(p + 16) != kByteOrderMark) return Corrupt(file, "byte order mark is not little-endian 0x01020304");
@@ -94,7 +95,7 @@ absl::StatusOr<Footer> ParseFooter(absl::Span<const uint8_t> bytes, const std::s
   if (std::memcmp(p + 56, kFooterMagic.data(), kFooterMagic.size()) != 0) {
     return Corrupt(file, "bad footer magic (the file is truncated or was not closed by its writer)");
   }
-  if (Get64(p + 48) != Xxh3({p, 48})) return Corrupt(file, "footer checksum mismatch");
+  if (Get64(p + 48) != Xxh3({p, 48})) return ChecksumMismatchError(StrCat(file, ": footer checksum mismatch"));
   if (Get32(p + 28) != 0) return Corrupt(file, "reserved footer bytes are not zero");
   Footer f;
   f.manifest_offset = Get64(p + 0);

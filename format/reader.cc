@@ -11,6 +11,7 @@
 #include "boltpack/codec_registry.h"
 #include "boltpack_proto/boltpack.pb.h"
 #include "common/checked_math.h"
+#include "common/checksum_status.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "format/elastic_manifest.h"
@@ -61,7 +62,7 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   }
   auto manifest_bytes = bytes.subspan(footer.manifest_offset, footer.manifest_length);
   if (format::Xxh3(manifest_bytes) != footer.manifest_xxh3) {
-    return absl::DataLossError(StrCat(path, ": manifest checksum mismatch"));
+    return ChecksumMismatchError(StrCat(path, ": manifest checksum mismatch"));
   }
   BP_RETURN_IF_ERROR(format::ScanManifestLimits(manifest_bytes, path));  // before parsing builds anything
   // Every field but the tensors, then the tensors one at a time into one
@@ -407,9 +408,9 @@ absl::Status Reader::Impl::VerifyStream(size_t tensor, const TensorInfo& info, s
   }
   const uint64_t computed = s.chunks.empty() ? format::Xxh3(bytes) : whole->Digest();
   if (computed != s.xxh3) {
-    return absl::DataLossError(absl::StrFormat("%s: checksum mismatch (manifest %016x, data %016x)", where(), s.xxh3, computed));
+    return ChecksumMismatchError(absl::StrFormat("%s: checksum mismatch (manifest %016x, data %016x)", where(), s.xxh3, computed));
   }
-  if (!chunk_error.empty()) return absl::DataLossError(chunk_error);
+  if (!chunk_error.empty()) return ChecksumMismatchError(chunk_error);
   for (uint64_t u = 0; u < format::StreamChecks::Units(s); ++u) {
     checks.Mark(tensor, stream, u, format::StreamChecks::kChecksum);
   }

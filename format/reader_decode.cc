@@ -18,6 +18,7 @@
 #include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
 #include "common/buffer_pool.h"
+#include "common/checksum_status.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -100,8 +101,8 @@ absl::Status Reader::Impl::CheckUnit(size_t t, const TensorInfo& tensor, size_t 
 absl::Status Reader::Impl::ChecksumMismatch(const TensorInfo& t, size_t s, uint64_t unit, uint64_t got) const {
   const StreamInfo& info = t.streams[s];
   const uint64_t want = info.chunks.empty() ? info.xxh3 : info.chunks[unit].xxh3;
-  return absl::DataLossError(absl::StrFormat("%s%s: checksum mismatch (manifest %016x, data %016x)",
-                                             WhereStream(t, s), UnitName(info, unit), want, got));
+  return ChecksumMismatchError(absl::StrFormat("%s%s: checksum mismatch (manifest %016x, data %016x)",
+                                               WhereStream(t, s), UnitName(info, unit), want, got));
 }
 
 absl::Status Reader::Impl::CheckZstdBound(size_t index, const TensorInfo& t, size_t s, uint64_t unit) const {
@@ -368,7 +369,10 @@ absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl:
   const Codec* codec = FindCodec(info.codec_id);
   auto codec_error = [&](absl::Status st) {
     if (st.ok()) return st;
-    return absl::Status(st.code(), StrCat(impl_->path, ": ", st.message(), ViewNote(info, v)));
+    absl::Status named(st.code(), StrCat(impl_->path, ": ", st.message(), ViewNote(info, v)));
+    // Payloads (a checksum mismatch's mark) survive the new message.
+    st.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { named.SetPayload(url, payload); });
+    return named;
   };
   DecodeInput input;
   input.info = &info;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -152,6 +153,24 @@ TEST(CApiBasics, VersionAndStatusNames) {
   EXPECT_EQ(BP_ERR_IO, 6);
   EXPECT_EQ(BP_ERR_INTERNAL, 7);
   EXPECT_EQ(BP_ERR_OUT_OF_RANGE, 8);
+  EXPECT_EQ(BP_ERR_CHECKSUM, 100);
+  EXPECT_STREQ(bp_status_name(BP_ERR_CHECKSUM), "CHECKSUM");
+  for (int kind = BP_OK; kind <= BP_ERR_OUT_OF_RANGE; ++kind) {
+    EXPECT_EQ(bp_status_kind(static_cast<bp_status>(kind)), kind);
+  }
+  EXPECT_EQ(bp_status_kind(BP_ERR_CHECKSUM), BP_ERR_CORRUPT);
+  EXPECT_EQ(bp_status_kind(static_cast<bp_status>(199)), BP_ERR_CORRUPT);
+  EXPECT_EQ(bp_status_kind(static_cast<bp_status>(250)), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_status_kind(static_cast<bp_status>(300)), BP_ERR_UNSUPPORTED);
+  EXPECT_EQ(bp_status_kind(static_cast<bp_status>(9)), BP_ERR_INTERNAL);
+  EXPECT_EQ(bp_status_kind(static_cast<bp_status>(-5)), BP_ERR_INTERNAL);
+  // The number says what the string says, and what the headers say.
+  EXPECT_EQ(bp_version_number(), static_cast<uint32_t>(BOLTPACK_VERSION));
+  EXPECT_EQ(bp_version_number(), static_cast<uint32_t>(BOLTPACK_VERSION_MAJOR * 10000 +
+                                                       BOLTPACK_VERSION_MINOR * 100 + BOLTPACK_VERSION_PATCH));
+  unsigned major = 0, minor = 0, patch = 0;
+  ASSERT_EQ(std::sscanf(bp_version_string(), "%u.%u.%u", &major, &minor, &patch), 3);
+  EXPECT_EQ(bp_version_number(), major * 10000 + minor * 100 + patch);
   for (int d = 0; d <= kMaxDType; ++d) {
     EXPECT_EQ(std::string(bp_dtype_name(d)), DTypeName(static_cast<DType>(d))) << d;
   }
@@ -436,10 +455,52 @@ TEST_F(CApiTest, VerifyFindsCorruption) {
   testing::WriteFileBytes(bad, bytes);
   bp_reader* r = nullptr;
   ASSERT_EQ(bp_open(bad.c_str(), &r), BP_OK) << bp_last_error_message();
-  EXPECT_EQ(bp_verify(r), BP_ERR_CORRUPT);
+  // A flipped stored byte is a checksum mismatch, a refinement of CORRUPT.
+  EXPECT_EQ(bp_verify(r), BP_ERR_CHECKSUM);
   EXPECT_CONTAINS(std::string(bp_last_error(r)), bad);
   EXPECT_CONTAINS(std::string(bp_last_error_message()), bad);
   bp_close(r);
+}
+
+// Bytes whose checksum fails give BP_ERR_CHECKSUM wherever the checksum is
+// compared (header, manifest, a stream read by a decode); structural damage
+// stays BP_ERR_CORRUPT.
+TEST_F(CApiTest, ChecksumMismatchIsNotStructuralCorruption) {
+  auto reader = Reader::Open(fixture_.path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const uint64_t stream_at = (*reader)->tensors()[Tensor("layer.weight")].streams[0].offset;
+  const std::vector<uint8_t> good = testing::ReadFileBytes(fixture_.path);
+  auto open_flipped = [&](uint64_t offset, bp_reader** r) {
+    std::vector<uint8_t> bytes = good;
+    bytes.at(offset) ^= 0x01;
+    std::string path = dir_ + "/flipped-" + std::to_string(offset) + ".bolt";
+    testing::WriteFileBytes(path, bytes);
+    return bp_open(path.c_str(), r);
+  };
+  bp_reader* r = nullptr;
+  // Header byte 40 is reserved (zero): only the header checksum sees it.
+  EXPECT_EQ(open_flipped(40, &r), BP_ERR_CHECKSUM);
+  EXPECT_CONTAINS(std::string(bp_last_error_message()), "header checksum mismatch");
+  // The manifest ends where the 64-byte footer starts.
+  EXPECT_EQ(open_flipped(good.size() - 65, &r), BP_ERR_CHECKSUM);
+  EXPECT_CONTAINS(std::string(bp_last_error_message()), "manifest checksum mismatch");
+  // A decode reads the stream and checks it; without checks it decodes.
+  ASSERT_EQ(open_flipped(stream_at, &r), BP_OK) << bp_last_error_message();
+  std::vector<float> out(12);
+  EXPECT_EQ(bp_decode(r, Tensor("layer.weight"), BP_OUT_F32, out.data(), 48, 1), BP_ERR_CHECKSUM);
+  EXPECT_CONTAINS(std::string(bp_last_error(r)), "checksum mismatch");
+  bp_close(r);
+  std::string flipped = dir_ + "/flipped-" + std::to_string(stream_at) + ".bolt";
+  ASSERT_EQ(bp_open_flags(flipped.c_str(), nullptr, BP_OPEN_NO_VERIFY, &r), BP_OK);
+  EXPECT_EQ(bp_decode(r, Tensor("layer.weight"), BP_OUT_F32, out.data(), 48, 1), BP_OK) << bp_last_error(r);
+  EXPECT_NE(out, fixture_.weight);
+  bp_close(r);
+  // A truncated file (its footer magic cut) is structurally broken.
+  std::vector<uint8_t> cut(good.begin(), good.end() - 1);
+  std::string truncated = dir_ + "/truncated.bolt";
+  testing::WriteFileBytes(truncated, cut);
+  EXPECT_EQ(bp_open(truncated.c_str(), &r), BP_ERR_CORRUPT);
+  EXPECT_EQ(r, nullptr);
 }
 
 TEST_F(CApiTest, ConcurrentDecodesOnOneReader) {

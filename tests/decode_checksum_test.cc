@@ -11,6 +11,7 @@
 #include "boltpack/reader.h"
 #include "boltpack/writer.h"
 #include "boltpack_proto/boltpack.pb.h"
+#include "common/checksum_status.h"
 #include "gtest/gtest.h"
 #include "tests/manifest_rewrite.h"
 #include "tests/test_util.h"
@@ -158,6 +159,7 @@ TEST(DecodeChecksum, EveryDecodePathRefusesACorruptChunkAndNamesIt) {
   for (int threads : {1, 4}) {
     absl::Status st = (*r)->Decode(0, OutputType::kF32, absl::MakeSpan(out), {.threads = threads});
     EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+    EXPECT_TRUE(IsChecksumMismatch(st)) << st;  // marked, not just worded (the C API's BP_ERR_CHECKSUM)
     EXPECT_NE(st.message().find(m.path + ": tensor \"w\" stream \"" + info.streams[0].role + "\" chunk 2: checksum mismatch"),
               std::string::npos)
         << st;
@@ -174,6 +176,8 @@ TEST(DecodeChecksum, EveryDecodePathRefusesACorruptChunkAndNamesIt) {
             absl::StatusCode::kDataLoss);
   std::vector<uint8_t> raw(info.streams[0].raw_length);
   EXPECT_EQ((*r)->ReadRawStream(0, 0, absl::MakeSpan(raw)).code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(IsChecksumMismatch((*r)->ReadRawStream(0, 0, absl::MakeSpan(raw))));
+  EXPECT_TRUE(IsChecksumMismatch((*r)->VerifyContainer()));
   // The other tensors are intact.
   for (size_t t = 1; t < (*r)->tensors().size(); ++t) DecodeAll(**r, t);
 
@@ -197,6 +201,7 @@ TEST(DecodeChecksum, AChunkLessStreamIsCheckedWhole) {
   std::vector<uint8_t> row(8 * 4);
   absl::Status st = (*r)->DecodeRows(t, 2, 3, OutputType::kF32, absl::MakeSpan(row));
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(IsChecksumMismatch(st)) << st;
   EXPECT_NE(st.message().find("tensor \"r\" stream \"data\": checksum mismatch (manifest "), std::string::npos) << st;
 }
 
@@ -207,7 +212,9 @@ TEST(DecodeChecksum, CApiChecksByDefaultAndOptsOutWithAFlag) {
   std::vector<float> out(m.w.size());
   bp_reader* r = nullptr;
   ASSERT_EQ(bp_open(m.path.c_str(), &r), BP_OK);
-  EXPECT_EQ(bp_decode(r, 0, BP_OUT_F32, out.data(), out.size() * 4, 2), BP_ERR_CORRUPT);
+  // A checksum mismatch has its own code, of the CORRUPT kind.
+  EXPECT_EQ(bp_decode(r, 0, BP_OUT_F32, out.data(), out.size() * 4, 2), BP_ERR_CHECKSUM);
+  EXPECT_EQ(bp_status_kind(BP_ERR_CHECKSUM), BP_ERR_CORRUPT);
   EXPECT_NE(std::string(bp_last_error(r)).find("chunk 1: checksum mismatch"), std::string::npos) << bp_last_error(r);
   bp_close(r);
   ASSERT_EQ(bp_open_flags(m.path.c_str(), nullptr, BP_OPEN_NO_VERIFY, &r), BP_OK);

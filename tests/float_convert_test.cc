@@ -50,6 +50,18 @@ std::vector<Path> F16Paths() {
   return paths;
 }
 
+struct BF16Path {
+  const char* name;
+  Bulk f32_to_bf16;
+};
+
+// Every bulk implementation of f32->bf16 this machine can run.
+std::vector<BF16Path> BF16EncodePaths() {
+  std::vector<BF16Path> paths = {{"dispatch", ConvertF32ToBF16}, {"portable", fci::F32ToBF16Portable}};
+  if (fci::Avx2Supported()) paths.push_back({"avx2", fci::F32ToBF16Avx2});
+  return paths;
+}
+
 // ---- conformance vectors (ggml's own output) ---------------------------
 
 TEST(FloatConvertConformance, F16DecodeBitExact) {
@@ -110,6 +122,36 @@ TEST(FloatConvertConformance, BF16EncodeByteExact) {
   std::vector<uint16_t> got(in.size());
   ConvertF32ToBF16(in.data(), got.data(), in.size());
   EXPECT_EQ(got, want);
+  for (const BF16Path& p : BF16EncodePaths()) {
+    std::vector<uint16_t> path_got(in.size());
+    p.f32_to_bf16(in.data(), path_got.data(), in.size());
+    EXPECT_EQ(path_got, want) << p.name;
+  }
+}
+
+// Every bf16 result (each upper half of an f32) under the low halves that
+// decide rounding (ties either way, NaN payloads only in the low half), at
+// an odd offset and length so the vector loops' tails and unaligned loads
+// run too: every path gives the scalar rule's bits.
+TEST(FloatConvert, EveryF32ToBF16PathMatchesTheScalarRule) {
+  const uint32_t lows[] = {0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xffff, 0x4000, 0x1234};
+  std::vector<uint32_t> in;
+  for (uint32_t hi = 0; hi < 65536; ++hi) {
+    for (uint32_t lo : lows) in.push_back(hi << 16 | lo);
+  }
+  std::vector<uint16_t> want(in.size());
+  for (size_t i = 0; i < in.size(); ++i) want[i] = F32BitsToBF16Bits(in[i]);
+  for (const BF16Path& p : BF16EncodePaths()) {
+    std::vector<uint8_t> src(in.size() * 4 + 4), dst(in.size() * 2 + 2);
+    std::memcpy(src.data() + 1, in.data() + 1, (in.size() - 1) * 4);  // misaligned by one byte
+    const size_t n = in.size() - 4;  // not a multiple of the vector width
+    p.f32_to_bf16(src.data() + 1, dst.data() + 1, n);
+    std::vector<uint16_t> got(n);
+    std::memcpy(got.data(), dst.data() + 1, n * 2);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i], want[i + 1]) << p.name << ": f32 bits " << std::hex << in[i + 1];
+    }
+  }
 }
 
 // ---- every 16-bit pattern ------------------------------------------------

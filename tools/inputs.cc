@@ -1,8 +1,6 @@
 #include "tools/inputs.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <unordered_set>
 
 #include "absl/container/flat_hash_set.h"
@@ -12,6 +10,7 @@
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "format/output_rules.h"
+#include "io/gguf_record.h"
 #include "common/mapped_file.h"
 
 namespace boltpack::tools {
@@ -217,65 +216,8 @@ absl::Status CheckImportable(const Inputs& in) {
   return absl::OkStatus();
 }
 
-namespace {
-
-// Stream roles and parameters a registered block codec writes, learnt once
-// by encoding one zero block.
-struct CodecShape {
-  bool known = false;
-  std::vector<std::string> roles;
-  CodecParams params;
-};
-
-CodecShape ProbeCodec(const std::string& id, uint32_t block) {
-  static std::mutex mu;
-  static std::map<std::string, CodecShape> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(id);
-  if (it != cache.end()) return it->second;
-  CodecShape shape;
-  if (const Codec* codec = FindCodec(id)) {
-    std::vector<float> zeros(block, 0.0f);
-    uint64_t dims[1] = {block};
-    TensorSource src{"probe", DType::kF32, absl::MakeConstSpan(dims),
-                     absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(zeros.data()), zeros.size() * 4)};
-    auto enc = codec->Encode(src, {}, ExecOptions{});
-    if (enc.ok()) {
-      shape.known = true;
-      for (const auto& s : enc->streams) shape.roles.push_back(s.role);
-      shape.params = enc->params;
-    }
-  }
-  cache.emplace(id, shape);
-  return shape;
-}
-
-}  // namespace
-
 absl::StatusOr<TensorInfo> GgufBlockRecord(const InputTensor& t) {
-  TensorInfo info;
-  info.name = std::string(t.name);
-  info.shape.assign(t.shape.begin(), t.shape.end());
-  info.dtype = t.dtype;
-  info.codec_id = io::GgmlTypeCodecId(*t.ggml_type);
-  if (info.codec_id.rfind("ggml-", 0) == 0) {
-    info.codec_params.emplace_back("ggml_type", MetaValue::Int(ValueType::kInt32, t.ggml_type->id));
-  }
-  CodecShape shape = ProbeCodec(info.codec_id, t.ggml_type->block_size);
-  StreamInfo s;
-  s.role = "data";
-  if (shape.known) {
-    if (shape.roles.size() != 1) {
-      return absl::UnimplementedError(StrCat(t.file(), ": tensor ", QuoteForDisplay(t.name), ": codec \"", info.codec_id,
-                                             "\" stores ", shape.roles.size(), " streams, GGUF blocks are one"));
-    }
-    s.role = shape.roles[0];
-    info.codec_params = shape.params;
-  }
-  s.raw_length = t.bytes.size();
-  s.length = t.bytes.size();
-  info.streams.push_back(std::move(s));
-  return info;
+  return io::GgufBlockRecord(t.name, t.shape, t.dtype, *t.ggml_type, t.bytes.size(), t.file());
 }
 
 bool StoredNotDecoded(const TensorInfo& info) {

@@ -1,5 +1,6 @@
-/* Lists the tensors of a .bolt file with the bolt-pack C API and decodes
- * each decodable one to f32, printing its sum.
+/* Lists the tensors of a model with the bolt-pack C API and decodes each
+ * decodable one to f32, printing its sum. The model is a .bolt, GGUF or
+ * safetensors file (or a sharded index .json): bp_open reads them all.
  *
  *   read_tensors_c model.bolt
  *
@@ -25,20 +26,26 @@ int main(int argc, char** argv) {
   int rc = 0;
 
   if (argc != 2) {
-    fprintf(stderr, "usage: %s FILE.bolt\n", argv[0]);
+    fprintf(stderr, "usage: %s FILE.bolt|FILE.gguf|FILE.safetensors|INDEX.json\n", argv[0]);
     return 2;
   }
   st = bp_open(argv[1], &r);
   if (st != BP_OK) return fail("open", st, bp_last_error_message());
 
+  /* Only a .bolt file has a container format version. */
   st = bp_format_version(r, &major, &minor);
-  if (st != BP_OK) {
+  if (st != BP_OK && st != BP_ERR_UNSUPPORTED) {
     rc = fail("format version", st, bp_last_error(r));
     goto done;
   }
   n = bp_tensor_count(r);
-  printf("%s: format %" PRIu32 ".%" PRIu32 ", %zu tensors, %zu metadata entries (libboltpack %s)\n",
-         argv[1], major, minor, n, bp_metadata_count(r), bp_version_string());
+  if (st == BP_OK) {
+    printf("%s: format %" PRIu32 ".%" PRIu32 ", %zu tensors, %zu metadata entries (libboltpack %s)\n",
+           argv[1], major, minor, n, bp_metadata_count(r), bp_version_string());
+  } else {
+    printf("%s: %zu tensors, %zu metadata entries (libboltpack %s)\n", argv[1], n, bp_metadata_count(r),
+           bp_version_string());
+  }
 
   for (t = 0; t < n; ++t) {
     struct bp_tensor_info info;

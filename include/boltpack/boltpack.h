@@ -1,5 +1,8 @@
 /*
- * bolt-pack C API: a stable C99 interface over the C++ boltpack::Reader.
+ * bolt-pack C API: a stable C99 interface for reading models: .bolt files
+ * (the C++ boltpack::Reader), GGUF files (a split set by its first shard)
+ * and safetensors files (a sharded set by its index .json), all behind one
+ * bp_reader handle.
  *
  * Conventions
  * -----------
@@ -35,6 +38,12 @@
  * function on the same reader at the same time (listing, metadata, stream
  * data, bp_decode, bp_verify), except bp_close, which must not race with any
  * other use of that reader. Different readers are independent.
+ *
+ * Each declaration below carries its own "Threads:" and "Ownership:" line:
+ * "Threads: any" means any number of threads may make that call at once,
+ * on the same objects, together with any other "any" call; "exclusive"
+ * means no other call on that object may overlap it or follow it. Under
+ * "Ownership", "belongs to r" means the library frees it at bp_close.
  */
 #ifndef BOLTPACK_BOLTPACK_H_
 #define BOLTPACK_BOLTPACK_H_
@@ -54,18 +63,32 @@
 extern "C" {
 #endif
 
-/* ---- status codes (numbers are part of the ABI) ------------------------ */
+/* ---- status codes (numbers are part of the ABI) ------------------------
+ * Numbering rule: a number, once released, keeps its meaning forever and is
+ * never reused. 1..8 are the first release's codes. Later codes come in
+ * blocks of 100 by kind, leaving room to grow each kind without renumbering:
+ *   100..199  damaged input, refinements of BP_ERR_CORRUPT
+ *   200..299  refinements of argument errors   (none yet)
+ *   300..399  refinements of unsupported input (none yet)
+ * A caller that knows only 1..8 can map a refinement back to its kind with
+ * bp_status_kind. Callers must treat an unknown non-zero code as an error. */
 
 typedef enum bp_status {
   BP_OK = 0,
   BP_ERR_INVALID_ARGUMENT = 1, /* bad argument, NULL pointer, type mismatch */
   BP_ERR_NOT_FOUND = 2,        /* no such file, tensor or key */
-  BP_ERR_CORRUPT = 3,          /* the file is damaged (checksum, bounds, ...) */
+  BP_ERR_CORRUPT = 3,          /* the file is malformed (bounds, structure, ...) */
   BP_ERR_UNSUPPORTED = 4,      /* unknown codec / feature; copyable, not decodable */
   BP_ERR_RESOURCE = 5,         /* a limit was exceeded or memory ran out */
   BP_ERR_IO = 6,               /* the operating system refused (permissions, ...) */
   BP_ERR_INTERNAL = 7,         /* a bug in bolt-pack */
   BP_ERR_OUT_OF_RANGE = 8,     /* an index past the end */
+  /* Well-formed bytes differ from the XXH3-64 the file records for them
+   * (header, footer, manifest, a stream, a chunk, a chunk's line prefix):
+   * they changed after they were written (disk, copy, download). Fetching
+   * the file again may help; a BP_ERR_CORRUPT file stays broken. Kind:
+   * BP_ERR_CORRUPT. */
+  BP_ERR_CHECKSUM = 100,
   /* Never returned. They make every int a valid bp_status (and pin the
    * enum's size), so any number can be passed to bp_status_name. */
   BP_STATUS_RESERVED_MIN_ = -1,
@@ -130,7 +153,7 @@ enum { BP_COMPRESSION_NONE = 0, BP_COMPRESSION_ZSTD = 1 };
 /* The format's limit on tensor rank. */
 #define BP_MAX_DIMS 8
 
-/* An open .bolt file. Opaque. */
+/* An open model: a .bolt, GGUF or safetensors file. Opaque. */
 typedef struct bp_reader bp_reader;
 
 /* The two description structs share their names with the functions that fill
@@ -158,44 +181,85 @@ struct bp_stream_info {
 
 /* Message of the most recent failed call on the calling thread, "" if none.
  * This is how to learn why bp_open failed. Never NULL. */
+/* Threads: any (the message is per thread). Ownership: library-owned, valid
+ * until this thread's next call into the library. */
 BP_API const char* bp_last_error_message(void);
 
 /* Message of the most recent failed call made with `r` (from any thread),
  * "" if none; "invalid reader (NULL)" for r == NULL. The returned string is
  * a copy owned by the calling thread, valid until its next call into the
  * library. Never NULL. */
+/* Threads: any, also while other threads fail on r. Ownership: a copy owned
+ * by the calling thread, valid until its next call into the library. */
 BP_API const char* bp_last_error(const bp_reader* r);
 
 /* Short name of a status code ("OK", "INVALID_ARGUMENT", ...); static. */
+/* Threads: any. Ownership: a static string. */
 BP_API const char* bp_status_name(bp_status status);
 
 /* Safetensors spelling of a BP_DTYPE_* ("F32", "BF16", "F8_E4M3", ...);
  * static. "?" for a number that is not a dtype. */
+/* Threads: any. Ownership: a static string. */
 BP_API const char* bp_dtype_name(int dtype);
 
 /* Version of the library actually linked, "MAJOR.MINOR.PATCH"; static.
  * (BOLTPACK_VERSION_STRING is the version of the headers compiled against.) */
+/* Threads: any. Ownership: a static string. */
 BP_API const char* bp_version_string(void);
+
+/* Version of the library actually linked as one comparable number,
+ * MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 is 100): compare it with
+ * BOLTPACK_VERSION, the headers' number, to refuse a library older than the
+ * headers at run time. */
+/* Threads: any (no state). */
+BP_API uint32_t bp_version_number(void);
+
+/* The first-release code (BP_OK, 1..8) that `status` refines, by the
+ * numbering rule above: itself for 0..8, BP_ERR_CORRUPT for 100..199 (such
+ * as BP_ERR_CHECKSUM), BP_ERR_INVALID_ARGUMENT for 200..299,
+ * BP_ERR_UNSUPPORTED for 300..399, BP_ERR_INTERNAL for any other number. */
+/* Threads: any (no state). */
+BP_API bp_status bp_status_kind(bp_status status);
 
 /* ---- open / close ----------------------------------------------------- */
 
-/* Opens and validates `path` (header, footer, manifest, every stream's
- * bounds). On success *out is a new reader to release with bp_close; on
- * failure *out is set to NULL and bp_last_error_message() says why (naming
- * the file). A missing file gives BP_ERR_NOT_FOUND. */
+/* Opens and validates `path`. By its extension (any case):
+ *   .gguf          a GGUF file; the first shard of a split set
+ *                  (NAME-00001-of-0000N.gguf) opens the whole set
+ *   .safetensors   a safetensors file
+ *   .json          a sharded safetensors index (model.safetensors.index.json)
+ *   anything else  a .bolt file (header, footer, manifest, every stream's
+ *                  bounds checked here)
+ * Every format answers the same tensor, metadata and decode functions. A
+ * GGUF tensor decodes with the codec of its block type (q8_0, mxfp4, f16,
+ * ...; BP_ERR_UNSUPPORTED for a type this library stores but does not
+ * decode), its one stream being its GGUF bytes; a safetensors tensor is one
+ * stream of its element bytes ("f32"/"f16"/"bf16", or "raw" for other
+ * dtypes). GGUF metadata keeps GGUF's keys and types; safetensors'
+ * __metadata__ entries are strings. GGUF and safetensors record no
+ * checksums and no views: bp_verify, bp_format_version and bp_view_bytes
+ * give BP_ERR_UNSUPPORTED, bp_view_count 1 ("full"), bp_budget_count 0.
+ * On success *out is a new reader to release with bp_close; on failure *out
+ * is set to NULL and bp_last_error_message() says why (naming the file). A
+ * missing file gives BP_ERR_NOT_FOUND. */
+/* Threads: any (each call makes its own reader). Ownership: the caller owns
+ * *out and releases it with bp_close; path is copied, not kept. */
 BP_API bp_status bp_open(const char* path, bp_reader** out);
 
 /* Like bp_open, but bp_decode on this reader decodes as view `view` sees
  * each tensor (spec/container.md "Views"): "full" (every original bit; also
  * for NULL or "") or a view the file declares, such as "draft". Streams the
  * view does not read are never touched. A view the file does not declare
- * gives BP_ERR_NOT_FOUND. */
+ * gives BP_ERR_NOT_FOUND (any view but "full" of a GGUF or safetensors
+ * file). */
+/* Threads: any. Ownership: as bp_open; view is copied, not kept. */
 BP_API bp_status bp_open_view(const char* path, const char* view, bp_reader** out);
 
 /* Flags of bp_open_flags. */
-/* Decode without checking checksums. By default every decode (bp_decode,
- * bp_budget_decode) checks the stored bytes it reads against their XXH3-64
- * the first time the reader reads them, and fails with BP_ERR_CORRUPT,
+/* Decode without checking checksums (.bolt files; the others have none).
+ * By default every decode (bp_decode, bp_decode_range, bp_budget_decode)
+ * checks the stored bytes it reads against their XXH3-64
+ * the first time the reader reads them, and fails with BP_ERR_CHECKSUM,
  * naming file, tensor, stream and chunk, on a mismatch. Set this only for a
  * file verified before (bp_verify, `bolt-pack verify`) that cannot have
  * changed since. */
@@ -204,43 +268,59 @@ BP_API bp_status bp_open_view(const char* path, const char* view, bp_reader** ou
 /* bp_open_view with flags (BP_OPEN_*, or 0: the defaults of bp_open). An
  * unknown flag bit gives BP_ERR_INVALID_ARGUMENT, so that a flag of a later
  * version is never silently ignored. */
+/* Threads: any. Ownership: as bp_open. */
 BP_API bp_status bp_open_flags(const char* path, const char* view, uint32_t flags, bp_reader** out);
 
 /* Number of views the file can be read in (at least 1: "full"); 0 for NULL. */
+/* Threads: any, on a shared reader. */
 BP_API size_t bp_view_count(const bp_reader* r);
 /* Name of view i: 0 is "full", then the declared views in manifest order.
  * Valid until bp_close; NULL if r is NULL or i is out of range. */
+/* Threads: any. Ownership: the name belongs to r, valid until bp_close. */
 BP_API const char* bp_view_name(const bp_reader* r, size_t i);
 /* Bytes a reader of view `view` touches: the sum of the stored lengths of
  * the streams it reads. NULL means the reader's own view (bp_open_view). */
+/* Threads: any. Ownership: view is read during the call only. */
 BP_API bp_status bp_view_bytes(const bp_reader* r, const char* view, uint64_t* bytes);
 
 /* Closes a reader and unmaps its file; every pointer obtained from it becomes
  * invalid. NULL is a no-op. Must not race with other calls on `r`. */
+/* Threads: exclusive: no other call with r (or with a budget opened from it)
+ * may run at the same time or come after. Ownership: takes r back; NULL is a
+ * no-op. */
 BP_API void bp_close(bp_reader* r);
 
 /* The container format version of the open file. */
+/* Threads: any. */
 BP_API bp_status bp_format_version(const bp_reader* r, uint32_t* major, uint32_t* minor);
 
 /* Checks everything bp_open does not: every stream's and chunk's XXH3-64
  * checksum (and a chunk's line-prefix checksums, format 1.2), zero
- * padding, sibling shards. BP_ERR_CORRUPT names the first
- * damaged place. Reads the whole file. */
+ * padding, sibling shards. The error names the first damaged place:
+ * BP_ERR_CHECKSUM for bytes that differ from their checksum, BP_ERR_CORRUPT
+ * for anything else. Reads the whole file. */
+/* Threads: any, also beside decodes of the same reader (checks already made
+ * are shared, not repeated). */
 BP_API bp_status bp_verify(const bp_reader* r);
 
 /* ---- tensors ---------------------------------------------------------- */
 
 /* Number of tensors; 0 for NULL. */
+/* Threads: any. */
 BP_API size_t bp_tensor_count(const bp_reader* r);
 
 /* Index of the tensor named `name` (exact bytes) in *index;
  * BP_ERR_NOT_FOUND if there is none. */
+/* Threads: any. Ownership: name is read during the call only. */
 BP_API bp_status bp_find_tensor(const bp_reader* r, const char* name, size_t* index);
 
 /* Describes tensor `index`. The strings stay valid until bp_close. */
+/* Threads: any. Ownership: the strings in *out belong to r, valid until
+ * bp_close. */
 BP_API bp_status bp_tensor_info(const bp_reader* r, size_t index, struct bp_tensor_info* out);
 
 /* Describes stream `stream` of tensor `tensor`. */
+/* Threads: any. Ownership: role belongs to r, valid until bp_close. */
 BP_API bp_status bp_stream_info(const bp_reader* r, size_t tensor, size_t stream,
                                 struct bp_stream_info* out);
 
@@ -250,6 +330,8 @@ BP_API bp_status bp_stream_info(const bp_reader* r, size_t tensor, size_t stream
  * only when the compression is BP_COMPRESSION_NONE. Read-only; valid until
  * bp_close. NOT checked against the checksums: the caller verifies
  * (bp_verify) or decodes (bp_decode checks). */
+/* Threads: any. Ownership: *data points into r's read-only mapping, valid
+ * until bp_close: never write or free it. */
 BP_API bp_status bp_stream_data(const bp_reader* r, size_t tensor, size_t stream,
                                 const void** data, uint64_t* size);
 
@@ -257,6 +339,7 @@ BP_API bp_status bp_stream_data(const bp_reader* r, size_t tensor, size_t stream
  * same error as bp_decode would, when the tensor cannot be decoded to `out`
  * (BP_ERR_UNSUPPORTED: codec or feature unknown to this library;
  * BP_ERR_INVALID_ARGUMENT: the codec cannot produce this output type). */
+/* Threads: any. */
 BP_API bp_status bp_decoded_size(const bp_reader* r, size_t tensor, bp_output out,
                                  uint64_t* bytes);
 
@@ -264,8 +347,40 @@ BP_API bp_status bp_decoded_size(const bp_reader* r, size_t tensor, bp_output ou
  * bp_decoded_size; row-major, outermost first). `threads` <= 0 uses all
  * hardware threads. `dst` may be NULL only when dst_size is 0. On failure
  * the contents of dst are unspecified. */
+/* Threads: any, on a shared reader, each call into its own dst (a call runs
+ * up to `threads` threads of its own and joins them before it returns).
+ * Ownership: dst stays the caller's; nothing keeps a pointer to it after the
+ * call. */
 BP_API bp_status bp_decode(const bp_reader* r, size_t tensor, bp_output out, void* dst,
                            uint64_t dst_size, int threads);
+
+/* Decodes a block of tensor `tensor` (the `get_slice` of safetensors): rows
+ * [row_begin, row_end) of the first dimension and columns [col_begin,
+ * col_end) of the last, every middle dimension whole. A tensor of rank 0 or
+ * 1 has one column per row (rank 1: each element is a row; rank 0: one row).
+ * dst receives the block row-major, shape
+ *   [row_end - row_begin, shape[1], ..., shape[ndim-2], col_end - col_begin],
+ * and dst_size must be exactly its size in `out` elements (0 for an empty
+ * block; dst may then be NULL). `threads` <= 0 uses all hardware threads.
+ *
+ * Errors: BP_ERR_OUT_OF_RANGE for a tensor index past the end or a range
+ * with begin > end or end past the dimension; BP_ERR_INVALID_ARGUMENT for a
+ * NULL dst with dst_size > 0, an unknown `out`, or dst_size other than the
+ * block's size (the message gives it); BP_ERR_UNSUPPORTED when the output
+ * has no whole bytes per row (or, for a column range other than all columns,
+ * per element: BP_OUT_NATIVE of a block codec such as q8_0), and for the
+ * reasons bp_decode gives; BP_ERR_CHECKSUM as bp_decode.
+ *
+ * Cost: only the chunks holding rows [row_begin, row_end) are read and
+ * checked. All columns: decoded straight into dst. Fewer columns: the rows
+ * are decoded whole into scratch memory (at most 64 MiB at a time, or one
+ * row if a row is larger) and the columns copied out, so the time is that of
+ * decoding the rows plus a copy of the block. */
+/* Threads: any, as bp_decode. Ownership: as bp_decode; the scratch of a
+ * column cut is freed before the call returns. */
+BP_API bp_status bp_decode_range(const bp_reader* r, size_t tensor, uint64_t row_begin, uint64_t row_end,
+                                 uint64_t col_begin, uint64_t col_end, bp_output out, void* dst,
+                                 uint64_t dst_size, int threads);
 
 /* ---- metadata ------------------------------------------------------------
  * Metadata is an ordered list of typed key/value entries, addressed by index
@@ -281,16 +396,23 @@ BP_API bp_status bp_decode(const bp_reader* r, size_t tensor, bp_output out, voi
  *     bp_close.
  * bp_metadata_array_get_* read element `j` of an array with the same rules. */
 
+/* Threads: any. */
 BP_API size_t bp_metadata_count(const bp_reader* r);
 /* Index of the entry with key `key` (the first, if repeated). */
+/* Threads: any. Ownership: key is read during the call only. */
 BP_API bp_status bp_metadata_find(const bp_reader* r, const char* key, size_t* index);
 /* The key of entry i (NUL-terminated, valid until bp_close); NULL if r is
  * NULL or i is out of range. */
+/* Threads: any. Ownership: the key belongs to r, valid until bp_close. */
 BP_API const char* bp_metadata_key(const bp_reader* r, size_t i);
 /* BP_VALUE_* of entry i; BP_VALUE_UNSPECIFIED (0) if r is NULL or i is out
  * of range. */
+/* Threads: any. */
 BP_API int bp_metadata_type(const bp_reader* r, size_t i);
 
+/* Threads (every metadata getter below): any, on a shared reader.
+ * Ownership: strings belong to r, valid until bp_close; out pointers are
+ * written during the call only. */
 BP_API bp_status bp_metadata_get_u64(const bp_reader* r, size_t i, uint64_t* out);
 BP_API bp_status bp_metadata_get_i64(const bp_reader* r, size_t i, int64_t* out);
 BP_API bp_status bp_metadata_get_f64(const bp_reader* r, size_t i, double* out);
@@ -355,9 +477,11 @@ struct bp_region {
 
 /* Number of budgets the file declares (0 without an elastic manifest or for
  * NULL). */
+/* Threads: any. */
 BP_API size_t bp_budget_count(const bp_reader* r);
 /* Name of budget i, in manifest order; valid until bp_close; NULL if r is
  * NULL or i is out of range. */
+/* Threads: any. Ownership: the name belongs to r, valid until bp_close. */
 BP_API const char* bp_budget_name(const bp_reader* r, size_t i);
 
 /* Opens budget `budget` of `r` in view `view` (NULL or "": the reader's view,
@@ -365,33 +489,47 @@ BP_API const char* bp_budget_name(const bp_reader* r, size_t i);
  * and bp_budget_decode gives what bp_decode in that view gives, cut to the
  * kept shape. BP_ERR_NOT_FOUND for a file without budgets, a budget or a view
  * it does not declare. On failure *out is set to NULL. */
+/* Threads: any, on a shared reader. Ownership: the caller owns *out and
+ * releases it with bp_budget_close, before bp_close on r; budget and view
+ * are copied. */
 BP_API bp_status bp_budget_open(const bp_reader* r, const char* budget, const char* view, bp_budget** out);
 /* NULL is a no-op. */
+/* Threads: exclusive: no other call with b may run at the same time or come
+ * after. Ownership: takes b back; NULL is a no-op. */
 BP_API void bp_budget_close(bp_budget* b);
 
 /* Number of tensors the budget keeps (in file order); 0 for NULL. */
+/* Threads: any. */
 BP_API size_t bp_budget_tensor_count(const bp_budget* b);
 /* Kept tensor i (0..bp_budget_tensor_count-1). */
+/* Threads: any. Ownership: name belongs to b, valid until bp_budget_close. */
 BP_API bp_status bp_budget_tensor(const bp_budget* b, size_t i, struct bp_budget_tensor* out);
 /* Stored bytes a reader of this budget in its view touches (see
  * BudgetBytes in boltpack/budget_view.h). */
+/* Threads: any. */
 BP_API bp_status bp_budget_bytes(const bp_budget* b, uint64_t* bytes);
 
 /* Zero-copy: the number of regions of kept tensor i (one per stream the view
  * reads, or several consecutive ones for a stream with irregular runs). BP_ERR_UNSUPPORTED (the message names the tensor) when its bytes
  * cannot be viewed in place: a compressed stream or a codec without fixed
  * cells; use bp_budget_decode. */
+/* Threads: any. */
 BP_API bp_status bp_budget_region_count(const bp_budget* b, size_t i, size_t* count);
 /* Region k of kept tensor i. Pointers valid until bp_close on the reader.
  * Zero-copy, so NOT checked against the checksums (bp_verify first, or use
  * bp_budget_decode, which checks). */
+/* Threads: any. Ownership: base points into the reader's read-only mapping,
+ * valid until bp_close on the reader. */
 BP_API bp_status bp_budget_region(const bp_budget* b, size_t i, size_t k, struct bp_region* out);
 
 /* Bytes bp_budget_decode of kept tensor i to `out` writes. */
+/* Threads: any. */
 BP_API bp_status bp_budget_decoded_size(const bp_budget* b, size_t i, bp_output out, uint64_t* bytes);
 /* Decodes the kept part of tensor i, as the budget's view sees it, into dst
  * (dst_size bytes, at least bp_budget_decoded_size; row-major, kept shape).
  * Only the chunks holding the kept outer rows are read. */
+/* Threads: any, each call into its own dst. Ownership: dst stays the
+ * caller's. */
 BP_API bp_status bp_budget_decode(const bp_budget* b, size_t i, bp_output out, void* dst, uint64_t dst_size);
 
 #ifdef __cplusplus
