@@ -344,6 +344,12 @@ DType Reader::TensorShape(size_t tensor, std::vector<uint64_t>* shape) const {
   return format::ShapeFromRecord(impl_->manifest.subspan(r.offset, r.length), shape);
 }
 
+std::string Reader::TensorCodec(size_t tensor, uint64_t* stored_bytes) const {
+  const auto& r = impl_->records[tensor];
+  if (impl_->file != nullptr) impl_->ReleaseRecordsBefore(r.offset);
+  return format::CodecFromRecord(impl_->manifest.subspan(r.offset, r.length), stored_bytes);
+}
+
 std::optional<size_t> Reader::FindTensor(std::string_view name) const {
   return impl_->names.Find(name);
 }

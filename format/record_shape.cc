@@ -37,4 +37,60 @@ DType ShapeFromRecord(absl::Span<const uint8_t> payload, std::vector<uint64_t>* 
   return static_cast<DType>(dtype);
 }
 
+namespace {
+// Calls `field(number, wire type)` for each field of the length-delimited
+// payload at the stream's position, which returns false to have it skipped
+// (it reads the ones it wants itself).
+template <typename Field>
+bool ForEachField(google::protobuf::io::CodedInputStream& in, Field field) {
+  uint32_t length = 0;
+  if (!in.ReadVarint32(&length)) return false;
+  const auto limit = in.PushLimit(static_cast<int>(length));
+  while (in.BytesUntilLimit() > 0) {
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) return false;
+    if (!field(WireFormatLite::GetTagFieldNumber(tag), WireFormatLite::GetTagWireType(tag)) &&
+        !WireFormatLite::SkipField(&in, tag)) {
+      return false;
+    }
+  }
+  in.PopLimit(limit);
+  return true;
+}
+}  // namespace
+
+std::string CodecFromRecord(absl::Span<const uint8_t> payload, uint64_t* stored_bytes) {
+  constexpr int kCodecField = 4, kStreamsField = 5;  // message Tensor
+  constexpr int kCodecIdField = 1;                   // message Codec
+  constexpr int kStreamLengthField = 4;              // message Stream
+  google::protobuf::io::CodedInputStream in(payload.data(), static_cast<int>(payload.size()));
+  in.SetTotalBytesLimit(static_cast<int>(payload.size()));
+  std::string id;
+  *stored_bytes = 0;
+  // A validated record: a read that fails ends the loop.
+  while (const uint32_t tag = in.ReadTag()) {
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    const bool delimited = WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+    bool read = true;
+    if (field == kCodecField && delimited) {
+      read = ForEachField(in, [&](int f, WireFormatLite::WireType type) {
+        return f == kCodecIdField && type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED && in.ReadString(&id, [&] {
+          uint32_t n = 0;
+          return in.ReadVarint32(&n) ? static_cast<int>(n) : -1;
+        }());
+      });
+    } else if (field == kStreamsField && delimited) {
+      uint64_t length = 0;
+      read = ForEachField(in, [&](int f, WireFormatLite::WireType type) {
+        return f == kStreamLengthField && type == WireFormatLite::WIRETYPE_VARINT && in.ReadVarint64(&length);
+      });
+      *stored_bytes += length;
+    } else {
+      read = WireFormatLite::SkipField(&in, tag);
+    }
+    if (!read) break;
+  }
+  return id;
+}
+
 }  // namespace boltpack::format

@@ -1,4 +1,5 @@
-// A tensor record's shape and dtype read straight from its wire bytes,
+// A tensor record's shape and dtype (and codec and stored size) read
+// straight from its wire bytes,
 // without the protobuf message or the TensorInfo (name, codec, streams,
 // chunks) that a full parse builds: what a caller that lists shapes needs
 // (tools/inputs.cc took a full parse a tensor for it, a fifth of inspect).
@@ -6,6 +7,7 @@
 #define BOLTPACK_FORMAT_RECORD_SHAPE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -17,6 +19,12 @@ namespace boltpack::format {
 // to `shape`, as a protobuf parse reads them (packed and unpacked runs in
 // order, the last dtype wins).
 DType ShapeFromRecord(absl::Span<const uint8_t> payload, std::vector<uint64_t>* shape);
+
+// The codec id of the validated Tensor record `payload` and, in
+// `stored_bytes`, the sum of its streams' lengths (TensorInfo::codec_id and
+// stored_bytes()), read as a protobuf parse reads them: the codec messages
+// merged (the last id wins), each stream's last length.
+std::string CodecFromRecord(absl::Span<const uint8_t> payload, uint64_t* stored_bytes);
 
 }  // namespace boltpack::format
 

@@ -38,6 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (r.TensorShape(t, &shape) != info.dtype || shape != info.shape || r.TensorName(t) != info.name) {
       __builtin_trap();
     }
+    // So must its codec and stored size.
+    uint64_t stored = ~0ull;
+    if (r.TensorCodec(t, &stored) != info.codec_id || stored != info.stored_bytes()) __builtin_trap();
     for (size_t s = 0; s < info.streams.size(); ++s) (void)r.StoredStream(t, s);
     for (auto out : {boltpack::OutputType::kF32, boltpack::OutputType::kBF16, boltpack::OutputType::kF16,
                      boltpack::OutputType::kNative}) {

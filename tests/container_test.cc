@@ -108,6 +108,38 @@ TEST(Container, TensorShapeReadsTheRecordAsItsTensorInfoHasIt) {
   EXPECT_EQ(dims, (std::vector<uint64_t>{77, 4, 3, 5, 2, 0, 300, 1, 2, 1, 200}));
 }
 
+TEST(Container, TensorCodecReadsTheRecordAsItsTensorInfoHasIt) {
+  std::string dir = MakeTempDir();
+  std::string path = dir + "/codecs.bolt";
+  WriterOptions opt;
+  opt.zstd_level = 3;  // compressed streams: stored bytes differ from raw
+  auto w = Writer::Create(path, opt);
+  ASSERT_TRUE(w.ok()) << w.status();
+  AddF32(**w, "a", {4, 64}, Ramp(256, 0.5f));
+  AddF32(**w, "b", {8, 32}, Ramp(256, -0.25f), "bf16");
+  AddF32(**w, "q", {2, 64}, Ramp(128, 0.1f), "q8_0");
+  AddF32(**w, "empty", {2, 0, 300}, {});
+  ASSERT_TRUE((*w)->Finish().ok());
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ((*r)->tensors().size(), 4u);
+  std::vector<std::string> codecs;
+  for (size_t i = 0; i < 4; ++i) {
+    const TensorInfo info = (*r)->tensors()[i];
+    uint64_t stored = 12345;
+    codecs.push_back((*r)->TensorCodec(i, &stored));
+    EXPECT_EQ(codecs.back(), info.codec_id) << info.name;
+    EXPECT_EQ(stored, info.stored_bytes()) << info.name;
+  }
+  EXPECT_EQ(codecs, (std::vector<std::string>{"f32", "bf16", "q8_0", "f32"}));
+  // The q8_0 blocks (2 a row, 34 bytes each) are stored compressed: the
+  // size read is the stored one, not the raw one.
+  uint64_t stored = 0;
+  EXPECT_EQ((*r)->TensorCodec(2, &stored), "q8_0");
+  EXPECT_LT(stored, 2u * 2u * 34u);
+  EXPECT_GT(stored, 0u);
+}
+
 TEST(Container, ZstdChunkedStreamsDecodeAndReadRows) {
   std::string dir = MakeTempDir();
   std::string path = dir + "/z.bolt";

@@ -127,6 +127,11 @@ class Reader {
   // Tensor `tensor`'s dtype (< tensors().size()), its shape appended to
   // `shape`, read from its record without building its TensorInfo.
   DType TensorShape(size_t tensor, std::vector<uint64_t>* shape) const;
+  // Tensor `tensor`'s codec id, and its stored bytes (the sum of its
+  // streams' lengths) in `stored_bytes`, read from its record's wire bytes
+  // as TensorShape reads its shape: what a listing prints without building
+  // the TensorInfo (the same values as tensors()[tensor]).
+  std::string TensorCodec(size_t tensor, uint64_t* stored_bytes) const;
   // The elastic manifest (format 1.1, spec/elastic.md), validated against the
   // tensors; nullptr when the file has none.
   const ElasticManifest* elastic() const;
