@@ -26,7 +26,7 @@ class Manifest;
 
 namespace boltpack::format {
 
-// Limits (spec/elastic.md "Limits").
+// Limits (spec/elastic.md "Limits", rule ids E-3.1 to E-3.11).
 inline constexpr uint64_t kMaxElasticLayers = 65536;
 inline constexpr uint64_t kMaxElasticAxes = 64;
 inline constexpr uint64_t kMaxElasticBindings = 65536;

@@ -149,11 +149,16 @@ class Scanner {
         default: break;  // strings, the elastic manifest: bounded by their bytes
       }
     }
+    // [C-9.3]
     BP_RETURN_IF_ERROR(Limit(tensors, kMaxTensors, "tensors"));
+    // [C-9.4]
     BP_RETURN_IF_ERROR(Limit(metadata, kMaxMetadataEntries, "metadata entries"));
+    // [C-9.12]
     BP_RETURN_IF_ERROR(More(features, kMaxFeatures, "features", [] { return std::string("required_features"); }));
     BP_RETURN_IF_ERROR(More(optional, kMaxFeatures, "features", [] { return std::string("optional_features"); }));
+    // [C-9.13]
     BP_RETURN_IF_ERROR(More(shards, kMaxShards, "shards", [] { return std::string(); }));
+    // [C-9.16]
     return Limit(views, kMaxViews, "views");
   }
 
@@ -210,9 +215,13 @@ class Scanner {
       }
     }
     auto where = [&] { return name.empty() ? StrCat("tensor #", index) : StrCat("tensor ", Escaped(name)); };
+    // [C-9.6]
     BP_RETURN_IF_ERROR(Limit(dims, kMaxDims, "dimensions", where));
+    // [C-9.8]
     BP_RETURN_IF_ERROR(More(streams, kMaxStreamsPerTensor, "streams", where));
+    // [C-9.12]
     BP_RETURN_IF_ERROR(More(features, kMaxFeatures, "features", where));
+    // [C-9.11]
     BP_RETURN_IF_ERROR(More(params, kMaxCodecParams, "codec parameters", where));
     for (auto p : param_bytes) {
       BP_RETURN_IF_ERROR(Entry(p, [&] { return StrCat(where(), ": codec parameter"); }));
@@ -242,8 +251,10 @@ class Scanner {
         BP_RETURN_IF_ERROR(Unknown());
       }
     }
+    // [C-9.9]
     BP_RETURN_IF_ERROR(More(chunks, kMaxChunksPerStream, "chunks", where));
     BP_RETURN_IF_ERROR(More(views, kMaxViews, "views", where));
+    // [C-9.10]
     BP_RETURN_IF_ERROR(More(prefixes, kMaxLinePrefixes, "prefix_bytes", where));
     Wire again(bytes);
     while (again.Next(&f)) {
@@ -283,6 +294,7 @@ class Scanner {
 
   absl::Status Array(absl::Span<const uint8_t> bytes, uint64_t depth, absl::FunctionRef<std::string()> where) {
     if (depth > kMaxArrayDepth) {
+      // [C-9.14]
       return absl::ResourceExhaustedError(StrCat(file_, ": ", where(), ": arrays nested deeper than ", kMaxArrayDepth));
     }
     Wire w(bytes);

@@ -106,6 +106,7 @@ class GgmlPassThroughCodec : public Codec {
       auto end_row = CheckedAdd(chunk.first_row, chunk.row_count);
       if (!offset || !length || !end_row || *end_row > rows || *offset != chunk.raw_offset ||
           *length != chunk.raw_length) {
+        // [C-10.3.1]
         return Fail(info, StrCat("stream \"data\" chunk ", c, " is not whole rows of ", row_bytes, " bytes within ",
                                  rows, " rows"));
       }

@@ -321,6 +321,7 @@ class Iq2XxsCodec : public Codec {
  private:
   static absl::Status CheckParams(const CodecParams& params) {
     if (params.empty()) return absl::OkStatus();
+    // [C-10.3.1] [I-1.4]
     return absl::InvalidArgumentError(
         StrCat("codec 'iq2_xxs' takes no parameters, got '", params[0].first, "'"));
   }
