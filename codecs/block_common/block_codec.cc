@@ -334,6 +334,7 @@ absl::StatusOr<EncodedTensor> BlockCodec::Encode(const TensorSource& source,
   return encoded;
 }
 
+// [C-10.3.1]
 absl::Status BlockCodec::ValidateRecord(const TensorInfo& info) const {
   if (info.codec_id != format_.id) {
     return Fail(info, StrCat("record names codec '", info.codec_id, "'"));

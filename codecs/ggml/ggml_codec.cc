@@ -32,6 +32,7 @@ class GgmlPassThroughCodec : public Codec {
     return NotHere("encoded");
   }
 
+  // [C-10.3.1]
   absl::Status ValidateRecord(const TensorInfo& info) const override {
     if (info.codec_id != id_) return Fail(info, StrCat("record names codec \"", info.codec_id, "\""));
     if (info.dtype != DType::kF32) return Fail(info, StrCat("dtype ", DTypeName(info.dtype), " is not F32"));

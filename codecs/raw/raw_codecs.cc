@@ -104,6 +104,7 @@ class ElementCodec : public Codec {
     return encoded;
   }
 
+  // [C-10.3.1] [C-10.4.1]
   absl::Status ValidateRecord(const TensorInfo& info) const override {
     auto fail = [&](const auto& what) {
       return absl::InvalidArgumentError(
