@@ -103,6 +103,7 @@ class ElasticValidator {
  public:
   ElasticValidator(const ElasticManifest& m, const std::string& file) : m_(m), file_(file) {}
 
+  // [E-2.8]
   absl::Status Validate(const std::vector<ElasticTensorRef>& tensors) {
     BP_RETURN_IF_ERROR(CheckHeader());
     BP_RETURN_IF_ERROR(CheckAxes());
@@ -179,6 +180,7 @@ class ElasticValidator {
 
   absl::Status CheckAxis(size_t i) const {
     const ElasticAxis& a = m_.axes[i];
+    // [E-3.8]
     if (!IsAxisName(a.name)) return Bad(file_, StrCat("axis name ", Quoted(a.name), " is not 1..64 bytes of [a-z0-9_]"));
     for (size_t j = 0; j < i; ++j) {
       if (m_.axes[j].name == a.name) return Bad(file_, StrCat("axis \"", a.name, "\" is declared twice"));
@@ -333,6 +335,7 @@ class ElasticValidator {
     auto product = SplitElasticProduct(d);
     if (!product) return CheckBindingAxis(d, where, holes, any);
     if (product->inner.find(kElasticProductSeparator) != std::string_view::npos) {
+      // [E-3.7]
       return Bad(file_, StrCat(where, ": product ", Quoted(d), " has more than two axes"));
     }
     BP_RETURN_IF_ERROR(CheckBindingAxis(product->outer, where, holes, any));
