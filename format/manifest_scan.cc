@@ -1,6 +1,7 @@
 #include "format/manifest_scan.h"
 
 #include <string_view>
+#include <utility>
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/escaping.h"
@@ -34,6 +35,21 @@ constexpr uint64_t kMaxViews = 64;
 // Fields this reader does not know (a later minor version's) are kept by
 // the parser, 16+ bytes each; a few per record is plenty.
 constexpr uint64_t kMaxUnknownFields = 1ull << 22;
+
+// The rule id of each limit this pass checks (spec/container.md's limits
+// table), which its message names so that a user who hits a limit finds
+// the rule, and whether a reader may lower it, without reading the code.
+std::string_view LimitRule(std::string_view what) {
+  static constexpr std::pair<std::string_view, std::string_view> kRules[] = {
+      {"tensors", "C-9.3"},          {"metadata entries", "C-9.4"}, {"dimensions", "C-9.6"},
+      {"streams", "C-9.8"},          {"chunks", "C-9.9"},           {"prefix_bytes", "C-9.10"},
+      {"prefix_xxh3 in a chunk", "C-9.10"}, {"codec parameters", "C-9.11"}, {"features", "C-9.12"},
+      {"shards", "C-9.13"},          {"views", "C-9.16"}};
+  for (const auto& [limit, rule] : kRules) {
+    if (limit == what) return rule;
+  }
+  return "C-9.1";
+}
 
 enum WireType { kVarint = 0, kFixed64 = 1, kLength = 2, kStartGroup = 3, kEndGroup = 4, kFixed32 = 5 };
 
@@ -169,7 +185,8 @@ class Scanner {
     if (n <= limit) return absl::OkStatus();
     const std::string at = where();
     return absl::ResourceExhaustedError(
-        StrCat(file_, ": ", at, at.empty() ? "" : ": ", n, " ", what, " exceed the limit of ", limit));
+        StrCat(file_, ": ", at, at.empty() ? "" : ": ", n, " ", what, " exceed the limit of ", limit, " (spec ",
+               LimitRule(what), ")"));
   }
   // The validator's wording for the limits of one record ("tensor "w": more
   // than 64 streams"), so that a file fails the same way with or without
@@ -177,7 +194,8 @@ class Scanner {
   absl::Status More(uint64_t n, uint64_t limit, std::string_view what, absl::FunctionRef<std::string()> where) const {
     if (n <= limit) return absl::OkStatus();
     const std::string at = where();
-    return absl::ResourceExhaustedError(StrCat(file_, at.empty() ? "" : ": ", at, ": more than ", limit, " ", what));
+    return absl::ResourceExhaustedError(
+        StrCat(file_, at.empty() ? "" : ": ", at, ": more than ", limit, " ", what, " (spec ", LimitRule(what), ")"));
   }
   absl::Status Unknown() {
     if (++unknown_ <= kMaxUnknownFields) return absl::OkStatus();
@@ -295,7 +313,8 @@ class Scanner {
   absl::Status Array(absl::Span<const uint8_t> bytes, uint64_t depth, absl::FunctionRef<std::string()> where) {
     if (depth > kMaxArrayDepth) {
       // [C-9.14]
-      return absl::ResourceExhaustedError(StrCat(file_, ": ", where(), ": arrays nested deeper than ", kMaxArrayDepth));
+      return absl::ResourceExhaustedError(
+          StrCat(file_, ": ", where(), ": arrays nested deeper than ", kMaxArrayDepth, " (spec C-9.14)"));
     }
     Wire w(bytes);
     Field f;
@@ -312,7 +331,7 @@ class Scanner {
       array_elements_ += n;
       if (array_elements_ > kMaxMetadataArrayElements) {
         return absl::ResourceExhaustedError(StrCat(file_, ": ", where(), ": metadata arrays hold more than ",
-                                                   kMaxMetadataArrayElements, " elements in all"));
+                                                   kMaxMetadataArrayElements, " elements in all (spec C-9.19)"));
       }
       if (f.number == field::kArrayArrays && f.wire == kLength) BP_RETURN_IF_ERROR(Array(f.bytes, depth + 1, where));
     }

@@ -57,7 +57,7 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   if (footer.manifest_length > max_manifest) {
     // [C-4.2.8] [C-9.2]
     return absl::ResourceExhaustedError(StrCat(path, ": manifest of ", footer.manifest_length,
-                                                     " bytes exceeds the limit of ", max_manifest));
+                                                     " bytes exceeds the limit of ", max_manifest, " (spec C-9.2)"));
   }
   auto manifest_end = CheckedAdd(footer.manifest_offset, footer.manifest_length);
   if (footer.manifest_offset < format::kHeaderSize || !manifest_end ||
