@@ -405,7 +405,7 @@ absl::Status ValidateStream(const v1::Stream& s, const TensorChunks& chunks, siz
         return absl::DataLossError(StrCat(where(), ": zstd-compressed but the file does not declare the \"zstd\" feature"));
       }
       if (s.raw_length() > kMaxRawStreamBytes) {
-        // [C-6.9.6] [C-9.15]
+        // [C-6.9.6] [C-9.15] [C-7.3.3]
         return absl::ResourceExhaustedError(StrCat(where(), ": raw_length ", s.raw_length(), " exceeds 2^48"));
       }
       break;
@@ -416,7 +416,7 @@ absl::Status ValidateStream(const v1::Stream& s, const TensorChunks& chunks, siz
         return absl::DataLossError(StrCat(where(), ": compression ", s.compression(), " is out of range"));
       }
       if (s.raw_length() > kMaxRawStreamBytes) {
-        // [C-6.9.6] [C-9.15]
+        // [C-6.9.6] [C-9.15] [C-7.3.3]
         return absl::ResourceExhaustedError(StrCat(where(), ": raw_length ", s.raw_length(), " exceeds 2^48"));
       }
       break;

@@ -80,6 +80,7 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   google::protobuf::Arena arena;
   v1::Manifest& manifest = *google::protobuf::Arena::CreateMessage<v1::Manifest>(&arena);
   format::MetadataWire metadata_wire;
+  // [C-4.2.11] [C-6.1.2]
   BP_ASSIGN_OR_RETURN(const uint64_t tensor_count,
                       format::ParseManifestHead(manifest_bytes, path, &manifest, &metadata_wire));
   if (manifest.format_minor() != header.format_minor) {
@@ -87,7 +88,7 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
     return absl::DataLossError(StrCat(path, ": manifest format_minor disagrees with the header"));
   }
   if (manifest.alignment() != header.alignment) {
-    // [C-6.2.5]
+    // [C-6.2.5] [C-3.1.4]
     return absl::DataLossError(StrCat(path, ": manifest alignment disagrees with the header"));
   }
   BP_RETURN_IF_ERROR(format::ValidateShards(manifest, path, header.file_id));

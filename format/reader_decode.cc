@@ -385,6 +385,7 @@ absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl:
   DecodeInput input;
   input.info = &info;
   if (!full) input.view = v->name;
+  // [C-15.5.2]
   input.streams.resize(info.streams.size());  // a stream the view does not read stays empty
   input.raw_base.assign(info.streams.size(), 0);
   std::vector<RawScratch> whole_scratch(info.streams.size());

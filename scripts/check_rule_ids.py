@@ -23,6 +23,7 @@ would reward tagging comments over real checks.
 """
 import pathlib
 import re
+import signal
 import sys
 
 DEFINED_TAG = re.compile(r"\*\*\[([A-Z]-\d+[a-z]?(?:\.\d+)+)\]\*\*")
@@ -77,6 +78,7 @@ def vector_citations(root, pattern):
 
 
 def main(argv):
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly
     args = [a for a in argv[1:] if not a.startswith("--")]
     root = pathlib.Path(args[0] if args else pathlib.Path(__file__).resolve().parent.parent).resolve()
     defined, duplicates = defined_ids(root)
