@@ -31,6 +31,7 @@ absl::Status RegisterLocked(Registry& registry, std::unique_ptr<Codec> codec) {
   if (codec == nullptr) return absl::InvalidArgumentError("cannot register a null codec");
   const std::string id(codec->id());
   if (!IsValidCodecId(id)) {
+    // [C-6.8.1]
     return absl::InvalidArgumentError(StrCat(
         "invalid codec id '", id, "': want 1..64 bytes of [a-z0-9_-] starting with a "
         "letter or digit"));

@@ -1,5 +1,6 @@
-// XXH3-64, the checksum of spec/container.md §4 (header, footer, manifest,
-// streams and chunks), computed with the widest vector unit this CPU has:
+// XXH3-64, the checksum of spec/container.md §1.4 (header [C-3.2.3], footer
+// [C-4.2.3], manifest [C-4.2.10], streams and chunks [C-7.4.1]), computed
+// with the widest vector unit this CPU has:
 // on x86-64 libxxhash's runtime dispatch picks AVX2 or AVX-512 (about 3x
 // the SSE2 baseline a portable build would get, 40 GB/s against 12.5 on a
 // cached MiB here), which is what keeps checksumming off the critical path

@@ -58,6 +58,7 @@ absl::StatusOr<std::string> ResolveView(const Reader& reader, std::string_view v
   for (const auto& info : reader.views()) {
     if (info.name == v) return v;
   }
+  // [C-15.5.1]
   return absl::NotFoundError(StrCat(reader.path(), ": no view \"", v, "\""));
 }
 

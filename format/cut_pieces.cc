@@ -416,6 +416,7 @@ absl::Status StreamCutPieces::CheckPrefixes(absl::Span<const uint8_t> part) {
     if (prefix_checked_ < u.out_end) break;
     if (unit_hash_.Digest() != u.xxh3) {
       const StreamInfo& s = source_.stream;
+      // [C-6.10.1.9]
       return ChecksumMismatchError(StrCat(reader_.path(), ": tensor ", QuoteForDisplay(source_.tensor_name),
                                         " stream \"", s.role, "\": chunk ", u.chunk,
                                         " line-prefix checksum mismatch (prefix ", prefix_, ": the first ",

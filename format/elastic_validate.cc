@@ -103,6 +103,7 @@ class ElasticValidator {
  public:
   ElasticValidator(const ElasticManifest& m, const std::string& file) : m_(m), file_(file) {}
 
+  // [E-2.8]
   absl::Status Validate(const std::vector<ElasticTensorRef>& tensors) {
     BP_RETURN_IF_ERROR(CheckHeader());
     BP_RETURN_IF_ERROR(CheckAxes());
@@ -129,6 +130,7 @@ class ElasticValidator {
     std::string_view product;  // the product entry, or empty for a segmented dimension
   };
 
+  // [E-2.1]
   absl::Status CheckHeader() const {
     if (m_.version != 1 && m_.version != 2) return Bad(file_, StrCat("version ", m_.version, " is not 1 or 2"));
     if (m_.version < m_.RequiredVersion()) {
@@ -147,6 +149,7 @@ class ElasticValidator {
     }
     if (!m_.prefix_order) return Bad(file_, "storage order is not \"prefix\" (the only order format 1.1 defines)");
     if (m_.layer_count > kMaxElasticLayers) {
+      // [E-3.1]
       return Limit(file_, StrCat("layer_count ", m_.layer_count, " exceeds the limit of ", kMaxElasticLayers));
     }
     if (m_.layer_count > 0) {
@@ -163,8 +166,10 @@ class ElasticValidator {
   }
 
   // ---- axes ----
+  // [E-2.2]
   absl::Status CheckAxes() const {
     if (m_.axes.size() > kMaxElasticAxes) {
+      // [E-3.2]
       return Limit(file_, StrCat(m_.axes.size(), " axes exceed the limit of ", kMaxElasticAxes));
     }
     if (m_.axes.empty()) return Bad(file_, "no axes");
@@ -175,6 +180,7 @@ class ElasticValidator {
 
   absl::Status CheckAxis(size_t i) const {
     const ElasticAxis& a = m_.axes[i];
+    // [E-3.8]
     if (!IsAxisName(a.name)) return Bad(file_, StrCat("axis name ", Quoted(a.name), " is not 1..64 bytes of [a-z0-9_]"));
     for (size_t j = 0; j < i; ++j) {
       if (m_.axes[j].name == a.name) return Bad(file_, StrCat("axis \"", a.name, "\" is declared twice"));
@@ -227,8 +233,10 @@ class ElasticValidator {
   }
 
   // ---- bindings ----
+  // [E-2.3]
   absl::Status CheckBindings() const {
     if (m_.bindings.size() > kMaxElasticBindings) {
+      // [E-3.3]
       return Limit(file_, StrCat(m_.bindings.size(), " bindings exceed the limit of ", kMaxElasticBindings));
     }
     std::unordered_set<std::string_view> templates;
@@ -327,6 +335,7 @@ class ElasticValidator {
     auto product = SplitElasticProduct(d);
     if (!product) return CheckBindingAxis(d, where, holes, any);
     if (product->inner.find(kElasticProductSeparator) != std::string_view::npos) {
+      // [E-3.7]
       return Bad(file_, StrCat(where, ": product ", Quoted(d), " has more than two axes"));
     }
     BP_RETURN_IF_ERROR(CheckBindingAxis(product->outer, where, holes, any));
@@ -345,6 +354,7 @@ class ElasticValidator {
   }
 
   // ---- tensors against bindings ----
+  // [E-2.4]
   absl::Status CheckTensors(const std::vector<ElasticTensorRef>& tensors) {
     BindingIndex index(m_);
     std::unordered_set<const ElasticBinding*> used;
@@ -483,13 +493,16 @@ class ElasticValidator {
   }
 
   // ---- budgets ----
+  // [E-2.5]
   absl::Status CheckBudgets() const {
     if (m_.budgets.size() > kMaxElasticBudgets) {
+      // [E-3.4]
       return Limit(file_, StrCat(m_.budgets.size(), " budgets exceed the limit of ", kMaxElasticBudgets));
     }
     uint64_t cells = 0;
     for (const auto& a : m_.axes) cells += a.parent.size();
     if (cells * m_.budgets.size() > kMaxElasticBudgetCells) {
+      // [E-3.11]
       return Limit(file_, StrCat(m_.budgets.size(), " budgets over ", cells,
                                  " axis sizes exceed the limit of 2^26 budget cells"));
     }
@@ -614,6 +627,7 @@ class ElasticValidator {
 
   // `c` kept units of axis `a` in layer `k`, on the innermost dimension of
   // a tensor stored in blocks: whole blocks only.
+  // [E-2.6]
   absl::Status CheckKeptBlocks(const ElasticAxis& a, size_t k, uint64_t c, const BlockUse& use,
                                const std::string& where) const {
     // A grouped axis keeps count/groups units at the start of every
@@ -643,6 +657,7 @@ class ElasticValidator {
 
   // Segmented and product innermost dimensions of block codecs: every kept
   // run of every budget on block boundaries.
+  // [E-2.6]
   absl::Status CheckRunsOnBlockBoundaries() const {
     for (const RunsUse& use : runs_blocks_) {
       for (const ElasticBudget& b : m_.budgets) {
@@ -670,6 +685,7 @@ class ElasticValidator {
   }
 
   // ---- importance ----
+  // [E-2.7]
   absl::Status CheckImportance() const {
     if (m_.importance.size() > m_.axes.size() * (static_cast<uint64_t>(m_.layer_count) + 1)) {
       return Bad(file_, "more importance records than (axis, layer) pairs");

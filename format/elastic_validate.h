@@ -26,15 +26,15 @@ class Manifest;
 
 namespace boltpack::format {
 
-// Limits (spec/elastic.md "Limits").
-inline constexpr uint64_t kMaxElasticLayers = 65536;
-inline constexpr uint64_t kMaxElasticAxes = 64;
-inline constexpr uint64_t kMaxElasticBindings = 65536;
-inline constexpr uint64_t kMaxElasticBudgets = 4096;
-inline constexpr uint64_t kMaxElasticAxisUnits = uint64_t{1} << 32;
-inline constexpr uint64_t kMaxElasticNameBytes = 256;
-inline constexpr uint64_t kMaxElasticTemplateBytes = 4096;
-inline constexpr uint64_t kMaxElasticSegments = 64;  // per segmented dimension
+// Limits (spec/elastic.md "Limits", rule ids E-3.1 to E-3.11).
+inline constexpr uint64_t kMaxElasticLayers = 65536;  // [E-3.1]
+inline constexpr uint64_t kMaxElasticAxes = 64;  // [E-3.2]
+inline constexpr uint64_t kMaxElasticBindings = 65536;  // [E-3.3]
+inline constexpr uint64_t kMaxElasticBudgets = 4096;  // [E-3.4]
+inline constexpr uint64_t kMaxElasticAxisUnits = uint64_t{1} << 32;  // [E-3.5]
+inline constexpr uint64_t kMaxElasticNameBytes = 256;  // [E-3.9]
+inline constexpr uint64_t kMaxElasticTemplateBytes = 4096;  // [E-3.10]
+inline constexpr uint64_t kMaxElasticSegments = 64;  // per segmented dimension [E-3.6]
 
 // What the validator needs to know of one tensor of the file.
 struct ElasticTensorRef {
@@ -69,7 +69,7 @@ class BudgetCounts {
 };
 
 // Validation work is bounded by budgets x (sum of the axes' parent sizes).
-inline constexpr uint64_t kMaxElasticBudgetCells = uint64_t{1} << 26;
+inline constexpr uint64_t kMaxElasticBudgetCells = uint64_t{1} << 26;  // [E-3.11]
 
 // The binding that covers a tensor, and the tensor's parent layer (for
 // templates with "{L}"). One resolution shared by validation and slicing.

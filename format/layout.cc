@@ -62,26 +62,33 @@ std::array<uint8_t, kFooterSize> EncodeFooter(const Footer& footer) {
 
 absl::StatusOr<Header> ParseHeader(absl::Span<const uint8_t> bytes, const std::string& file) {
   if (bytes.size() < kHeaderSize) {
+    // [C-3.2.1]
     return absl::InvalidArgumentError(
         StrCat(file, ": not a bolt-pack file (", bytes.size(), " bytes, shorter than the 64-byte header)"));
   }
   const uint8_t* p = bytes.data();
   if (std::memcmp(p, kHeaderMagic.data(), kHeaderMagic.size()) != 0) {
+    // [C-3.2.2]
     return absl::InvalidArgumentError(StrCat(file, ": not a bolt-pack file (bad magic)"));
   }
+  // [C-3.2.3]
   if (Get64(p + 56) != Xxh3({p, 56})) return ChecksumMismatchError(StrCat(file, ": header checksum mismatch"));
-  // Order (spec §3.2): byte order, then the major version, then the fields
+  // Order ([C-3.2.3] to [C-3.2.7]): byte order, then the major version, then the fields
   // a new major version may redefine.
+  // [C-3.2.4]
   if (Get32(p + 16) != kByteOrderMark) return Corrupt(file, "byte order mark is not little-endian 0x01020304");
   Header h;
   h.format_major = Get16(p + 8);
   h.format_minor = Get16(p + 10);
   if (h.format_major != kFormatMajor) {
+    // [C-3.2.5] [C-5.1.3]
     return absl::UnimplementedError(absl::StrFormat(
         "%s: format version %d.%d is not supported (this reader reads %d.x)", file, h.format_major,
         h.format_minor, kFormatMajor));
   }
+  // [C-3.2.6]
   if (Get32(p + 12) != kHeaderSize) return Corrupt(file, "header_size is not 64");
+  // [C-3.2.7]
   if (Get32(p + 20) != 0) return Corrupt(file, "reserved header flags are not zero");
   if (!AllZero(p + 40, 16)) return Corrupt(file, "reserved header bytes are not zero");
   h.file_id = Get64(p + 24);
@@ -93,9 +100,12 @@ absl::StatusOr<Footer> ParseFooter(absl::Span<const uint8_t> bytes, const std::s
   if (bytes.size() != kFooterSize) return Corrupt(file, "footer is not 64 bytes");
   const uint8_t* p = bytes.data();
   if (std::memcmp(p + 56, kFooterMagic.data(), kFooterMagic.size()) != 0) {
+    // [C-4.2.2]
     return Corrupt(file, "bad footer magic (the file is truncated or was not closed by its writer)");
   }
+  // [C-4.2.3]
   if (Get64(p + 48) != Xxh3({p, 48})) return ChecksumMismatchError(StrCat(file, ": footer checksum mismatch"));
+  // [C-4.2.4]
   if (Get32(p + 28) != 0) return Corrupt(file, "reserved footer bytes are not zero");
   Footer f;
   f.manifest_offset = Get64(p + 0);

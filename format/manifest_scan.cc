@@ -1,6 +1,7 @@
 #include "format/manifest_scan.h"
 
 #include <string_view>
+#include <utility>
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/escaping.h"
@@ -34,6 +35,21 @@ constexpr uint64_t kMaxViews = 64;
 // Fields this reader does not know (a later minor version's) are kept by
 // the parser, 16+ bytes each; a few per record is plenty.
 constexpr uint64_t kMaxUnknownFields = 1ull << 22;
+
+// The rule id of each limit this pass checks (spec/container.md's limits
+// table), which its message names so that a user who hits a limit finds
+// the rule, and whether a reader may lower it, without reading the code.
+std::string_view LimitRule(std::string_view what) {
+  static constexpr std::pair<std::string_view, std::string_view> kRules[] = {
+      {"tensors", "C-9.3"},          {"metadata entries", "C-9.4"}, {"dimensions", "C-9.6"},
+      {"streams", "C-9.8"},          {"chunks", "C-9.9"},           {"prefix_bytes", "C-9.10"},
+      {"prefix_xxh3 in a chunk", "C-9.10"}, {"codec parameters", "C-9.11"}, {"features", "C-9.12"},
+      {"shards", "C-9.13"},          {"views", "C-9.16"}};
+  for (const auto& [limit, rule] : kRules) {
+    if (limit == what) return rule;
+  }
+  return "C-9.1";
+}
 
 enum WireType { kVarint = 0, kFixed64 = 1, kLength = 2, kStartGroup = 3, kEndGroup = 4, kFixed32 = 5 };
 
@@ -149,11 +165,16 @@ class Scanner {
         default: break;  // strings, the elastic manifest: bounded by their bytes
       }
     }
+    // [C-9.3]
     BP_RETURN_IF_ERROR(Limit(tensors, kMaxTensors, "tensors"));
+    // [C-9.4]
     BP_RETURN_IF_ERROR(Limit(metadata, kMaxMetadataEntries, "metadata entries"));
+    // [C-9.12]
     BP_RETURN_IF_ERROR(More(features, kMaxFeatures, "features", [] { return std::string("required_features"); }));
     BP_RETURN_IF_ERROR(More(optional, kMaxFeatures, "features", [] { return std::string("optional_features"); }));
+    // [C-9.13]
     BP_RETURN_IF_ERROR(More(shards, kMaxShards, "shards", [] { return std::string(); }));
+    // [C-9.16]
     return Limit(views, kMaxViews, "views");
   }
 
@@ -164,7 +185,8 @@ class Scanner {
     if (n <= limit) return absl::OkStatus();
     const std::string at = where();
     return absl::ResourceExhaustedError(
-        StrCat(file_, ": ", at, at.empty() ? "" : ": ", n, " ", what, " exceed the limit of ", limit));
+        StrCat(file_, ": ", at, at.empty() ? "" : ": ", n, " ", what, " exceed the limit of ", limit, " (spec ",
+               LimitRule(what), ")"));
   }
   // The validator's wording for the limits of one record ("tensor "w": more
   // than 64 streams"), so that a file fails the same way with or without
@@ -172,7 +194,8 @@ class Scanner {
   absl::Status More(uint64_t n, uint64_t limit, std::string_view what, absl::FunctionRef<std::string()> where) const {
     if (n <= limit) return absl::OkStatus();
     const std::string at = where();
-    return absl::ResourceExhaustedError(StrCat(file_, at.empty() ? "" : ": ", at, ": more than ", limit, " ", what));
+    return absl::ResourceExhaustedError(
+        StrCat(file_, at.empty() ? "" : ": ", at, ": more than ", limit, " ", what, " (spec ", LimitRule(what), ")"));
   }
   absl::Status Unknown() {
     if (++unknown_ <= kMaxUnknownFields) return absl::OkStatus();
@@ -210,9 +233,13 @@ class Scanner {
       }
     }
     auto where = [&] { return name.empty() ? StrCat("tensor #", index) : StrCat("tensor ", Escaped(name)); };
+    // [C-9.6]
     BP_RETURN_IF_ERROR(Limit(dims, kMaxDims, "dimensions", where));
+    // [C-9.8]
     BP_RETURN_IF_ERROR(More(streams, kMaxStreamsPerTensor, "streams", where));
+    // [C-9.12]
     BP_RETURN_IF_ERROR(More(features, kMaxFeatures, "features", where));
+    // [C-9.11]
     BP_RETURN_IF_ERROR(More(params, kMaxCodecParams, "codec parameters", where));
     for (auto p : param_bytes) {
       BP_RETURN_IF_ERROR(Entry(p, [&] { return StrCat(where(), ": codec parameter"); }));
@@ -242,8 +269,10 @@ class Scanner {
         BP_RETURN_IF_ERROR(Unknown());
       }
     }
+    // [C-9.9]
     BP_RETURN_IF_ERROR(More(chunks, kMaxChunksPerStream, "chunks", where));
     BP_RETURN_IF_ERROR(More(views, kMaxViews, "views", where));
+    // [C-9.10]
     BP_RETURN_IF_ERROR(More(prefixes, kMaxLinePrefixes, "prefix_bytes", where));
     Wire again(bytes);
     while (again.Next(&f)) {
@@ -283,7 +312,9 @@ class Scanner {
 
   absl::Status Array(absl::Span<const uint8_t> bytes, uint64_t depth, absl::FunctionRef<std::string()> where) {
     if (depth > kMaxArrayDepth) {
-      return absl::ResourceExhaustedError(StrCat(file_, ": ", where(), ": arrays nested deeper than ", kMaxArrayDepth));
+      // [C-9.14]
+      return absl::ResourceExhaustedError(
+          StrCat(file_, ": ", where(), ": arrays nested deeper than ", kMaxArrayDepth, " (spec C-9.14)"));
     }
     Wire w(bytes);
     Field f;
@@ -300,7 +331,7 @@ class Scanner {
       array_elements_ += n;
       if (array_elements_ > kMaxMetadataArrayElements) {
         return absl::ResourceExhaustedError(StrCat(file_, ": ", where(), ": metadata arrays hold more than ",
-                                                   kMaxMetadataArrayElements, " elements in all"));
+                                                   kMaxMetadataArrayElements, " elements in all (spec C-9.19)"));
       }
       if (f.number == field::kArrayArrays && f.wire == kLength) BP_RETURN_IF_ERROR(Array(f.bytes, depth + 1, where));
     }

@@ -2,7 +2,7 @@
 //
 // Protobuf builds every repeated record it reads: a 2-byte empty Tensor
 // message becomes a ~140-byte object, so a 32 MiB manifest of them cost
-// 2.3 GB of memory before validation (spec §6.13) could count them. This
+// 2.3 GB of memory before validation ([C-6.13.9]) could count them. This
 // pass reads the wire format once, builds nothing, and counts the repeated
 // records (tensors, metadata entries, streams, chunks, dimensions, codec
 // parameters, metadata array elements) against the limits of

@@ -85,6 +85,7 @@ bool ParseTensorRecord(absl::Span<const uint8_t> payload, v1::Tensor* record, Te
 
 namespace {
 absl::Status NotAManifest(const std::string& file) {
+  // [C-6.1.2]
   return absl::DataLossError(StrCat(file, ": manifest is not a valid boltpack.v1.Manifest"));
 }
 }  // namespace

@@ -76,15 +76,18 @@ absl::Status ValidateArray(const v1::Array& a, int depth, absl::FunctionRef<std:
 absl::Status CheckArrayHead(int depth, int32_t element_type, const uint64_t (&counts)[kArrayFieldCount],
                             absl::FunctionRef<std::string()> where) {
   if (depth > static_cast<int>(kMaxArrayDepth)) {
+    // [C-6.4.9] [C-9.14]
     return absl::ResourceExhaustedError(
         StrCat(where(), ": arrays nested deeper than ", kMaxArrayDepth));
   }
   const auto et = static_cast<v1::ValueType>(element_type);
+  // [C-6.4.6]
   if (!ValidValueType(et)) return absl::DataLossError(StrCat(where(), ": unknown array element type ", et));
   // Exactly the repeated field of the element type may be non-empty.
   const int slot = ArrayFieldOf(element_type);
   for (int k = 0; k < kArrayFieldCount; ++k) {
     if (k != slot && counts[k] != 0) {
+      // [C-6.4.7]
       return absl::DataLossError(
           StrCat(where(), ": array of ", v1::ValueType_Name(et), " holds elements of another type"));
     }
@@ -101,6 +104,7 @@ int ArrayFieldOf(int32_t element_type) {
 absl::Status CheckUnsignedElement(int32_t element_type, uint64_t v, absl::FunctionRef<std::string()> where) {
   const auto et = static_cast<v1::ValueType>(element_type);
   if (v > UnsignedMax(et)) {
+    // [C-6.4.8]
     return absl::DataLossError(StrCat(where(), ": array element ", v, " out of range for ", v1::ValueType_Name(et)));
   }
   return absl::OkStatus();
@@ -110,17 +114,21 @@ absl::Status CheckSignedElement(int32_t element_type, int64_t v, absl::FunctionR
   const auto et = static_cast<v1::ValueType>(element_type);
   auto [lo, hi] = SignedRange(et);
   if (v < lo || v > hi) {
+    // [C-6.4.8]
     return absl::DataLossError(StrCat(where(), ": array element ", v, " out of range for ", v1::ValueType_Name(et)));
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateName(std::string_view name, std::string_view kind, const std::string& file) {
+  // [C-6.3.1]
   if (name.empty()) return Invalid(file, StrCat("empty ", kind));
   if (name.size() > kMaxNameBytes) {
+    // [C-6.3.1] [C-9.5]
     return TooMany(file, StrCat(kind, " of ", name.size(), " bytes exceeds the limit of ", kMaxNameBytes));
   }
   if (name.find('\0') != std::string_view::npos) {
+    // [C-6.3.2]
     return Invalid(file, StrCat(kind, " ", QuoteForDisplay(name, 200), " contains a NUL byte"));
   }
   return absl::OkStatus();
@@ -131,10 +139,12 @@ namespace {
 absl::Status ValidateFeatures(const google::protobuf::RepeatedPtrField<std::string>& features,
                               const std::string& where) {
   if (static_cast<uint64_t>(features.size()) > kMaxFeatures) {
+    // [C-5.3.1] [C-9.12]
     return absl::ResourceExhaustedError(StrCat(where, ": more than ", kMaxFeatures, " features"));
   }
   for (const auto& f : features) {
     if (f.empty() || f.size() > kMaxFeatureBytes) {
+      // [C-5.3.1]
       return absl::DataLossError(StrCat(where, ": feature names must be 1..", kMaxFeatureBytes, " bytes"));
     }
   }
@@ -157,18 +167,23 @@ bool IsValidViewName(std::string_view name) { return IsLowerName(name); }
 absl::Status ValidateViewDeclarations(const v1::Manifest& m, const std::string& file,
                                       const std::vector<uint64_t>& shard_data_end, ViewBits* bits) {
   if (static_cast<uint64_t>(m.views_size()) > kMaxViews) {
+    // [C-15.3.1] [C-9.16]
     return TooMany(file, StrCat(m.views_size(), " views exceed the limit of ", kMaxViews));
   }
   for (int v = 0; v < m.views_size(); ++v) {
     const auto& view = m.views(v);
     const std::string& name = view.name();
     if (!IsValidViewName(name)) {
+      // [C-15.1.1] [C-15.3.2]
       return Invalid(file, StrCat("view name \"", absl::CHexEscape(name),
                                   "\" is not 1..64 bytes of [a-z0-9_-] starting with a letter or digit"));
     }
+    // [C-15.1.2] [C-15.3.2]
     if (name == kFullView) return Invalid(file, "the \"full\" view is implicit and must not be declared");
+    // [C-15.3.2]
     if (!bits->emplace(name, v).second) return Invalid(file, StrCat("duplicate view \"", name, "\""));
     if (view.description().size() > kMaxViewDescriptionBytes) {
+      // [C-9.17]
       return TooMany(file, StrCat("view \"", name, "\": description of ", view.description().size(),
                                   " bytes exceeds the limit of ", kMaxViewDescriptionBytes));
     }
@@ -205,6 +220,7 @@ absl::StatusOr<uint64_t> StreamViewMask(const v1::Stream& s, const ViewBits& bit
     } else {
       auto it = bits.find(name);
       if (it == bits.end()) {
+        // [C-15.2.1]
         return absl::DataLossError(StrCat(where(), ": names view \"", absl::CHexEscape(name),
                                           "\", which the manifest does not declare"));
       }
@@ -212,9 +228,11 @@ absl::StatusOr<uint64_t> StreamViewMask(const v1::Stream& s, const ViewBits& bit
       repeated = (mask & bit) != 0;
       mask |= bit;
     }
+    // [C-15.2.2]
     if (repeated) return absl::DataLossError(StrCat(where(), ": lists view \"", name, "\" twice"));
   }
   if (!full) {
+    // [C-15.2.3]
     return absl::DataLossError(StrCat(where(), ": lists views without \"full\" (the full view reads every stream)"));
   }
   return mask;
@@ -254,6 +272,7 @@ absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, 
       const Acc& a = acc[shard];
       if (a.read_begin == kNone) continue;
       if (a.read_end > a.unread_begin) {
+        // [C-15.4.1]
         return Invalid(file, StrCat("view \"", view.name(), "\": a stream of tensor ", QuoteForDisplay(a.unread_first),
                                     " it does not read lies before a stream of tensor ", QuoteForDisplay(a.read_last),
                                     " it reads (shard ", shard, ")"));
@@ -261,6 +280,7 @@ absl::Status ValidateViewLayout(const v1::Manifest& m, const std::string& file, 
       bool match = r < view.ranges_size() && view.ranges(r).shard() == shard &&
                    view.ranges(r).offset() == a.read_begin && view.ranges(r).length() == a.read_end - a.read_begin;
       if (!match) {
+        // [C-15.4.2]
         return Invalid(file, StrCat("view \"", view.name(), "\": its ranges do not match its streams (shard ",
                                     shard, " needs [", a.read_begin, ", ", a.read_end, "))"));
       }
@@ -300,23 +320,28 @@ template <typename Where>
 absl::Status ValidateLinePrefixes(const v1::Stream& s, uint64_t chunk_count, const ChunkLineFacts& facts,
                                   const Where& where) {
   if (s.prefix_bytes_size() == 0) {
+    // [C-6.10.1.1]
     if (s.line_bytes() != 0) return absl::DataLossError(StrCat(where(), ": line_bytes without prefix_bytes"));
     if (facts.first_with_prefixes >= 0) {
+      // [C-6.10.1.1]
       return absl::DataLossError(StrCat(where(), ": chunk ", facts.first_with_prefixes,
                                         " has prefix checksums but the stream no prefix_bytes"));
     }
     return absl::OkStatus();
   }
   if (static_cast<uint64_t>(s.prefix_bytes_size()) > kMaxLinePrefixes) {
+    // [C-6.10.1.2] [C-9.10]
     return absl::ResourceExhaustedError(StrCat(where(), ": more than ", kMaxLinePrefixes, " prefix_bytes"));
   }
   if (s.compression() != v1::COMPRESSION_NONE || chunk_count == 0 || s.line_bytes() == 0) {
+    // [C-6.10.1.3]
     return absl::DataLossError(
         StrCat(where(), ": prefix_bytes need an uncompressed stream with chunks and a line_bytes > 0"));
   }
   uint64_t previous = 0;
   for (uint64_t p : s.prefix_bytes()) {
     if (p <= previous || p >= s.line_bytes()) {
+      // [C-6.10.1.4]
       return absl::DataLossError(StrCat(where(), ": prefix_bytes must ascend strictly inside (0, line_bytes ",
                                         s.line_bytes(), "); found ", p, " after ", previous));
     }
@@ -325,9 +350,11 @@ absl::Status ValidateLinePrefixes(const v1::Stream& s, uint64_t chunk_count, con
   if (facts.first_bad >= 0) {
     const int64_t k = facts.first_bad;
     if (facts.bad_stored_length % s.line_bytes() != 0) {
+      // [C-6.10.1.5]
       return absl::DataLossError(StrCat(where(), ": chunk ", k, " (", facts.bad_stored_length,
                                         " bytes) is not whole lines of ", s.line_bytes()));
     }
+    // [C-6.10.1.6]
     return absl::DataLossError(StrCat(where(), ": chunk ", k, " has ", facts.bad_prefix_count,
                                       " prefix checksums, the stream ", s.prefix_bytes_size(), " prefixes"));
   }
@@ -341,21 +368,26 @@ absl::Status ValidateStream(const v1::Stream& s, const TensorChunks& chunks, siz
   // Built only on error: validation runs for every stream of every tensor.
   auto where = [&] { return StrCat(file, ": tensor ", QuoteForDisplay(t.name()), " stream \"", s.role(), "\""); };
   if (s.role().empty() || s.role().size() > 64) {
+    // [C-6.9.1]
     return absl::DataLossError(StrCat(where(), ": role must be 1..64 bytes"));
   }
   if (s.shard() >= shard_data_end.size()) {
+    // [C-6.9.2]
     return absl::DataLossError(StrCat(where(), ": shard ", s.shard(), " does not exist"));
   }
   if (!IsPowerOfTwo(s.alignment()) || s.alignment() < kMinAlignment || s.alignment() > kMaxAlignment) {
+    // [C-6.9.3] [C-7.1.2]
     return absl::DataLossError(StrCat(where(), ": alignment ", s.alignment(),
                                             " is not a power of two in [64, 2^30]"));
   }
   if (s.offset() % s.alignment() != 0) {
+    // [C-6.9.4] [C-7.1.1]
     return absl::DataLossError(StrCat(where(), ": offset ", s.offset(), " is not a multiple of its alignment ", s.alignment()));
   }
   auto end = CheckedAdd(s.offset(), s.length());
   uint64_t limit = shard_data_end[s.shard()];
   if (s.offset() < kHeaderSize || !end || *end > limit) {
+    // [C-6.9.5]
     return absl::DataLossError(absl::StrFormat("%s: bytes [%d, +%d) lie outside the data section [64, %d)",
                                                where(), s.offset(), s.length(), limit));
   }
@@ -363,29 +395,35 @@ absl::Status ValidateStream(const v1::Stream& s, const TensorChunks& chunks, siz
   switch (s.compression()) {
     case v1::COMPRESSION_NONE:
       if (s.raw_length() != s.length()) {
+        // [C-6.9.6]
         return absl::DataLossError(StrCat(where(), ": uncompressed but raw_length ", s.raw_length(), " != length ", s.length()));
       }
       break;
     case v1::COMPRESSION_ZSTD:
       if (!zstd_declared) {
+        // [C-6.9.6] [C-7.3.1] [C-5.3.8]
         return absl::DataLossError(StrCat(where(), ": zstd-compressed but the file does not declare the \"zstd\" feature"));
       }
       if (s.raw_length() > kMaxRawStreamBytes) {
+        // [C-6.9.6] [C-9.15] [C-7.3.3]
         return absl::ResourceExhaustedError(StrCat(where(), ": raw_length ", s.raw_length(), " exceeds 2^48"));
       }
       break;
     default:
       // A later minor version's compression: listed and copied, not decoded.
       if (s.compression() < 0 || s.compression() > 255) {
+        // [C-6.9.6] [C-6.9.10]
         return absl::DataLossError(StrCat(where(), ": compression ", s.compression(), " is out of range"));
       }
       if (s.raw_length() > kMaxRawStreamBytes) {
+        // [C-6.9.6] [C-9.15] [C-7.3.3]
         return absl::ResourceExhaustedError(StrCat(where(), ": raw_length ", s.raw_length(), " exceeds 2^48"));
       }
       break;
   }
   const uint64_t chunk_count = chunks.counts[stream_index];
   if (chunk_count > kMaxChunksPerStream) {
+    // [C-6.9.7] [C-9.9]
     return absl::ResourceExhaustedError(StrCat(where(), ": more than 2^24 chunks"));
   }
   // Chunks tile the stored and the raw bytes exactly, in order, and cover
@@ -396,10 +434,12 @@ absl::Status ValidateStream(const v1::Stream& s, const TensorChunks& chunks, siz
   const bool read = chunks.ForEach(stream_index, [&](const v1::Chunk& c, uint64_t index, absl::Span<const uint8_t>) {
     const int64_t k = static_cast<int64_t>(index);
     if (c.stored_offset() != stored || c.raw_offset() != raw || c.first_row() != row) {
+      // [C-6.10.2]
       status = absl::DataLossError(StrCat(where(), ": chunk ", k, " does not start where chunk ", k - 1, " ended"));
       return false;
     }
     if (s.compression() == v1::COMPRESSION_NONE && c.stored_length() != c.raw_length()) {
+      // [C-6.10.3]
       status = absl::DataLossError(StrCat(where(), ": chunk ", k, " stored and raw lengths differ in an uncompressed stream"));
       return false;
     }
@@ -417,8 +457,10 @@ absl::Status ValidateStream(const v1::Stream& s, const TensorChunks& chunks, siz
     return true;
   });
   BP_RETURN_IF_ERROR(status);
+  // [C-6.1.2]
   if (!read) return absl::DataLossError(StrCat(file, ": manifest is not a valid boltpack.v1.Manifest"));
   if (chunk_count > 0 && (stored != s.length() || raw != s.raw_length() || row != tensor_rows)) {
+    // [C-6.10.4]
     return absl::DataLossError(StrCat(where(), ": chunks do not cover the stream (", stored, "/", s.length(),
                                             " stored, ", raw, "/", s.raw_length(), " raw, ", row, "/",
                                             tensor_rows, " rows)"));
@@ -434,13 +476,16 @@ bool IsKnownFeature(const std::string& feature) {
 
 absl::Status CheckScalar(int32_t type, uint64_t u, int64_t i, absl::FunctionRef<std::string()> where) {
   const auto t = static_cast<v1::ValueType>(type);
+  // [C-6.4.1]
   if (!ValidValueType(t)) return absl::DataLossError(StrCat(where(), ": unknown value type ", t));
   if (IsUnsigned(t) && u > UnsignedMax(t)) {
+    // [C-6.4.2]
     return absl::DataLossError(StrCat(where(), ": ", u, " out of range for ", v1::ValueType_Name(t)));
   }
   if (IsSigned(t)) {
     auto [lo, hi] = SignedRange(t);
     if (i < lo || i > hi) {
+      // [C-6.4.2]
       return absl::DataLossError(StrCat(where(), ": ", i, " out of range for ", v1::ValueType_Name(t)));
     }
   }
@@ -454,6 +499,7 @@ absl::Status ValidateValue(const v1::Value& value, int depth, absl::FunctionRef<
 }
 
 absl::Status ValidateShards(const v1::Manifest& m, const std::string& file, uint64_t file_id) {
+  // [C-8.2.2] [C-9.13]
   if (static_cast<uint64_t>(m.shards_size()) > kMaxShards) return TooMany(file, "more than 65536 shards");
   absl::flat_hash_set<std::string_view> names;
   absl::flat_hash_set<uint64_t> ids;
@@ -461,6 +507,7 @@ absl::Status ValidateShards(const v1::Manifest& m, const std::string& file, uint
     const auto& shard = m.shards(k);
     const std::string& name = shard.file_name();
     if (k == 0) {
+      // [C-8.2.3]
       if (!name.empty() || shard.size() != 0 || (shard.file_id() != 0 && shard.file_id() != file_id)) {
         return Invalid(file, "shard 0 must be the manifest's own file (empty name, size 0, its file_id)");
       }
@@ -470,17 +517,20 @@ absl::Status ValidateShards(const v1::Manifest& m, const std::string& file, uint
     // character (the ONNX external-data CVEs came from such names).
     bool bad = name.empty() || name.size() > 255 || name == "." || name == "..";
     for (unsigned char c : name) bad |= c == '/' || c == '\\' || c == ':' || c < 0x20 || c == 0x7f;
+    // [C-8.2.4]
     if (bad) {
       return Invalid(file, StrCat("shard ", k, " name \"", absl::CHexEscape(name), "\" is not a bare file name"));
     }
     // Two entries for one file, or one for the manifest file itself, would
     // let streams of different shards alias the same bytes.
+    // [C-8.2.5]
     if (!names.insert(name).second || !ids.insert(shard.file_id()).second || shard.file_id() == file_id) {
       return Invalid(file, StrCat("shard ", k, " (\"", name, "\") repeats another shard or names the manifest file"));
     }
   }
   bool declared = std::find(m.required_features().begin(), m.required_features().end(), "shards") !=
                   m.required_features().end();
+  // [C-8.2.6] [C-5.3.9]
   if (m.shards_size() > 1 && !declared) {
     return Invalid(file, "the manifest names sibling shards but does not declare the \"shards\" feature");
   }
@@ -497,14 +547,17 @@ absl::Status ManifestValidator::Begin(uint64_t tensor_count) {
   const v1::Manifest& m = m_;
   const std::string& file = file_;
   if (m.format_major() != kFormatMajor) {
+    // [C-6.2.1]
     return Invalid(file, StrCat("manifest format_major ", m.format_major(), " disagrees with the header"));
   }
   BP_RETURN_IF_ERROR(ValidateFeatures(m.required_features(), file + ": required_features"));
   BP_RETURN_IF_ERROR(ValidateFeatures(m.optional_features(), file + ": optional_features"));
   if (!IsPowerOfTwo(m.alignment()) || m.alignment() < kMinAlignment || m.alignment() > kMaxAlignment) {
+    // [C-6.2.5] [C-7.1.2]
     return Invalid(file, StrCat("alignment ", m.alignment(), " is not a power of two in [64, 2^30]"));
   }
   // Metadata entries are read from the wire: ReadMetadataWire (format/metadata_wire.h).
+  // [C-9.3]
   if (tensor_count > kMaxTensors) {
     return TooMany(file, StrCat(tensor_count, " tensors exceed the limit of ", kMaxTensors));
   }
@@ -522,9 +575,11 @@ absl::Status ManifestValidator::AddTensor(const v1::Tensor& t, const TensorChunk
   BP_RETURN_IF_ERROR(ValidateName(t.name(), "tensor name", file));
   if (wire_name != t.name()) return absl::InternalError(StrCat(file, ": tensor name not found in its record's bytes"));
   const auto stored_name = names_.InsertView(wire_name);
+  // [C-6.3.3]
   if (!stored_name) return Invalid(file, StrCat("duplicate tensor name ", QuoteForDisplay(t.name(), 200)));
   auto where = [&] { return StrCat(file, ": tensor ", QuoteForDisplay(t.name())); };
   if (static_cast<uint64_t>(t.shape_size()) > kMaxDims) {
+    // [C-6.6.2] [C-9.6]
     return absl::ResourceExhaustedError(StrCat(where(), ": ", t.shape_size(), " dimensions exceed the limit of 8"));
   }
   // The product of the non-zero dimensions is bounded, so every partial
@@ -538,20 +593,25 @@ absl::Status ManifestValidator::AddTensor(const v1::Tensor& t, const TensorChunk
     nonzero = next.value_or(~0ull);
   }
   if (overflow || nonzero > kMaxElements) {
+    // [C-6.6.7] [C-9.7]
     return absl::ResourceExhaustedError(StrCat(where(), ": element count exceeds 2^56"));
   }
   // A dtype number this reader does not know (a later minor version's)
-  // still lists; decoding it is refused (spec §6.7).
+  // still lists; decoding it is refused [C-6.7.2].
   if (t.dtype() == v1::DTYPE_UNSPECIFIED) {
+    // [C-6.7.2]
     return absl::DataLossError(StrCat(where(), ": dtype 0 (unspecified) is invalid"));
   }
   if (t.dtype() < 0 || t.dtype() > 255) {
+    // [C-6.7.2]
     return absl::DataLossError(StrCat(where(), ": dtype ", t.dtype(), " is out of range"));
   }
   if (!IsValidCodecId(t.codec().id())) {
+    // [C-6.8.1]
     return absl::DataLossError(StrCat(where(), ": invalid codec id \"", absl::CHexEscape(t.codec().id()), "\""));
   }
   if (static_cast<uint64_t>(t.codec().params_size()) > kMaxCodecParams) {
+    // [C-6.8.2] [C-9.11]
     return absl::ResourceExhaustedError(StrCat(where(), ": more than 64 codec parameters"));
   }
   for (int k = 0; k < t.codec().params_size(); ++k) {
@@ -559,6 +619,7 @@ absl::Status ManifestValidator::AddTensor(const v1::Tensor& t, const TensorChunk
     bool repeated = false;
     for (int j = 0; j < k; ++j) repeated |= t.codec().params(j).key() == p.key();
     if (p.key().empty() || p.key().size() > 64 || repeated) {
+      // [C-6.8.3]
       return absl::DataLossError(StrCat(where(), ": codec parameter key \"", p.key(), "\" is empty, too long or repeated"));
     }
     BP_RETURN_IF_ERROR(ValidateValue(p.value(), 0, [&] { return StrCat(where(), ": codec parameter \"", p.key(), "\""); }));
@@ -574,6 +635,7 @@ absl::Status ManifestValidator::AddTensor(const v1::Tensor& t, const TensorChunk
     // At most 64 streams: a linear scan beats a hash set here.
     for (int j = 0; j < k; ++j) repeated |= t.streams(j).role() == s.role();
     if (repeated) {
+      // [C-6.9.1]
       return absl::DataLossError(StrCat(where(), ": two streams have the role \"", s.role(), "\""));
     }
     BP_RETURN_IF_ERROR(ValidateStream(s, chunks, static_cast<size_t>(k), t, *stored_name, rows, shard_data_end_, zstd_declared_, file, &extents_));
@@ -596,6 +658,7 @@ absl::Status ManifestValidator::Finish() {
     std::sort(ex.begin(), ex.end(), [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
     for (size_t k = 1; k < ex.size(); ++k) {
       if (ex[k].begin < ex[k - 1].end) {
+        // [C-7.2.1]
         return Invalid(file, StrCat("streams of tensors \"", ex[k - 1].tensor, "\" and \"", ex[k].tensor,
                                           "\" overlap in shard ", shard));
       }

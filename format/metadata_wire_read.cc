@@ -343,6 +343,7 @@ absl::Status ReadMetadataWire(const MetadataWire& entries, const std::string& fi
         StrCat(file, ": ", entries.size(), " metadata entries exceed the limit of ", kMaxMetadataEntries));
   }
   for (Bytes e : entries) {
+    // [C-6.1.2]
     if (!EntryParses(e)) return absl::DataLossError(StrCat(file, ": manifest is not a valid boltpack.v1.Manifest"));
   }
   absl::flat_hash_set<std::string_view> keys;
@@ -353,6 +354,7 @@ absl::Status ReadMetadataWire(const MetadataWire& entries, const std::string& fi
     const std::string_view key = AsText(fields.key);
     BP_RETURN_IF_ERROR(ValidateName(key, "metadata key", file));
     if (!keys.insert(key).second) {
+      // [C-6.3.3]
       return absl::DataLossError(StrCat(file, ": duplicate metadata key ", QuoteForDisplay(key, 200)));
     }
     MetaValue value;

@@ -47,12 +47,14 @@ absl::Status CheckCopyable(const Reader& reader, size_t tensor) {
   const TensorInfo& info = *shared;
   // Built only for an error: a copy of 1M tensors spent 3% on them.
   auto where = [&] { return StrCat(reader.path(), ": tensor ", QuoteForDisplay(info.name)); };
+  // [C-5.1.4] [C-5.2.2]
   if (static_cast<int>(info.dtype) > kMaxDType) {
     return absl::UnimplementedError(StrCat(where(), ": dtype ", static_cast<int>(info.dtype),
                                            " is a later format version's, which this version cannot write; not copied"));
   }
   for (size_t k = 0; k < info.streams.size(); ++k) {
     const StreamInfo& s = info.streams[k];
+    // [C-5.1.4] [C-5.2.2]
     if (s.compression != Compression::kNone && s.compression != Compression::kZstd) {
       return absl::UnimplementedError(StrCat(where(), " stream \"", s.role, "\": compression ", static_cast<int>(s.compression),
                                              " is a later format version's, which this version cannot write; "

@@ -19,7 +19,7 @@ namespace boltpack::format {
 // does not define it), every zstd frame declares the raw length the record
 // says (or none), and a codec this version knows accepts the record
 // (ValidateRecord). An unknown codec's record is copied on the container
-// rules alone (spec/container.md §10.2). Errors name the input and tensor.
+// rules alone [C-10.2.1] [C-5.3.7]. Errors name the input and tensor.
 absl::Status CheckCopyable(const Reader& reader, size_t tensor);
 
 // `text` names a tensor or key: it must be 1..kMaxNameBytes of UTF-8

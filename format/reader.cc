@@ -36,32 +36,39 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   constexpr uint64_t kMinFile = format::kHeaderSize + format::kFooterSize;
   BP_ASSIGN_OR_RETURN(header, format::ParseHeader(bytes, path));
   if (bytes.size() < kMinFile) {
+    // [C-4.2.1]
     return absl::DataLossError(StrCat(path, ": truncated (", bytes.size(), " bytes, no room for a footer)"));
   }
   BP_ASSIGN_OR_RETURN(footer, format::ParseFooter(bytes.subspan(bytes.size() - format::kFooterSize), path));
   if (footer.file_size != bytes.size()) {
+    // [C-4.2.5]
     return absl::DataLossError(StrCat(path, ": the file has ", bytes.size(), " bytes but its footer says ",
                                             footer.file_size, " (truncated or appended to)"));
   }
   if (footer.file_id != header.file_id) {
+    // [C-4.2.6]
     return absl::DataLossError(StrCat(path, ": header and footer belong to different writes (file_id differs)"));
   }
   if (footer.format_major != header.format_major || footer.format_minor != header.format_minor) {
+    // [C-4.2.7]
     return absl::DataLossError(StrCat(path, ": header and footer disagree on the format version"));
   }
   uint64_t max_manifest = std::min(options.max_manifest_bytes, format::kMaxManifestBytes);
   if (footer.manifest_length > max_manifest) {
+    // [C-4.2.8] [C-9.2]
     return absl::ResourceExhaustedError(StrCat(path, ": manifest of ", footer.manifest_length,
-                                                     " bytes exceeds the limit of ", max_manifest));
+                                                     " bytes exceeds the limit of ", max_manifest, " (spec C-9.2)"));
   }
   auto manifest_end = CheckedAdd(footer.manifest_offset, footer.manifest_length);
   if (footer.manifest_offset < format::kHeaderSize || !manifest_end ||
       *manifest_end != bytes.size() - format::kFooterSize) {
+    // [C-4.2.9]
     return absl::DataLossError(StrCat(path, ": manifest [", footer.manifest_offset, ", +",
                                             footer.manifest_length, ") does not end where the footer starts"));
   }
   auto manifest_bytes = bytes.subspan(footer.manifest_offset, footer.manifest_length);
   if (format::Xxh3(manifest_bytes) != footer.manifest_xxh3) {
+    // [C-4.2.10]
     return ChecksumMismatchError(StrCat(path, ": manifest checksum mismatch"));
   }
   BP_RETURN_IF_ERROR(format::ScanManifestLimits(manifest_bytes, path));  // before parsing builds anything
@@ -73,12 +80,15 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   google::protobuf::Arena arena;
   v1::Manifest& manifest = *google::protobuf::Arena::CreateMessage<v1::Manifest>(&arena);
   format::MetadataWire metadata_wire;
+  // [C-4.2.11] [C-6.1.2]
   BP_ASSIGN_OR_RETURN(const uint64_t tensor_count,
                       format::ParseManifestHead(manifest_bytes, path, &manifest, &metadata_wire));
   if (manifest.format_minor() != header.format_minor) {
+    // [C-6.2.2]
     return absl::DataLossError(StrCat(path, ": manifest format_minor disagrees with the header"));
   }
   if (manifest.alignment() != header.alignment) {
+    // [C-6.2.5] [C-3.1.4]
     return absl::DataLossError(StrCat(path, ": manifest alignment disagrees with the header"));
   }
   BP_RETURN_IF_ERROR(format::ValidateShards(manifest, path, header.file_id));
@@ -86,14 +96,18 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   shard_data_end = {footer.manifest_offset};
   if (manifest.shards_size() > 1) {
     if (!allow_siblings) {
+      // [C-8.3.5]
       return absl::FailedPreconditionError(StrCat(path, ": a multi-file model cannot be opened from a buffer"));
     }
     std::string dir = path.substr(0, path.find_last_of('/') + 1);
     for (int k = 1; k < manifest.shards_size(); ++k) {
       const auto& shard = manifest.shards(k);
       std::string shard_path = dir + shard.file_name();
+      // [C-8.3.1]
       BP_ASSIGN_OR_RETURN(auto f, io::MappedFile::Open(shard_path));
+      // [C-8.3.2]
       BP_ASSIGN_OR_RETURN(auto h, format::ParseHeader(f->bytes(), shard_path));
+      // [C-8.3.3]
       if (h.file_id != shard.file_id() || f->size() != shard.size()) {
         return absl::DataLossError(StrCat(shard_path, ": is not the shard ", path, " names (file_id or size differ)"));
       }
@@ -108,6 +122,7 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
   BP_RETURN_IF_ERROR(LoadTensors(manifest, manifest_bytes, tensor_count));
   required_features.assign(manifest.required_features().begin(), manifest.required_features().end());
   for (const auto& f : required_features) {
+    // [C-5.3.2]
     if (!format::IsKnownFeature(f)) missing_features.push_back(f);
   }
   writer = manifest.writer();
@@ -407,6 +422,7 @@ absl::Status Reader::Impl::VerifyStream(size_t tensor, const TensorInfo& info, s
     std::vector<uint64_t> digests = prefixes->Finish();
     for (size_t p = 0; p < digests.size() && chunk_error.empty(); ++p) {
       if (digests[p] != s.ChunkPrefixXxh3(k)[p]) {
+        // [C-6.10.1.9] [C-7.4.1]
         chunk_error = StrCat(where(), ": chunk ", k, " line-prefix checksum mismatch (prefix ", p, ": the first ",
                              s.prefix_bytes[p], " bytes of each ", s.line_bytes, "-byte line)");
       }
@@ -466,6 +482,7 @@ absl::Status Reader::VerifyContainer(const ExecOptions& exec) const {
     for (const auto& [begin, end] : ex) {
       for (uint64_t i = pos; i < begin; ++i) {
         if (bytes[i] != 0) {
+          // [C-7.2.2]
           return absl::DataLossError(StrCat(shard == 0 ? impl_->path : impl_->sibling_files[shard - 1]->path(),
                                                   ": padding byte at offset ", i, " is not zero"));
         }

@@ -1,7 +1,7 @@
 // Every path from a .bolt file's stored bytes to values: Decode, DecodeRows,
 // DecodeRowRanges and ReadRawStream all come through ReadRaw, and every
 // chunk (or chunk-less stream) they read is checked against its checksum
-// the first time this reader reads it (spec container.md §7.4).
+// the first time this reader reads it [C-7.4.1].
 //
 // A decode of many rows is cut into blocks of whole chunks; each block's
 // chunks are checked on the thread that decodes it, as the decoder reads
@@ -56,6 +56,7 @@ absl::Status ZstdInto(absl::Span<const uint8_t> src, uint8_t* dst, uint64_t raw_
   size_t got = ZSTD_decompress(dst, raw_length, src.data(), src.size());
   if (ZSTD_isError(got)) return absl::DataLossError(StrCat(where, ": zstd: ", ZSTD_getErrorName(got)));
   if (got != raw_length) {
+    // [C-7.3.2]
     return absl::DataLossError(StrCat(where, ": zstd data holds ", got, " bytes, the manifest says ", raw_length));
   }
   return absl::OkStatus();
@@ -101,6 +102,7 @@ absl::Status Reader::Impl::CheckUnit(size_t t, const TensorInfo& tensor, size_t 
 absl::Status Reader::Impl::ChecksumMismatch(const TensorInfo& t, size_t s, uint64_t unit, uint64_t got) const {
   const StreamInfo& info = t.streams[s];
   const uint64_t want = info.chunks.empty() ? info.xxh3 : info.chunks[unit].xxh3;
+  // [C-7.4.1]
   return ChecksumMismatchError(absl::StrFormat("%s%s: checksum mismatch (manifest %016x, data %016x)",
                                                WhereStream(t, s), UnitName(info, unit), want, got));
 }
@@ -232,35 +234,41 @@ std::vector<RowBlock> CutIntoBlocks(const TensorInfo& info, const std::vector<bo
 // and checked its record again (three times a tensor in a verify).
 absl::Status CheckDecodable(const Reader::Impl& impl, const TensorInfo& info, OutputType out) {
   if (!impl.missing_features.empty()) {
+    // [C-5.3.4]
     return absl::UnimplementedError(StrCat(
         impl.path, ": needs feature \"", impl.missing_features[0],
         "\" which this reader does not implement; the file can be listed and copied, not decoded"));
   }
   for (const auto& f : info.required_features) {
     if (!format::IsKnownFeature(f)) {
+      // [C-5.3.5]
       return absl::UnimplementedError(StrCat(impl.Where(info), ": needs feature \"", f,
                                              "\" which this reader does not implement"));
     }
   }
+  // [C-5.2.2] [C-6.7.2]
   if (static_cast<int>(info.dtype) > kMaxDType) {
     return absl::UnimplementedError(StrCat(impl.Where(info), ": dtype ", static_cast<int>(info.dtype),
                                            " is unknown to this reader; its bytes can be copied, not decoded"));
   }
   for (const auto& s : info.streams) {
+    // [C-5.2.2] [C-6.9.10]
     if (s.compression != Compression::kNone && s.compression != Compression::kZstd) {
       return absl::UnimplementedError(StrCat(impl.Where(info), " stream \"", s.role, "\": compression ",
                                              static_cast<int>(s.compression), " is unknown to this reader"));
     }
   }
   const Codec* codec = FindCodec(info.codec_id);
+  // [C-10.2.1]
   if (codec == nullptr) {
     return absl::UnimplementedError(StrCat(impl.Where(info), ": codec \"", info.codec_id,
                                            "\" is unknown to this reader; its bytes can be copied, not decoded"));
   }
+  // [C-10.3.1] [C-10.3.2]
   absl::Status valid = codec->ValidateRecord(info);
   if (!valid.ok()) {
     // A record its codec rejects is a damaged file, whatever code the codec
-    // chose (spec §12).
+    // chose [C-12.2] [C-10.3.1].
     return absl::DataLossError(StrCat(impl.path, ": ", valid.message()));
   }
   if (!codec->CanDecodeTo(info, out)) {
@@ -377,6 +385,7 @@ absl::Status Reader::DecodeRowRanges(size_t tensor, std::string_view view, absl:
   DecodeInput input;
   input.info = &info;
   if (!full) input.view = v->name;
+  // [C-15.5.2]
   input.streams.resize(info.streams.size());  // a stream the view does not read stays empty
   input.raw_base.assign(info.streams.size(), 0);
   std::vector<RawScratch> whole_scratch(info.streams.size());

@@ -130,6 +130,7 @@ struct Writer::Impl {
   absl::Status CheckName(const std::string& name) {
     BP_RETURN_IF_ERROR(format::CheckWrittenName(name, "tensor name", file->path()));
     if (!tensor_names.Insert(name)) {
+      // [C-6.3.3]
       return absl::InvalidArgumentError(StrCat(file->path(), ": duplicate tensor name ", QuoteForDisplay(name, 200)));
     }
     ++tensor_names_added;
@@ -149,6 +150,7 @@ struct Writer::Impl {
       for (size_t k = 0; k < s.views.size(); ++k) {
         const std::string& v = s.views[k];
         if (!IsLowerName(v)) {
+          // [C-15.1.1]
           return absl::InvalidArgumentError(StrCat(where(), " stream \"", s.role, "\": view name \"", v,
                                                    "\" is not 1..64 bytes of [a-z0-9_-]"));
         }
@@ -403,7 +405,7 @@ absl::StatusOr<std::optional<std::vector<uint8_t>>> TryCompress(const EncodedStr
   return std::optional<std::vector<uint8_t>>(std::move(joined));
 }
 
-// The shape rules of spec §6.6, checked before any byte is written.
+// The shape rules [C-6.6.2] [C-6.6.7], checked before any byte is written.
 absl::Status CheckShape(const std::vector<uint64_t>& shape, absl::FunctionRef<std::string()> where) {
   if (shape.size() > format::kMaxDims) return absl::InvalidArgumentError(StrCat(where(), ": more than 8 dimensions"));
   uint64_t nonzero = 1;
@@ -451,6 +453,7 @@ absl::Status Writer::AddMetadata(std::string key, const MetaValue& value) {
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
   BP_RETURN_IF_ERROR(format::CheckWrittenName(key, "metadata key", impl_->file->path()));
   if (!impl_->metadata_keys.insert(key).second) {
+    // [C-6.3.3]
     return absl::InvalidArgumentError(StrCat(impl_->file->path(), ": duplicate metadata key ", QuoteForDisplay(key, 200)));
   }
   // Serialized as it is added, from the packed form (format/metadata_wire.h):
@@ -534,6 +537,7 @@ absl::Status Writer::AddStored(TensorInfo info, const std::vector<PieceSource*>&
                                              info.streams.size(), " streams"));
   }
   if (!IsValidCodecId(info.codec_id)) {
+    // [C-6.8.1]
     return absl::InvalidArgumentError(StrCat(where(), ": invalid codec id \"", info.codec_id, "\""));
   }
   BP_RETURN_IF_ERROR(CheckShape(info.shape, where));

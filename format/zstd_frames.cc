@@ -14,10 +14,12 @@ absl::Status CheckZstdFrames(absl::Span<const uint8_t> stored, uint64_t raw_leng
   const unsigned long long declared = ZSTD_findDecompressedSize(stored.data(), stored.size());
   const bool exact = declared == bound;
   if (raw_length > bound) {
+    // [C-7.3.2]
     return absl::DataLossError(StrCat(where, ": zstd data holds ", exact ? "" : "at most ", bound,
                                       " bytes, the manifest says ", raw_length));
   }
   if (exact && raw_length != declared) {
+    // [C-7.3.2]
     return absl::DataLossError(
         StrCat(where, ": zstd: frames declare ", declared, " bytes, the manifest says ", raw_length));
   }

@@ -165,6 +165,7 @@ class ElasticJsonParser {
       return absl::OkStatus();
     }
     if (product->inner.find(kElasticProductSeparator) != std::string_view::npos) {
+      // [E-2.3]
       return ctx_.Err(where, StrCat("product \"", entry, "\" has more than two axes"));
     }
     for (std::string_view name : {product->outer, product->inner}) {
@@ -174,8 +175,10 @@ class ElasticJsonParser {
     }
     const ElasticAxis* outer = m_.FindAxis(product->outer);
     const ElasticAxis* inner = m_.FindAxis(product->inner);
+    // [E-2.3]
     if (outer == inner) return ctx_.Err(where, StrCat("product \"", entry, "\" names axis \"", outer->name, "\" twice"));
     if (outer->scope != inner->scope) {
+      // [E-2.3]
       return ctx_.Err(where, StrCat("product \"", entry, "\" multiplies axes of different scopes"));
     }
     return absl::OkStatus();
@@ -398,6 +401,7 @@ class ElasticJsonParser {
         BP_RETURN_IF_ERROR(SizeProduct(where, sd.dim, seg.axis, bound, std::nullopt));
         std::optional<uint64_t> elems = format::EntryElems(format::ResolveEntry(m_, seg.axis), bound.layer);
         if (!elems) {
+          // [E-2.4]
           return ctx_.Err(where,
                           StrCat("dimension ", sd.dim, ": product \"", seg.axis, "\" spans more than 2^64 elements"));
         }
@@ -423,6 +427,7 @@ class ElasticJsonParser {
     uint64_t dim = t.shape[sd.dim];
     if (unknown == nullptr) {
       if (known != dim) {
+        // [E-2.4]
         return ctx_.Err(where, StrCat("dimension ", sd.dim, " is ", dim, " but its segments add up to ", known));
       }
       return absl::OkStatus();
@@ -475,6 +480,7 @@ class ElasticJsonParser {
     for (const ElasticAxis& a : m_.axes) {
       for (size_t k = 0; k < a.parent.size(); ++k) {
         if (a.parent[k] % format::GroupsOf(a) != 0) {
+          // [E-2.2]
           return ctx_.Err(StrCat("axis \"", a.name, "\""),
                           StrCat("parent size ", a.parent[k],
                                  a.scope == ElasticScope::kLayer ? StrCat(" in layer ", k) : std::string(),

@@ -20,7 +20,7 @@
 namespace boltpack::io {
 
 // Limits of the authoring file (beyond the manifest's own).
-inline constexpr uint64_t kMaxElasticJsonBytes = uint64_t{64} << 20;
+inline constexpr uint64_t kMaxElasticJsonBytes = uint64_t{64} << 20;  // [E-3.12]
 
 struct ElasticTensorShape {
   std::string name;

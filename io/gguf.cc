@@ -127,9 +127,11 @@ class Cursor {
     uint64_t n = 0;
     BP_RETURN_IF_ERROR(Read(&n, what));
     if (n > kGgufMaxStringBytes) {
+      // [G-1.4]
       return Fail(StrCat(Text(what), " at byte ", pos_ - 8, " claims ", n, " bytes (limit 1 GiB)"));
     }
     if (n > left()) {
+      // [G-1.4]
       return Fail(StrCat(Text(what), " at byte ", pos_ - 8, " claims ", n, " bytes, only ", left(),
                          " left in the file"));
     }
@@ -193,6 +195,7 @@ absl::Status ReadValue(Cursor& c, int32_t type, const std::string& key, int dept
     case kBool: {
       uint8_t v = 0;
       BP_RETURN_IF_ERROR(c.Read(&v, [&] { return where(); }));
+      // [G-1.10]
       if (v > 1) return c.Fail(StrCat(where(), ": bool byte ", static_cast<int>(v), " at byte ", c.pos() - 1, " is not 0 or 1"));
       out->b = v != 0;
       return absl::OkStatus();
@@ -200,27 +203,33 @@ absl::Status ReadValue(Cursor& c, int32_t type, const std::string& key, int dept
     case kString: return c.ReadString(&out->s, [&] { return StrCat(where(), ": string length"); });
     case kArray: {
       if (depth >= static_cast<int>(format::kMaxArrayDepth)) {
+        // [G-1.8] [C-9.14]
         return c.Fail(StrCat(where(), ": arrays nested deeper than ", format::kMaxArrayDepth, " levels"));
       }
       int32_t et = 0;
       uint64_t n = 0;
       BP_RETURN_IF_ERROR(c.Read(&et, [&] { return StrCat(where(), ": array element type"); }));
+      // [G-1.7]
       if (et < 0 || et > kF64) return c.Fail(StrCat(where(), ": invalid array element type ", et));
       BP_RETURN_IF_ERROR(c.Read(&n, [&] { return StrCat(where(), ": array length"); }));
       if (n > kGgufMaxArrayElements) {
+        // [G-1.4]
         return c.Fail(StrCat(where(), ": array of ", n, " elements (limit 2^30)"));
       }
       if (n > c.left() / MinSize(et)) {
+        // [G-1.4]
         return c.Fail(StrCat(where(), ": array of ", n, " elements of type ", et, " cannot fit in the ", c.left(),
                              " bytes left"));
       }
       if (n > *budget) {
+        // [G-1.9]
         return absl::ResourceExhaustedError(StrCat(c.file(), ": ", where(), ": array of ", n, " elements: more than ",
                                                    kMaxMetadataElements, " metadata array elements in the file"));
       }
       *budget -= n;
       return ReadArray(c, et, n, key, depth, budget, out);
     }
+    // [G-1.7]
     default: return c.Fail(StrCat(where(), ": invalid value type ", type));
   }
 }
@@ -236,6 +245,7 @@ absl::Status ReadPackedArray(Cursor& c, int32_t et, uint64_t n, const std::strin
   if (et == kBool) {
     for (size_t k = 0; k < bytes.size(); ++k) {
       if (static_cast<uint8_t>(bytes[k]) > 1) {
+        // [G-1.10]
         return c.Fail(StrCat("key ", Quoted(key), ": bool byte ", static_cast<int>(static_cast<uint8_t>(bytes[k])),
                              " at byte ", start + k, " is not 0 or 1"));
       }
@@ -282,37 +292,48 @@ absl::Status ReadArray(Cursor& c, int32_t et, uint64_t n, const std::string& key
 // and the container's limits.
 absl::Status ReadGgufHeader(Cursor& c, ParsedFile* f, int64_t* n_tensors_out, int64_t* n_kv_out) {
   char magic[4];
+  // [G-1.2]
   if (f->bytes.size() < 4) return c.Fail(StrCat("not a GGUF file (", f->bytes.size(), " bytes)"));
   std::memcpy(magic, f->bytes.data(), 4);
   if (std::memcmp(magic, "GGUF", 4) != 0) {
+    // [G-1.2]
     return c.Fail("not a GGUF file (the first 4 bytes are not \"GGUF\")");
   }
   uint32_t skip;
   BP_RETURN_IF_ERROR(c.Read(&skip, "magic"));
   BP_RETURN_IF_ERROR(c.Read(&f->version, "version"));
   if ((f->version & 0xFFFF) == 0) {
+    // [G-1.2]
     return c.Fail(StrCat("GGUF version ", f->version, " looks byte-swapped (a big-endian file?); only little-endian is read"));
   }
+  // [G-1.2]
   if (f->version == 1) return c.Fail("GGUF version 1 is no longer supported (ggml reads only 2 and 3)");
+  // [G-1.2]
   if (f->version < 2 || f->version > 3) return c.Fail(StrCat("unsupported GGUF version ", f->version, " (2 and 3 are read)"));
   int64_t n_tensors = 0, n_kv = 0;
   BP_RETURN_IF_ERROR(c.Read(&n_tensors, "tensor count"));
   BP_RETURN_IF_ERROR(c.Read(&n_kv, "key/value count"));
+  // [G-1.3]
   if (n_tensors < 0) return c.Fail(StrCat("negative tensor count ", n_tensors));
+  // [G-1.3]
   if (n_kv < 0) return c.Fail(StrCat("negative key/value count ", n_kv));
   // Each key/value takes at least 13 bytes, each tensor info 24.
   if (static_cast<uint64_t>(n_kv) > c.left() / 13) {
+    // [G-1.3]
     return c.Fail(StrCat("key/value count ", n_kv, " cannot fit in a file of ", f->bytes.size(), " bytes"));
   }
   if (static_cast<uint64_t>(n_tensors) > c.left() / 24) {
+    // [G-1.3]
     return c.Fail(StrCat("tensor count ", n_tensors, " cannot fit in a file of ", f->bytes.size(), " bytes"));
   }
   if (static_cast<uint64_t>(n_tensors) > format::kMaxTensors) {
+    // [C-9.3]
     return absl::ResourceExhaustedError(StrCat(f->path, ": ", n_tensors, " tensors (limit ", format::kMaxTensors, ")"));
   }
   // The container's limits (GGUF has none of its own), so that what opens
   // here also converts.
   if (static_cast<uint64_t>(n_kv) > format::kMaxMetadataEntries) {
+    // [C-9.4]
     return absl::ResourceExhaustedError(
         StrCat(f->path, ": ", n_kv, " key/values (limit ", format::kMaxMetadataEntries, ")"));
   }
@@ -328,6 +349,7 @@ absl::Status ReadGgufKeyValues(Cursor& c, ParsedFile* f, int64_t n_kv, bool* hav
   // pass over its key/values, not a MetaValue per element.
   if (GgufArrayCount count = CountGgufArrayElements(f->bytes.subspan(c.pos()), n_kv, kMaxMetadataElements);
       count.elements > kMaxMetadataElements) {
+    // [G-1.9] [C-9.19]
     return absl::ResourceExhaustedError(StrCat(f->path, ": key ", Quoted(count.key), ": more than ",
                                                kMaxMetadataElements, " metadata array elements in the file"));
   }
@@ -338,24 +360,31 @@ absl::Status ReadGgufKeyValues(Cursor& c, ParsedFile* f, int64_t n_kv, bool* hav
   for (int64_t i = 0; i < n_kv; ++i) {
     std::string key;
     BP_RETURN_IF_ERROR(c.ReadString(&key, [&] { return StrCat("key #", i, " length"); }));
+    // [G-1.5]
     if (key.empty()) return c.Fail(StrCat("key #", i, " is empty"));
     if (key.size() > format::kMaxNameBytes) {
+      // [G-1.6]
       return c.Fail(StrCat("key ", Quoted(key), " is ", key.size(), " bytes (bolt-pack keys are at most 4096)"));
     }
     if (key.find('\0') != std::string::npos || !IsValidUtf8(key)) {
+      // [G-1.6]
       return c.Fail(StrCat("key #", i, " ", Quoted(key), " is not UTF-8 text without NUL"));
     }
+    // [G-1.5]
     if (!keys.insert(key).second) return c.Fail(StrCat("duplicate key ", Quoted(key)));
     int32_t type = 0;
     BP_RETURN_IF_ERROR(c.Read(&type, [&] { return StrCat("key ", Quoted(key), ": value type"); }));
+    // [G-1.7]
     if (type < 0 || type > kF64) return c.Fail(StrCat("key ", Quoted(key), ": invalid value type ", type));
     MetaValue v;
     BP_RETURN_IF_ERROR(ReadValue(c, type, key, 0, &budget, &v));
     if (key == "general.alignment") {
       if (v.type != ValueType::kUint32) {
+        // [G-1.11]
         return c.Fail(StrCat("key \"general.alignment\" has type ", ValueTypeName(v.type), ", must be UINT32"));
       }
       if (!IsPowerOfTwo(v.u) || v.u > kGgufMaxAlignment) {
+        // [G-1.11]
         return c.Fail(StrCat("key \"general.alignment\" is ", v.u, ", must be a power of two <= ", kGgufMaxAlignment));
       }
       f->alignment = static_cast<uint32_t>(v.u);
@@ -370,33 +399,42 @@ absl::Status ReadGgufKeyValues(Cursor& c, ParsedFile* f, int64_t n_kv, bool* hav
 absl::Status ReadGgufTensorInfo(Cursor& c, int64_t i, GgufTensor& t, TensorNameSet& names) {
   BP_RETURN_IF_ERROR(c.ReadView(&t.name, [&] { return StrCat("tensor #", i, " name length"); }));
   auto tw = [&] { return StrCat("tensor ", Quoted(t.name)); };
+  // [G-1.12]
   if (t.name.empty()) return c.Fail(StrCat("tensor #", i, " has an empty name"));
   if (t.name.size() > kGgufMaxNameBytes) {
+    // [G-1.12]
     return c.Fail(StrCat(tw(), ": name is ", t.name.size(), " bytes (ggml allows at most 63)"));
   }
+  // [G-1.12]
   if (t.name.find('\0') != std::string::npos) return c.Fail(StrCat(tw(), ": name holds a NUL byte"));
+  // [G-1.12]
   if (!names.insert(static_cast<uint32_t>(i)).second) return c.Fail(StrCat("duplicate tensor name ", Quoted(t.name)));
   uint32_t n_dims = 0;
   BP_RETURN_IF_ERROR(c.Read(&n_dims, [&] { return StrCat(tw(), ": dimension count"); }));
+  // [G-1.13]
   if (n_dims > kGgufMaxDims) return c.Fail(StrCat(tw(), ": ", n_dims, " dimensions (ggml allows at most 4)"));
   t.ne.resize(n_dims);
   for (uint32_t d = 0; d < n_dims; ++d) {
     int64_t ne = 0;
     BP_RETURN_IF_ERROR(c.Read(&ne, [&] { return StrCat(tw(), ": ne[", d, "]"); }));
+    // [G-1.13]
     if (ne < 0) return c.Fail(StrCat(tw(), ": ne[", d, "] is negative (", ne, ")"));
     t.ne[d] = static_cast<uint64_t>(ne);
   }
   auto elements = CheckedProduct(t.ne);
   if (!elements || *elements >= static_cast<uint64_t>(INT64_MAX)) {
+    // [G-1.13]
     return c.Fail(StrCat(tw(), ": element count overflows int64"));
   }
   int32_t type = 0;
   BP_RETURN_IF_ERROR(c.Read(&type, [&] { return StrCat(tw(), ": type"); }));
   t.type = GgmlTypeById(type);
   if (t.type == nullptr) {
+    // [G-1.14]
     return c.Fail(StrCat(tw(), ": unknown or removed ggml type ", type));
   }
   auto nbytes = GgmlTensorBytes(*t.type, t.ne);
+  // [G-1.15]
   if (!nbytes.ok()) return c.Fail(StrCat(tw(), ": ", nbytes.status().message()));
   t.nbytes = *nbytes;
   BP_RETURN_IF_ERROR(c.Read(&t.offset, [&] { return StrCat(tw(), ": offset"); }));
@@ -410,15 +448,18 @@ absl::Status CheckGgufOffsets(Cursor& c, const ParsedFile& f, bool have_alignmen
   uint64_t expected = 0;
   for (auto& t : f.tensors) {
     if (t.offset % align != 0) {
+      // [G-1.16]
       return c.Fail(StrCat("tensor ", Quoted(t.name), " has offset ", t.offset, ", not a multiple of the alignment ",
                            align, have_alignment ? " (general.alignment)" : " (the default)"));
     }
     if (t.offset != expected) {
+      // [G-1.16]
       return c.Fail(StrCat("tensor ", Quoted(t.name), " has offset ", t.offset, ", expected ", expected,
                            " (tensors must follow each other in info order, each padded to ", align, " bytes)"));
     }
     auto padded = AlignUp(t.nbytes, align);
     auto next = padded ? CheckedAdd(expected, *padded) : std::nullopt;
+    // [G-1.16]
     if (!next) return c.Fail(StrCat("tensor ", Quoted(t.name), ": data section size overflows"));
     expected = *next;
   }
@@ -436,6 +477,7 @@ absl::Status PlaceGgufData(Cursor& c, ParsedFile* f) {
   }
   auto data = AlignUp(end, align);
   if (!data || *data > f->bytes.size()) {
+    // [G-1.17]
     return c.Fail(StrCat("data section would start at byte ", data ? *data : end, ", past the end of the file (",
                          f->bytes.size(), " bytes)"));
   }
@@ -444,6 +486,7 @@ absl::Status PlaceGgufData(Cursor& c, ParsedFile* f) {
     auto begin = CheckedAdd(*data, t.offset);
     auto stop = begin ? CheckedAdd(*begin, t.nbytes) : std::nullopt;
     if (!stop || *stop > f->bytes.size()) {
+      // [G-1.17]
       return c.Fail(StrCat("tensor ", Quoted(t.name), ": bytes [", begin ? *begin : 0, ", +", t.nbytes,
                            ") run past the end of the file (", f->bytes.size(), " bytes)"));
     }
@@ -651,11 +694,13 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::Open(const std::string& pa
   if (count > 1) {
     uint64_t no = split.no.value_or(0);
     if (no != 0) {
+      // [G-1.18]
       return absl::InvalidArgumentError(StrCat(path, ": this is shard ", no + 1, " of ", count,
                                                " of a split model; open the first shard (-00001-of-...)"));
     }
     std::string suffix = GgufSplitPath("", 0, static_cast<int>(count));
     if (path.size() <= suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      // [G-1.18]
       return absl::InvalidArgumentError(StrCat(path, ": split.count is ", count, " but the file name does not end in \"",
                                                suffix, "\", so the other shards cannot be found"));
     }
@@ -665,12 +710,14 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::Open(const std::string& pa
       auto f = open_one(p);
       if (!f.ok()) {
         if (f.status().code() == absl::StatusCode::kNotFound) {
+          // [G-1.18]
           return absl::NotFoundError(StrCat(path, ": shard ", k + 1, " of ", count, " is missing: ", p));
         }
         return f.status();
       }
       BP_ASSIGN_OR_RETURN(SplitKeys s, ReadSplitKeys(*f));
       if (s.no != k || s.count != count) {
+        // [G-1.18]
         return absl::InvalidArgumentError(StrCat(p, ": split.no/split.count are ", s.no ? StrCat(*s.no) : "absent", "/",
                                                  s.count ? StrCat(*s.count) : "absent", ", expected ", k, "/", count));
       }
@@ -681,6 +728,7 @@ absl::StatusOr<std::unique_ptr<GgufModel>> GgufModel::Open(const std::string& pa
   }
   BP_RETURN_IF_ERROR(impl->IndexTensors());
   if (split.tensors_count && count > 1 && static_cast<uint64_t>(*split.tensors_count) != impl->tensors.size()) {
+    // [G-1.18]
     return absl::InvalidArgumentError(StrCat(path, ": split.tensors.count is ", *split.tensors_count, " but the ",
                                              count, " shards hold ", impl->tensors.size(), " tensors"));
   }

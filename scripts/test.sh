@@ -4,8 +4,9 @@
 # target for a while and replays its corpus, builds the examples against
 # the installed package, and runs llama.cpp on GGUF files bolt-pack wrote
 # (scripts/llama_cpp_check.sh; SKIP when npm's registry cannot be reached).
-# First of all it checks the layers of the includes (scripts/check_layers.sh)
-# and the length of functions (scripts/long_functions.py).
+# First of all it checks the layers of the includes (scripts/check_layers.sh),
+# the spec's rule ids (scripts/check_rule_ids.py) and the length of functions
+# (scripts/long_functions.py).
 #   FUZZ_SECONDS (default 60) sets the time per fuzz target.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,6 +17,10 @@ B="$ROOT/build-test"
 
 echo "== layers: no #include goes up or sideways (scripts/check_layers.sh)"
 "$ROOT/scripts/check_layers.sh"
+
+echo "== spec rule ids: every id cited in code or vectors is defined (scripts/check_rule_ids.py)"
+"$ROOT/scripts/check_rule_ids_test.py"
+"$ROOT/scripts/check_rule_ids.py" "$ROOT"
 
 echo "== functions of one job: none over 150 lines without a reason (scripts/long_functions.py)"
 "$ROOT/scripts/long_functions_test.py"

@@ -27,7 +27,7 @@ TEST(ManifestScan, StreamsPastTheLimitAreCountedPerTensor) {
   EXPECT_TRUE(Scan(TensorWithStreams(64) + TensorWithStreams(64)).ok());
   absl::Status s = Scan(TensorWithStreams(65));
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(s.message(), "m.bolt: tensor \"t\": more than 64 streams");
+  EXPECT_EQ(s.message(), "m.bolt: tensor \"t\": more than 64 streams (spec C-9.8)");
 }
 
 TEST(ManifestScan, ShapesCountPackedAndUnpacked) {
@@ -38,7 +38,7 @@ TEST(ManifestScan, ShapesCountPackedAndUnpacked) {
   }
   for (const std::string& shape : {Field(2, packed), unpacked}) {
     absl::Status s = Scan(Field(8, Field(1, "w") + shape));
-    EXPECT_EQ(s.message(), "m.bolt: tensor \"w\": 9 dimensions exceed the limit of 8") << s;
+    EXPECT_EQ(s.message(), "m.bolt: tensor \"w\": 9 dimensions exceed the limit of 8 (spec C-9.6)") << s;
   }
   EXPECT_TRUE(Scan(Field(8, Field(1, "w") + Field(2, packed.substr(0, 16)))).ok());
 }
@@ -60,7 +60,7 @@ TEST(ManifestScan, MalformedDataIsLeftToTheParser) {
 TEST(ManifestScan, UnnamedTensorsAreNamedByIndex) {
   std::string t;
   for (int i = 0; i < 65; ++i) t += Field(5, "");
-  EXPECT_EQ(Scan(TensorWithStreams(1) + Field(8, t)).message(), "m.bolt: tensor #1: more than 64 streams");
+  EXPECT_EQ(Scan(TensorWithStreams(1) + Field(8, t)).message(), "m.bolt: tensor #1: more than 64 streams (spec C-9.8)");
 }
 
 }  // namespace

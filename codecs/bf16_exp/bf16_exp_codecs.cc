@@ -295,6 +295,7 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     return enc;
   }
 
+  // [C-10.3.1]
   absl::Status ValidateRecord(const TensorInfo& info) const override {
     BP_RETURN_IF_ERROR(CheckRecordBasics(info, {{TableParam(), ValueType::kString}}));
     auto code = ParseCode(info, ExponentCode::Tables::kSingle);
@@ -685,6 +686,7 @@ class Bf16MxCodec : public Bf16CodecBase {
     return enc;
   }
 
+  // [C-10.3.1]
   absl::Status ValidateRecord(const TensorInfo& info) const override {
     BP_RETURN_IF_ERROR(CheckRecordBasics(info, {{kRmsParam, ValueType::kFloat64}, {kLossyParam, ValueType::kFloat64}}));
     const uint64_t n = *CheckedProduct(info.shape);

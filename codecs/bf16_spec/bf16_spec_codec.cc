@@ -350,6 +350,7 @@ class Bf16SpecCodec : public Codec {
     return enc;
   }
 
+  // [C-10.3.1] [S-1.1] [S-1.2] [S-4.4] [S-4.8] [S-6.1]
   absl::Status ValidateRecord(const TensorInfo& info) const override {
     return ParseRecord(info, ForDecoding::kNo).status();
   }

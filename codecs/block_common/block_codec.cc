@@ -178,6 +178,7 @@ absl::StatusOr<BlockCodec::Geometry> BlockCodec::CheckShape(absl::Span<const uin
 
 absl::StatusOr<BlockParams> BlockCodec::ParseStoredParams(const CodecParams& params) const {
   if (params.empty()) return BlockParams{};
+  // [C-10.3.1]
   return absl::InvalidArgumentError(
       StrCat("codec '", format_.id, "' takes no parameters, got '", params[0].first, "'"));
 }
@@ -333,6 +334,7 @@ absl::StatusOr<EncodedTensor> BlockCodec::Encode(const TensorSource& source,
   return encoded;
 }
 
+// [C-10.3.1]
 absl::Status BlockCodec::ValidateRecord(const TensorInfo& info) const {
   if (info.codec_id != format_.id) {
     return Fail(info, StrCat("record names codec '", info.codec_id, "'"));
@@ -373,6 +375,7 @@ absl::Status BlockCodec::ValidateRecord(const TensorInfo& info) const {
       auto end_row = CheckedAdd(chunk.first_row, chunk.row_count);
       if (!offset || !length || !end_row || *end_row > g->rows || *offset != chunk.raw_offset ||
           *length != chunk.raw_length) {
+        // [C-10.3.1]
         return Fail(info, StrCat("stream \"", s.role, "\" chunk ", c, " (rows ", chunk.first_row, "+",
                                  chunk.row_count, ", raw bytes ", chunk.raw_offset, "+", chunk.raw_length,
                                  ") is not whole rows of ", row_bytes, " bytes within ", g->rows,

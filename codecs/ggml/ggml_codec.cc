@@ -32,6 +32,7 @@ class GgmlPassThroughCodec : public Codec {
     return NotHere("encoded");
   }
 
+  // [C-10.3.1]
   absl::Status ValidateRecord(const TensorInfo& info) const override {
     if (info.codec_id != id_) return Fail(info, StrCat("record names codec \"", info.codec_id, "\""));
     if (info.dtype != DType::kF32) return Fail(info, StrCat("dtype ", DTypeName(info.dtype), " is not F32"));
@@ -106,6 +107,7 @@ class GgmlPassThroughCodec : public Codec {
       auto end_row = CheckedAdd(chunk.first_row, chunk.row_count);
       if (!offset || !length || !end_row || *end_row > rows || *offset != chunk.raw_offset ||
           *length != chunk.raw_length) {
+        // [C-10.3.1]
         return Fail(info, StrCat("stream \"data\" chunk ", c, " is not whole rows of ", row_bytes, " bytes within ",
                                  rows, " rows"));
       }

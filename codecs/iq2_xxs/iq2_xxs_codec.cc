@@ -166,6 +166,7 @@ class Iq2XxsCodec : public Codec {
     return encoded;
   }
 
+  // [C-10.3.1] [I-1.1] [I-1.2] [I-1.3] [I-1.4] [I-1.5] [I-1.6]
   absl::Status ValidateRecord(const TensorInfo& info) const override {
     auto fail = [&](const auto& what) {
       return absl::InvalidArgumentError(
@@ -321,6 +322,7 @@ class Iq2XxsCodec : public Codec {
  private:
   static absl::Status CheckParams(const CodecParams& params) {
     if (params.empty()) return absl::OkStatus();
+    // [C-10.3.1] [I-1.4]
     return absl::InvalidArgumentError(
         StrCat("codec 'iq2_xxs' takes no parameters, got '", params[0].first, "'"));
   }

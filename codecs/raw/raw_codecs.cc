@@ -104,6 +104,7 @@ class ElementCodec : public Codec {
     return encoded;
   }
 
+  // [C-10.3.1] [C-10.4.1]
   absl::Status ValidateRecord(const TensorInfo& info) const override {
     auto fail = [&](const auto& what) {
       return absl::InvalidArgumentError(
@@ -132,6 +133,7 @@ class ElementCodec : public Codec {
     // anyway, so the check stays sound if the limits ever move.
     auto expected = CheckedMul(*n, stored_size);
     if (!expected || stream.raw_length != *expected) {
+      // [C-10.3.1]
       return fail(StrCat("data stream raw length is ", stream.raw_length, ", expected ",
                                *n, " elements x ", stored_size, " bytes"));
     }
@@ -148,6 +150,7 @@ class ElementCodec : public Codec {
       auto end_row = CheckedAdd(chunk.first_row, chunk.row_count);
       if (!offset || !length || !end_row || *end_row > rows || *offset != chunk.raw_offset ||
           *length != chunk.raw_length) {
+        // [C-10.3.1]
         return fail(StrCat("chunk ", c, " (rows ", chunk.first_row, "+",
                                  chunk.row_count, ", raw bytes ", chunk.raw_offset, "+",
                                  chunk.raw_length, ") is not whole rows of ",
@@ -290,6 +293,7 @@ class ElementCodec : public Codec {
         dtype == DType::kF64) {
       return absl::OkStatus();
     }
+    // [C-10.3.1]
     return absl::InvalidArgumentError(
         StrCat("codec '", id_, "' stores float tensors (F32, F16, BF16, F64), not ",
                      DTypeName(dtype), "; use codec 'raw' to store other dtypes unchanged"));
@@ -299,6 +303,7 @@ class ElementCodec : public Codec {
     // Rejected rather than ignored: a parameter this version does not know
     // might change what the bytes mean.
     if (params.empty()) return absl::OkStatus();
+    // [C-10.4.1]
     return absl::InvalidArgumentError(StrCat("codec '", id_,
                                                    "' takes no parameters, got '",
                                                    params[0].first, "'"));

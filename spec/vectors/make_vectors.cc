@@ -1776,52 +1776,52 @@ v1::Value* AddMeta(v1::Manifest& m, const std::string& key, v1::ValueType type) 
 void InvalidHeaderAndFooter(const Bytes& base) {
   auto footer = [](Bytes& b) { return b.data() + b.size() - 64; };
   Invalid("too_short", base, [](Bytes& b) { b.resize(16); },
-          Open(kInvalidArgument, "shorter than the 64-byte header", "§3.2 step 1"));
+          Open(kInvalidArgument, "shorter than the 64-byte header", "C-3.2.1"));
   Invalid("bad_magic", base, [](Bytes& b) { b[3] = 'G'; ResealHeader(b); },
-          Open(kInvalidArgument, "not a bolt-pack file (bad magic)", "§3.2 step 2"));
+          Open(kInvalidArgument, "not a bolt-pack file (bad magic)", "C-3.2.2"));
   Invalid("header_checksum", base, [](Bytes& b) { b[33] ^= 0x01; },
-          Open(kDataLoss, "header checksum mismatch", "§3.2 step 3"));
+          Open(kDataLoss, "header checksum mismatch", "C-3.2.3"));
   Invalid("header_size", base, [](Bytes& b) { Put32(b.data() + 12, 128); ResealHeader(b); },
-          Open(kDataLoss, "header_size is not 64", "§3.2 step 6"));
+          Open(kDataLoss, "header_size is not 64", "C-3.2.6"));
   Invalid("byte_order_mark", base,
           [](Bytes& b) { b[16] = 1; b[17] = 2; b[18] = 3; b[19] = 4; ResealHeader(b); },
-          Open(kDataLoss, "byte order mark", "§3.2 step 4"));
+          Open(kDataLoss, "byte order mark", "C-3.2.4"));
   Invalid("header_flags", base, [](Bytes& b) { Put32(b.data() + 20, 1); ResealHeader(b); },
-          Open(kDataLoss, "reserved header flags are not zero", "§3.2 step 7"));
+          Open(kDataLoss, "reserved header flags are not zero", "C-3.2.7"));
   Invalid("header_reserved", base, [](Bytes& b) { b[47] = 0x80; ResealHeader(b); },
-          Open(kDataLoss, "reserved header bytes are not zero", "§3.2 step 7"));
+          Open(kDataLoss, "reserved header bytes are not zero", "C-3.2.7"));
   Invalid("major_version_2", base, [](Bytes& b) { Put16(b.data() + 8, 2); ResealHeader(b); },
-          Open(kUnimplemented, "format version 2.0 is not supported", "§3.2 step 5, §5.1"));
+          Open(kUnimplemented, "format version 2.0 is not supported", "C-3.2.5, C-5.1.3"));
   // A plausible 2.0 header: a new size and flags. A 1.x reader must still say
   // "unsupported version", which needs the version checked before them.
   Invalid("major_version_2_new_header", base,
           [](Bytes& b) { Put16(b.data() + 8, 2); Put32(b.data() + 12, 128); Put32(b.data() + 20, 1); ResealHeader(b); },
-          Open(kUnimplemented, "format version 2.0 is not supported", "§3.2 step 5, §3.1"));
+          Open(kUnimplemented, "format version 2.0 is not supported", "C-3.2.5, C-3.1.5"));
   Invalid("header_only", base, [](Bytes& b) { b.resize(64); },
-          Open(kDataLoss, "no room for a footer", "§4.2 step 1"));
+          Open(kDataLoss, "no room for a footer", "C-4.2.1"));
   Invalid("footer_truncated", base, [](Bytes& b) { b.pop_back(); },
-          Open(kDataLoss, "bad footer magic", "§4.2 step 2"));
+          Open(kDataLoss, "bad footer magic", "C-4.2.2"));
   Invalid("footer_checksum", base, [&](Bytes& b) { footer(b)[8] ^= 0x04; },
-          Open(kDataLoss, "footer checksum mismatch", "§4.2 step 3"));
+          Open(kDataLoss, "footer checksum mismatch", "C-4.2.3"));
   Invalid("footer_reserved", base, [&](Bytes& b) { Put32(footer(b) + 28, 5); ResealFooter(b); },
-          Open(kDataLoss, "reserved footer bytes are not zero", "§4.2 step 4"));
+          Open(kDataLoss, "reserved footer bytes are not zero", "C-4.2.4"));
   Invalid("appended_bytes", base,
           [](Bytes& b) { Bytes tail(b.end() - 64, b.end()); b.insert(b.end(), tail.begin(), tail.end()); },
-          Open(kDataLoss, "(truncated or appended to)", "§4.2 step 5"));
+          Open(kDataLoss, "(truncated or appended to)", "C-4.2.5"));
   Invalid("file_id_mismatch", base, [&](Bytes& b) { footer(b)[32] ^= 0x10; ResealFooter(b); },
-          Open(kDataLoss, "file_id differs", "§4.2 step 6"));
+          Open(kDataLoss, "file_id differs", "C-4.2.6"));
   Invalid("version_mismatch", base, [&](Bytes& b) { Put16(footer(b) + 26, 1); ResealFooter(b); },
-          Open(kDataLoss, "disagree on the format version", "§4.2 step 7"));
+          Open(kDataLoss, "disagree on the format version", "C-4.2.7"));
   Invalid("manifest_too_large", base, [&](Bytes& b) { Put64(footer(b) + 8, 300ull << 20); ResealFooter(b); },
-          Open(kResourceExhausted, "exceeds the limit of 268435456", "§4.2 step 8, §9"));
+          Open(kResourceExhausted, "exceeds the limit of 268435456", "C-4.2.8, C-9.2"));
   Invalid("manifest_misplaced", base,
           [&](Bytes& b) { uint64_t off; std::memcpy(&off, footer(b), 8); Put64(footer(b), off + 1); ResealFooter(b); },
-          Open(kDataLoss, "does not end where the footer starts", "§4.2 step 9"));
+          Open(kDataLoss, "does not end where the footer starts", "C-4.2.9"));
   Invalid("manifest_checksum", base,
           [&](Bytes& b) { uint64_t off; std::memcpy(&off, footer(b), 8); b[off + 3] ^= 0x20; },
-          Open(kDataLoss, "manifest checksum mismatch", "§4.2 step 10"));
+          Open(kDataLoss, "manifest checksum mismatch", "C-4.2.10"));
   SaveInvalid("manifest_not_protobuf", RewrapBytes(Named(base, "manifest_not_protobuf"), "not a protobuf"),
-              Open(kDataLoss, "is not a valid boltpack.v1.Manifest", "§6.1"));
+              Open(kDataLoss, "is not a valid boltpack.v1.Manifest", "C-6.1.2"));
   {
     // A tensor name that is not UTF-8: protobuf's parser refuses the string.
     v1::Manifest m = ManifestOf(base);
@@ -1830,20 +1830,20 @@ void InvalidHeaderAndFooter(const Bytes& base) {
     size_t at = s.find("@@NAME@@");
     s.replace(at, 8, std::string("bias\xff\xfe\xfd\xfc", 8));
     SaveInvalid("tensor_name_not_utf8", RewrapBytes(Named(base, "tensor_name_not_utf8"), s),
-                Open(kDataLoss, "is not a valid boltpack.v1.Manifest", "§6.1"));
+                Open(kDataLoss, "is not a valid boltpack.v1.Manifest", "C-6.1.2"));
   }
   InvalidManifest("manifest_major_mismatch", base, [](v1::Manifest& m) { m.set_format_major(2); },
-                  Open(kDataLoss, "manifest format_major 2 disagrees with the header", "§6.2"));
+                  Open(kDataLoss, "manifest format_major 2 disagrees with the header", "C-6.2.1"));
   InvalidManifest("manifest_minor_mismatch", base, [](v1::Manifest& m) { m.set_format_minor(1); },
-                  Open(kDataLoss, "manifest format_minor disagrees with the header", "§6.2"));
+                  Open(kDataLoss, "manifest format_minor disagrees with the header", "C-6.2.2"));
   InvalidManifest("manifest_alignment_mismatch", base, [](v1::Manifest& m) { m.set_alignment(128); },
-                  Open(kDataLoss, "manifest alignment disagrees with the header", "§6.2"));
+                  Open(kDataLoss, "manifest alignment disagrees with the header", "C-6.2.5"));
   auto both_alignments = [&](const std::string& name, uint64_t a) {
     Bytes b = Named(base, name);
     Put64(b.data() + 32, a);
     ResealHeader(b);
     b = EditManifest(b, [a](v1::Manifest& m) { m.set_alignment(a); });
-    SaveInvalid(name, b, Open(kDataLoss, StrCat("alignment ", a, " is not a power of two in [64, 2^30]"), "§7.1"));
+    SaveInvalid(name, b, Open(kDataLoss, StrCat("alignment ", a, " is not a power of two in [64, 2^30]"), "C-7.1.2"));
   };
   both_alignments("alignment_not_power_of_two", 96);
   both_alignments("alignment_too_small", 32);
@@ -1852,14 +1852,14 @@ void InvalidHeaderAndFooter(const Bytes& base) {
 
 void InvalidIntegrity(const Base& base, const Bytes& chunked) {
   Invalid("stream_corrupt", base.bytes, [&](Bytes& b) { b[base.weight_offset + 5] ^= 0x01; },
-          ErrorSpec{"verify", kDataLoss, "checksum mismatch", "§7.4"});
+          ErrorSpec{"verify", kDataLoss, "checksum mismatch", "C-7.4.1"});
   const uint64_t pad = base.weight_offset + 16 + 7;  // inside the padding after "weight"
   if (pad >= base.bias_offset) Die("padding layout");
   Invalid("padding_not_zero", base.bytes, [&](Bytes& b) { b[pad] = 0x5a; },
-          ErrorSpec{"verify", kDataLoss, StrCat("padding byte at offset ", pad, " is not zero"), "§7.2, §7.4"});
+          ErrorSpec{"verify", kDataLoss, StrCat("padding byte at offset ", pad, " is not zero"), "C-7.2.2, C-7.4.1"});
   InvalidManifest("chunk_checksum", chunked,
                   [](v1::Manifest& m) { m.mutable_tensors(0)->mutable_streams(0)->mutable_chunks(1)->set_xxh3(0x1234); },
-                  ErrorSpec{"verify", kDataLoss, "chunk 1 checksum mismatch", "§6.10, §7.4"});
+                  ErrorSpec{"verify", kDataLoss, "chunk 1 checksum mismatch", "C-7.4.1"});
 }
 
 void InvalidStreams(const Base& base) {
@@ -1873,9 +1873,9 @@ void InvalidStreams(const Base& base) {
                     s->set_length(end - s->offset());
                     s->set_raw_length(s->length());
                   },
-                  Open(kDataLoss, "lie outside the data section", "§6.9, §7.1"));
+                  Open(kDataLoss, "lie outside the data section", "C-6.9.5"));
   InvalidManifest("stream_in_header", b0, [&](v1::Manifest& m) { weight(m)->set_offset(0); },
-                  Open(kDataLoss, "lie outside the data section", "§6.9"));
+                  Open(kDataLoss, "lie outside the data section", "C-6.9.5"));
   InvalidManifest("stream_offset_overflow", b0,
                   [&](v1::Manifest& m) {
                     auto* s = weight(m);
@@ -1883,38 +1883,38 @@ void InvalidStreams(const Base& base) {
                     s->set_length(128);
                     s->set_raw_length(128);
                   },
-                  Open(kDataLoss, "lie outside the data section", "§6.9, §13"));
+                  Open(kDataLoss, "lie outside the data section", "C-6.9.5, C-13.1.1"));
   InvalidManifest("overlapping_streams", b0,
                   [&](v1::Manifest& m) {
                     // "bias" aliases the first 8 bytes of "weight".
                     auto* s = FindTensor(m, "bias")->mutable_streams(0);
                     s->set_offset(weight(m)->offset());
                   },
-                  Open(kDataLoss, "overlap in shard 0", "§7.2"));
+                  Open(kDataLoss, "overlap in shard 0", "C-7.2.1"));
   InvalidManifest("misaligned_stream", b0, [&](v1::Manifest& m) { weight(m)->set_offset(weight(m)->offset() + 16); },
-                  Open(kDataLoss, "is not a multiple of its alignment 64", "§7.1"));
+                  Open(kDataLoss, "is not a multiple of its alignment 64", "C-6.9.4, C-7.1.1"));
   InvalidManifest("stream_alignment_invalid", b0, [&](v1::Manifest& m) { weight(m)->set_alignment(48); },
-                  Open(kDataLoss, "alignment 48 is not a power of two in [64, 2^30]", "§6.9, §7.1"));
+                  Open(kDataLoss, "alignment 48 is not a power of two in [64, 2^30]", "C-6.9.3, C-7.1.2"));
   InvalidManifest("stream_shard_missing", b0, [&](v1::Manifest& m) { weight(m)->set_shard(1); },
-                  Open(kDataLoss, "shard 1 does not exist", "§6.9"));
+                  Open(kDataLoss, "shard 1 does not exist", "C-6.9.2"));
   InvalidManifest("compression_out_of_range", b0, [&](v1::Manifest& m) { weight(m)->set_compression(static_cast<v1::Compression>(300)); },
-                  Open(kDataLoss, "compression 300 is out of range", "§6.9"));
+                  Open(kDataLoss, "compression 300 is out of range", "C-6.9.6"));
   InvalidManifest("raw_length_mismatch", b0, [&](v1::Manifest& m) { weight(m)->set_raw_length(17); },
-                  Open(kDataLoss, "uncompressed but raw_length 17 != length 16", "§6.9"));
+                  Open(kDataLoss, "uncompressed but raw_length 17 != length 16", "C-6.9.6"));
   InvalidManifest("duplicate_stream_role", b0,
                   [&](v1::Manifest& m) {
                     auto* t = FindTensor(m, "weight");
                     SetStream(t->add_streams(), "data", 0, 64, {}, 64);
                   },
-                  Open(kDataLoss, "two streams have the role \"data\"", "§6.9"));
+                  Open(kDataLoss, "two streams have the role \"data\"", "C-6.9.1"));
   InvalidManifest("empty_stream_role", b0, [&](v1::Manifest& m) { weight(m)->set_role(""); },
-                  Open(kDataLoss, "role must be 1..64 bytes", "§6.9"));
+                  Open(kDataLoss, "role must be 1..64 bytes", "C-6.9.1"));
   InvalidManifest("too_many_streams", b0,
                   [&](v1::Manifest& m) {
                     auto* t = FindTensor(m, "weight");
                     for (int k = 0; k < 64; ++k) SetStream(t->add_streams(), StrCat("extra", k), 0, 64, {}, 64);
                   },
-                  Open(kResourceExhausted, "more than 64 streams", "§9"));
+                  Open(kResourceExhausted, "more than 64 streams", "C-6.6.5, C-9.8"));
 }
 
 void InvalidChunks(const Bytes& chunked, const Bytes& zstd) {
@@ -1927,20 +1927,20 @@ void InvalidChunks(const Bytes& chunked, const Bytes& zstd) {
                     c->set_stored_length(c->stored_length() - 4);
                     c->set_raw_length(c->raw_length() - 4);
                   },
-                  Open(kDataLoss, "chunk 1 does not start where chunk 0 ended", "§6.10"));
+                  Open(kDataLoss, "chunk 1 does not start where chunk 0 ended", "C-6.10.2"));
   InvalidManifest("chunks_short", chunked, [&](v1::Manifest& m) { stream(m)->mutable_chunks()->RemoveLast(); },
-                  Open(kDataLoss, "chunks do not cover the stream", "§6.10"));
+                  Open(kDataLoss, "chunks do not cover the stream", "C-6.10.4"));
   InvalidManifest("chunk_rows_short", chunked,
                   [&](v1::Manifest& m) { stream(m)->mutable_chunks(1)->set_row_count(1); },
-                  Open(kDataLoss, "chunks do not cover the stream", "§6.10"));
+                  Open(kDataLoss, "chunks do not cover the stream", "C-6.10.4"));
   InvalidManifest("chunk_lengths_differ", chunked,
                   [&](v1::Manifest& m) { stream(m)->mutable_chunks(0)->set_stored_length(40); },
-                  Open(kDataLoss, "stored and raw lengths differ in an uncompressed stream", "§6.10"));
+                  Open(kDataLoss, "stored and raw lengths differ in an uncompressed stream", "C-6.10.3"));
   InvalidManifest("zstd_without_feature", zstd, [](v1::Manifest& m) { m.clear_required_features(); },
-                  Open(kDataLoss, "does not declare the \"zstd\" feature", "§5.3, §7.3"));
+                  Open(kDataLoss, "does not declare the \"zstd\" feature", "C-6.9.6, C-5.3.8"));
   InvalidManifest("zstd_raw_length_over_limit", zstd,
                   [&](v1::Manifest& m) { stream(m)->set_raw_length((1ull << 48) + 1); },
-                  Open(kResourceExhausted, "exceeds 2^48", "§9"));
+                  Open(kResourceExhausted, "exceeds 2^48", "C-6.9.6, C-9.15"));
 }
 
 void InvalidTensors(const Bytes& b0) {
@@ -1951,7 +1951,7 @@ void InvalidTensors(const Bytes& b0) {
                     t->clear_shape();
                     for (uint64_t d : {1, 1, 1, 1, 1, 1, 1, 2, 2}) t->add_shape(d);
                   },
-                  Open(kResourceExhausted, "9 dimensions exceed the limit of 8", "§6.6, §9"));
+                  Open(kResourceExhausted, "9 dimensions exceed the limit of 8", "C-6.6.2, C-9.6"));
   InvalidManifest("too_many_elements", b0,
                   [&](v1::Manifest& m) {
                     auto* t = weight(m);
@@ -1959,7 +1959,7 @@ void InvalidTensors(const Bytes& b0) {
                     t->add_shape(1ull << 28);
                     t->add_shape(1ull << 29);
                   },
-                  Open(kResourceExhausted, "element count exceeds 2^56", "§6.6, §9"));
+                  Open(kResourceExhausted, "element count exceeds 2^56", "C-6.6.7, C-9.7"));
   InvalidManifest("shape_overflow", b0,
                   [&](v1::Manifest& m) {
                     auto* t = weight(m);
@@ -1967,7 +1967,7 @@ void InvalidTensors(const Bytes& b0) {
                     t->add_shape(1ull << 32);
                     t->add_shape(1ull << 32);
                   },
-                  Open(kResourceExhausted, "element count exceeds 2^56", "§6.6, §13"));
+                  Open(kResourceExhausted, "element count exceeds 2^56", "C-6.6.7, C-13.1.1"));
   InvalidManifest("zero_size_huge_dims", b0,
                   [&](v1::Manifest& m) {
                     // Zero elements, but shape[1:] multiplies past 2^64: a
@@ -1982,25 +1982,25 @@ void InvalidTensors(const Bytes& b0) {
                     s->set_raw_length(0);
                     s->set_xxh3(Xxh3(Bytes{}));
                   },
-                  Open(kResourceExhausted, "element count exceeds 2^56", "§6.6"));
+                  Open(kResourceExhausted, "element count exceeds 2^56", "C-6.6.7"));
   InvalidManifest("dtype_out_of_range", b0, [&](v1::Manifest& m) { weight(m)->set_dtype(static_cast<v1::DType>(300)); },
-                  Open(kDataLoss, "dtype 300 is out of range", "§6.7"));
+                  Open(kDataLoss, "dtype 300 is out of range", "C-6.7.2"));
   InvalidManifest("unspecified_dtype", b0, [&](v1::Manifest& m) { weight(m)->set_dtype(v1::DTYPE_UNSPECIFIED); },
-                  Open(kDataLoss, "dtype 0 (unspecified) is invalid", "§6.7"));
+                  Open(kDataLoss, "dtype 0 (unspecified) is invalid", "C-6.7.2"));
   InvalidManifest("duplicate_tensor_name", b0, [](v1::Manifest& m) { FindTensor(m, "bias")->set_name("weight"); },
-                  Open(kDataLoss, "duplicate tensor name \"weight\"", "§6.3"));
+                  Open(kDataLoss, "duplicate tensor name \"weight\"", "C-6.3.3"));
   InvalidManifest("empty_tensor_name", b0, [](v1::Manifest& m) { FindTensor(m, "bias")->set_name(""); },
-                  Open(kDataLoss, "empty tensor name", "§6.3"));
+                  Open(kDataLoss, "empty tensor name", "C-6.3.1"));
   InvalidManifest("tensor_name_nul", b0,
                   [](v1::Manifest& m) { FindTensor(m, "bias")->set_name(std::string("bias\0x", 6)); },
-                  Open(kDataLoss, "contains a NUL byte", "§6.3"));
+                  Open(kDataLoss, "contains a NUL byte", "C-6.3.2"));
   InvalidManifest("tensor_name_too_long", b0,
                   [](v1::Manifest& m) { FindTensor(m, "bias")->set_name(std::string(4097, 'n')); },
-                  Open(kResourceExhausted, "tensor name of 4097 bytes exceeds the limit of 4096", "§6.3, §9"));
+                  Open(kResourceExhausted, "tensor name of 4097 bytes exceeds the limit of 4096", "C-6.3.1, C-9.5"));
   InvalidManifest("invalid_codec_id", b0, [&](v1::Manifest& m) { weight(m)->mutable_codec()->set_id("Q8_0"); },
-                  Open(kDataLoss, "invalid codec id \"Q8_0\"", "§6.8"));
+                  Open(kDataLoss, "invalid codec id \"Q8_0\"", "C-6.8.1"));
   InvalidManifest("empty_codec_id", b0, [&](v1::Manifest& m) { weight(m)->mutable_codec()->clear_id(); },
-                  Open(kDataLoss, "invalid codec id \"\"", "§6.8"));
+                  Open(kDataLoss, "invalid codec id \"\"", "C-6.8.1"));
   auto param = [](v1::Tensor* t, const std::string& key, v1::ValueType type, uint64_t u) {
     auto* p = t->mutable_codec()->add_params();
     p->set_key(key);
@@ -2012,35 +2012,35 @@ void InvalidTensors(const Bytes& b0) {
                     param(weight(m), "block", v1::UINT32, 32);
                     param(weight(m), "block", v1::UINT32, 64);
                   },
-                  Open(kDataLoss, "codec parameter key \"block\" is empty, too long or repeated", "§6.8"));
+                  Open(kDataLoss, "codec parameter key \"block\" is empty, too long or repeated", "C-6.8.3"));
   InvalidManifest("codec_param_out_of_range", b0, [&](v1::Manifest& m) { param(weight(m), "bits", v1::UINT8, 300); },
-                  Open(kDataLoss, "300 out of range for UINT8", "§6.4, §6.8"));
+                  Open(kDataLoss, "300 out of range for UINT8", "C-6.4.2, C-6.8.4"));
   InvalidManifest("too_many_codec_params", b0,
                   [&](v1::Manifest& m) {
                     for (int k = 0; k < 65; ++k) param(weight(m), StrCat("p", k), v1::UINT8, 1);
                   },
-                  Open(kResourceExhausted, "more than 64 codec parameters", "§9"));
+                  Open(kResourceExhausted, "more than 64 codec parameters", "C-6.8.2, C-9.11"));
   InvalidManifest("tensor_feature_too_long", b0,
                   [&](v1::Manifest& m) { weight(m)->add_required_features(std::string(65, 'f')); },
-                  Open(kDataLoss, "feature names must be 1..64 bytes", "§5.3"));
+                  Open(kDataLoss, "feature names must be 1..64 bytes", "C-5.3.1"));
 }
 
 void InvalidMetadata(const Bytes& b0) {
   InvalidManifest("duplicate_metadata_key", b0,
                   [](v1::Manifest& m) { AddMeta(m, "general.name", v1::STRING)->set_s("again"); },
-                  Open(kDataLoss, "duplicate metadata key \"general.name\"", "§6.3"));
+                  Open(kDataLoss, "duplicate metadata key \"general.name\"", "C-6.3.3"));
   InvalidManifest("empty_metadata_key", b0, [](v1::Manifest& m) { AddMeta(m, "", v1::BOOLEAN); },
-                  Open(kDataLoss, "empty metadata key", "§6.3"));
+                  Open(kDataLoss, "empty metadata key", "C-6.3.1"));
   InvalidManifest("metadata_uint8_out_of_range", b0, [](v1::Manifest& m) { AddMeta(m, "k", v1::UINT8)->set_u(256); },
-                  Open(kDataLoss, "256 out of range for UINT8", "§6.4"));
+                  Open(kDataLoss, "256 out of range for UINT8", "C-6.4.2"));
   InvalidManifest("metadata_int8_out_of_range", b0, [](v1::Manifest& m) { AddMeta(m, "k", v1::INT8)->set_i(-129); },
-                  Open(kDataLoss, "-129 out of range for INT8", "§6.4"));
+                  Open(kDataLoss, "-129 out of range for INT8", "C-6.4.2"));
   InvalidManifest("metadata_uint32_out_of_range", b0,
                   [](v1::Manifest& m) { AddMeta(m, "k", v1::UINT32)->set_u(1ull << 32); },
-                  Open(kDataLoss, "4294967296 out of range for UINT32", "§6.4"));
+                  Open(kDataLoss, "4294967296 out of range for UINT32", "C-6.4.2"));
   InvalidManifest("metadata_int32_out_of_range", b0,
                   [](v1::Manifest& m) { AddMeta(m, "k", v1::INT32)->set_i(1ll << 31); },
-                  Open(kDataLoss, "2147483648 out of range for INT32", "§6.4"));
+                  Open(kDataLoss, "2147483648 out of range for INT32", "C-6.4.2"));
   InvalidManifest("metadata_array_element_out_of_range", b0,
                   [](v1::Manifest& m) {
                     auto* a = AddMeta(m, "k", v1::ARRAY)->mutable_array();
@@ -2048,13 +2048,13 @@ void InvalidMetadata(const Bytes& b0) {
                     a->add_uints(1);
                     a->add_uints(70000);
                   },
-                  Open(kDataLoss, "array element 70000 out of range for UINT16", "§6.4"));
+                  Open(kDataLoss, "array element 70000 out of range for UINT16", "C-6.4.8"));
   InvalidManifest("metadata_unknown_type", b0,
                   [](v1::Manifest& m) { AddMeta(m, "k", static_cast<v1::ValueType>(14)); },
-                  Open(kDataLoss, "unknown value type 14", "§6.4"));
+                  Open(kDataLoss, "unknown value type 14", "C-6.4.1"));
   InvalidManifest("metadata_unspecified_type", b0,
                   [](v1::Manifest& m) { AddMeta(m, "k", v1::VALUE_TYPE_UNSPECIFIED); },
-                  Open(kDataLoss, "unknown value type 0", "§6.4"));
+                  Open(kDataLoss, "unknown value type 0", "C-6.4.1"));
   InvalidManifest("metadata_array_mixed", b0,
                   [](v1::Manifest& m) {
                     auto* a = AddMeta(m, "k", v1::ARRAY)->mutable_array();
@@ -2062,17 +2062,17 @@ void InvalidMetadata(const Bytes& b0) {
                     a->add_uints(1);
                     a->add_strings("x");
                   },
-                  Open(kDataLoss, "array of UINT32 holds elements of another type", "§6.4"));
+                  Open(kDataLoss, "array of UINT32 holds elements of another type", "C-6.4.7"));
   InvalidManifest("metadata_array_wrong_field", b0,
                   [](v1::Manifest& m) {
                     auto* a = AddMeta(m, "k", v1::ARRAY)->mutable_array();
                     a->set_element_type(v1::STRING);
                     a->add_uints(1);
                   },
-                  Open(kDataLoss, "array of STRING holds elements of another type", "§6.4"));
+                  Open(kDataLoss, "array of STRING holds elements of another type", "C-6.4.7"));
   InvalidManifest("metadata_array_unknown_element_type", b0,
                   [](v1::Manifest& m) { AddMeta(m, "k", v1::ARRAY)->mutable_array()->set_element_type(v1::VALUE_TYPE_UNSPECIFIED); },
-                  Open(kDataLoss, "unknown array element type 0", "§6.4"));
+                  Open(kDataLoss, "unknown array element type 0", "C-6.4.8"));
   InvalidManifest("metadata_nested_too_deep", b0,
                   [](v1::Manifest& m) {
                     auto* a = AddMeta(m, "k", v1::ARRAY)->mutable_array();
@@ -2083,7 +2083,7 @@ void InvalidMetadata(const Bytes& b0) {
                     a->set_element_type(v1::UINT8);
                     a->add_uints(9);
                   },
-                  Open(kResourceExhausted, "arrays nested deeper than 8", "§6.4, §9"));
+                  Open(kResourceExhausted, "arrays nested deeper than 8", "C-6.4.9, C-9.14"));
 }
 
 void InvalidFeatures(const Bytes& b0) {
@@ -2091,12 +2091,12 @@ void InvalidFeatures(const Bytes& b0) {
                   [](v1::Manifest& m) {
                     for (int k = 0; k < 65; ++k) m.add_optional_features(StrCat("x-hint-", k));
                   },
-                  Open(kResourceExhausted, "more than 64 features", "§5.3, §9"));
+                  Open(kResourceExhausted, "more than 64 features", "C-5.3.1, C-9.12"));
   InvalidManifest("feature_name_too_long", b0,
                   [](v1::Manifest& m) { m.add_required_features(std::string(65, 'f')); },
-                  Open(kDataLoss, "feature names must be 1..64 bytes", "§5.3"));
+                  Open(kDataLoss, "feature names must be 1..64 bytes", "C-5.3.1"));
   InvalidManifest("empty_feature", b0, [](v1::Manifest& m) { m.add_optional_features(""); },
-                  Open(kDataLoss, "feature names must be 1..64 bytes", "§5.3"));
+                  Open(kDataLoss, "feature names must be 1..64 bytes", "C-5.3.1"));
 }
 
 void InvalidShards(const Bytes& b0) {
@@ -2109,9 +2109,9 @@ void InvalidShards(const Bytes& b0) {
     if (feature) m.add_required_features("shards");
   };
   InvalidManifest("shard0_named", b0, [](v1::Manifest& m) { m.add_shards()->set_file_name("self.bolt"); },
-                  Open(kDataLoss, "shard 0 must be the manifest's own file", "§8.2"));
+                  Open(kDataLoss, "shard 0 must be the manifest's own file", "C-8.2.3"));
   InvalidManifest("shard0_size", b0, [](v1::Manifest& m) { m.add_shards()->set_size(12345); },
-                  Open(kDataLoss, "shard 0", "§8.2"));
+                  Open(kDataLoss, "shard 0", "C-8.2.3"));
   const std::pair<const char*, const char*> bad_names[] = {
       {"shard_name_parent", "../evil.boltshard"},
       {"shard_name_dotdot", ".."},
@@ -2123,14 +2123,14 @@ void InvalidShards(const Bytes& b0) {
   for (const auto& [name, sibling] : bad_names) {
     std::string sib = sibling;
     InvalidManifest(name, b0, [&](v1::Manifest& m) { shards(m, sib, true); },
-                    Open(kDataLoss, "is not a bare file name", "§8.2"));
+                    Open(kDataLoss, "is not a bare file name", "C-8.2.4"));
   }
   InvalidManifest("shards_without_feature", b0,
                   [&](v1::Manifest& m) { shards(m, "shards_without_feature-1.boltshard", false); },
-                  Open(kDataLoss, "does not declare the \"shards\" feature", "§5.3, §8.2"));
+                  Open(kDataLoss, "does not declare the \"shards\" feature", "C-8.2.6, C-5.3.9"));
   InvalidManifest("shard_missing_file", b0,
                   [&](v1::Manifest& m) { shards(m, "shard_missing_file-1.boltshard", true); },
-                  Open(kNotFound, "shard_missing_file-1.boltshard", "§8.3"));
+                  Open(kNotFound, "shard_missing_file-1.boltshard", "C-8.3.1"));
   // Sibling files that exist but are not the ones the manifest names.
   auto sibling_vector = [&](const std::string& name, bool wrong_id, bool wrong_size) {
     Assembly sib;
@@ -2146,7 +2146,7 @@ void InvalidShards(const Bytes& b0) {
                       m.mutable_shards(1)->set_size(sib.bytes.size() + (wrong_size ? 64 : 0));
                       m.mutable_shards(1)->set_file_id(sh.file_id ^ (wrong_id ? 0x100 : 0));
                     },
-                    Open(kDataLoss, "is not the shard", "§8.3"));
+                    Open(kDataLoss, "is not the shard", "C-8.3.3"));
   };
   sibling_vector("shard_wrong_file_id", true, false);
   sibling_vector("shard_wrong_size", false, true);
@@ -2173,7 +2173,7 @@ void InvalidShards(const Bytes& b0) {
                         s->set_file_id(sh.file_id);
                       }
                     },
-                    Open(kDataLoss, "shard 2", "§8.2"));
+                    Open(kDataLoss, "shard 2", "C-8.2.5"));
   }
   // A "sibling" that is the manifest file itself (same name, File_Id and
   // size): its data section would include the manifest and the footer.
@@ -2195,7 +2195,7 @@ void InvalidShards(const Bytes& b0) {
       size = out.size();
     }
     if (out.size() != size) Die("shard_names_self: no fixed point");
-    SaveInvalid(name, out, Open(kDataLoss, "shard 1", "§8.2"));
+    SaveInvalid(name, out, Open(kDataLoss, "shard 1", "C-8.2.5"));
   }
 }
 
@@ -2218,7 +2218,7 @@ void InvalidDecode(const Base& base) {
                     m.add_required_features("zstd");
                     FindTensor(m, "weight")->mutable_streams(0)->set_compression(v1::COMPRESSION_ZSTD);
                   },
-                  decode(kDataLoss, "zstd: ", "§7.3"));
+                  decode(kDataLoss, "zstd: ", "C-7.3.2"));
   // Frames whose content is shorter / longer than raw_length.
   auto frame_vector = [&](const std::string& name, size_t content_bytes, const std::string& message) {
     Bytes b = Named(b0, name);
@@ -2239,7 +2239,7 @@ void InvalidDecode(const Base& base) {
     s->set_xxh3(Xxh3(frame));
     s->set_compression(v1::COMPRESSION_ZSTD);
     s->set_raw_length(16);
-    SaveInvalid(name, a.Finish(h, Serialize(m)), decode(kDataLoss, message, "§7.3"));
+    SaveInvalid(name, a.Finish(h, Serialize(m)), decode(kDataLoss, message, "C-7.3.2"));
   };
   frame_vector("zstd_content_short", 12, "zstd data holds 12 bytes, the manifest says 16");
   frame_vector("zstd_content_long", 20, "zstd: ");
@@ -2253,10 +2253,10 @@ void InvalidDecode(const Base& base) {
                     s->set_raw_length(20);
                     s->set_xxh3(Xxh3(stored));
                   },
-                  decode(kDataLoss, "data stream raw length is 20", "§10.3"));
+                  decode(kDataLoss, "data stream raw length is 20", "C-10.3.1"));
   InvalidManifest("codec_record_role", b0,
                   [](v1::Manifest& m) { FindTensor(m, "weight")->mutable_streams(0)->set_role("payload"); },
-                  decode(kDataLoss, "expected \"data\"", "§10.3"));
+                  decode(kDataLoss, "expected \"data\"", "C-10.3.1"));
   InvalidManifest("codec_record_params", b0,
                   [](v1::Manifest& m) {
                     auto* p = FindTensor(m, "weight")->mutable_codec()->add_params();
@@ -2264,10 +2264,10 @@ void InvalidDecode(const Base& base) {
                     p->mutable_value()->set_type(v1::UINT32);
                     p->mutable_value()->set_u(32);
                   },
-                  decode(kDataLoss, "takes no parameters", "§10.3"));
+                  decode(kDataLoss, "takes no parameters", "C-10.3.1"));
   InvalidManifest("codec_record_dtype", b0,
                   [](v1::Manifest& m) { FindTensor(m, "weight")->set_dtype(v1::I32); },
-                  decode(kDataLoss, "stores float tensors", "§10.3"));
+                  decode(kDataLoss, "stores float tensors", "C-10.3.1"));
 }
 
 void InvalidChunkRows(const Bytes& chunked) {
@@ -2289,7 +2289,7 @@ void InvalidChunkRows(const Bytes& chunked) {
                     c0->set_xxh3(Xxh3(Bytes(stored.begin(), stored.begin() + 24)));
                     c1->set_xxh3(Xxh3(Bytes(stored.begin() + 24, stored.end())));
                   },
-                  ErrorSpec{"decode", kDataLoss, "is not whole rows", "§10.3"});
+                  ErrorSpec{"decode", kDataLoss, "is not whole rows", "C-10.3.1"});
 }
 
 // Format 1.1: views (container.md §15). Each vector edits the valid views
@@ -2315,7 +2315,7 @@ void InvalidViews() {
                     s->add_views("draft");
                     s->add_views("x-other");
                   },
-                  Open(kDataLoss, "names view \"x-other\", which the manifest does not declare", "§15.2 rule 1"));
+                  Open(kDataLoss, "names view \"x-other\", which the manifest does not declare", "C-15.2.1"));
   InvalidManifest("view_listed_twice", b0,
                   [](v1::Manifest& m) {
                     auto* s = FindTensor(m, "norm")->mutable_streams(0);
@@ -2323,10 +2323,10 @@ void InvalidViews() {
                     s->add_views("draft");
                     s->add_views("draft");
                   },
-                  Open(kDataLoss, "lists view \"draft\" twice", "§15.2 rule 2"));
+                  Open(kDataLoss, "lists view \"draft\" twice", "C-15.2.2"));
   InvalidManifest("view_list_without_full", b0,
                   [](v1::Manifest& m) { FindTensor(m, "norm")->mutable_streams(0)->add_views("draft"); },
-                  Open(kDataLoss, "lists views without \"full\"", "§15.2 rule 3"));
+                  Open(kDataLoss, "lists views without \"full\"", "C-15.2.3"));
   // §15.1, §15.3: the declarations.
   InvalidManifest("view_declared_full", b0,
                   [&](v1::Manifest& m) {
@@ -2342,28 +2342,28 @@ void InvalidViews() {
                     r->set_offset(begin);
                     r->set_length(end - begin);
                   },
-                  Open(kDataLoss, "the \"full\" view is implicit and must not be declared", "§15.1, §15.3 rule 2"));
+                  Open(kDataLoss, "the \"full\" view is implicit and must not be declared", "C-15.1.2, C-15.3.2"));
   InvalidManifest("view_declared_twice", b0, [&](v1::Manifest& m) { add_view(m, "draft"); },
-                  Open(kDataLoss, "duplicate view \"draft\"", "§15.3 rule 2"));
+                  Open(kDataLoss, "duplicate view \"draft\"", "C-15.3.2"));
   InvalidManifest("view_name_upper_case", b0, [&](v1::Manifest& m) { add_view(m, "Draft"); },
-                  Open(kDataLoss, "view name \"Draft\" is not 1..64 bytes of [a-z0-9_-]", "§15.1, §15.3 rule 2"));
+                  Open(kDataLoss, "view name \"Draft\" is not 1..64 bytes of [a-z0-9_-]", "C-15.1.1, C-15.3.2"));
   InvalidManifest("view_name_leading_dash", b0, [&](v1::Manifest& m) { add_view(m, "-draft"); },
-                  Open(kDataLoss, "view name \"-draft\" is not 1..64 bytes of [a-z0-9_-]", "§15.1, §15.3 rule 2"));
+                  Open(kDataLoss, "view name \"-draft\" is not 1..64 bytes of [a-z0-9_-]", "C-15.1.1, C-15.3.2"));
   InvalidManifest("view_name_too_long", b0, [&](v1::Manifest& m) { add_view(m, std::string(65, 'd')); },
                   Open(kDataLoss, StrCat("view name \"", std::string(65, 'd'), "\" is not 1..64 bytes"),
-                       "§15.1, §15.3 rule 2"));
+                       "C-15.1.1, C-15.3.2"));
   InvalidManifest("too_many_views", b0,
                   [&](v1::Manifest& m) {
                     for (int k = 0; k < 64; ++k) add_view(m, StrCat("v", k));
                   },
-                  Open(kResourceExhausted, "65 views exceed the limit of 64", "§15.3 rule 1, §9"));
+                  Open(kResourceExhausted, "65 views exceed the limit of 64", "C-15.3.1, C-9.16"));
   // §15.4: the range of "draft" one byte short.
   InvalidManifest("view_range_mismatch", b0,
                   [](v1::Manifest& m) {
                     auto* r = m.mutable_views(0)->mutable_ranges(0);
                     r->set_length(r->length() - 1);
                   },
-                  Open(kDataLoss, "view \"draft\": its ranges do not match its streams", "§15.4 range rule"));
+                  Open(kDataLoss, "view \"draft\": its ranges do not match its streams", "C-15.4.2"));
   // §15.4: the verification stream (only "full" reads it) moved before the
   // streams "draft" reads; the draft range still spans exactly those.
   {
@@ -2389,7 +2389,7 @@ void InvalidViews() {
     SaveInvalid(name, a.Finish(h, Serialize(m)),
                 Open(kDataLoss,
                      "view \"draft\": a stream of tensor \"weight\" it does not read lies before a stream of tensor",
-                     "§15.4 layout rule"));
+                     "C-15.4.1"));
   }
 }
 
@@ -2403,25 +2403,25 @@ void InvalidElasticV2() {
     return m.mutable_elastic()->mutable_bindings(1)->mutable_segmented(0)->mutable_segments(i);
   };
   InvalidManifest("elastic_v2_features_in_version_1", b0, [](v1::Manifest& m) { m.mutable_elastic()->set_version(1); },
-                  Open(kDataLoss, "need version 2", "elastic.md §2 rule 1"));
+                  Open(kDataLoss, "need version 2", "E-2.1"));
   InvalidManifest("elastic_groups_not_dividing_parent", b0,
                   [](v1::Manifest& m) { m.mutable_elastic()->mutable_axes(0)->set_groups(3); },
                   Open(kDataLoss, "axis \"heads\": parent size 4 in layer 0 is not divisible by its 3 groups",
-                       "elastic.md §2 rule 2"));
+                       "E-2.2"));
   InvalidManifest("elastic_count_not_divisible_by_groups", b0,
                   [](v1::Manifest& m) { m.mutable_elastic()->mutable_budgets(0)->mutable_sizes(0)->set_counts(0, 3); },
                   Open(kDataLoss, "budget \"half\": axis \"heads\" in layer 0 keeps 3 units, not divisible by its 2 groups",
-                       "elastic.md §2 rule 5"));
+                       "E-2.5"));
   InvalidManifest("elastic_segments_sum_mismatch", b0, [&](v1::Manifest& m) { seg(m, 2)->set_fixed_elems(3); },
                   Open(kDataLoss, "tensor \"blk.0.ffn_gate_up.weight\": dimension 0 is 6 but its segments add up to 7",
-                       "elastic.md §2 rule 4"));
+                       "E-2.4"));
   InvalidManifest("elastic_segment_axis_and_fixed", b0, [&](v1::Manifest& m) { seg(m, 0)->set_fixed_elems(1); },
-                  Open(kDataLoss, "dim 0 segment 0 must set exactly one of axis and fixed_elems", "elastic.md §2 rule 3"));
+                  Open(kDataLoss, "dim 0 segment 0 must set exactly one of axis and fixed_elems", "E-2.3"));
   InvalidManifest("elastic_segment_unknown_axis", b0, [&](v1::Manifest& m) { seg(m, 1)->set_axis("ffn2"); },
-                  Open(kDataLoss, "binding \"blk.{L}.ffn_gate_up.weight\": unknown axis \"ffn2\"", "elastic.md §2 rule 3"));
+                  Open(kDataLoss, "binding \"blk.{L}.ffn_gate_up.weight\": unknown axis \"ffn2\"", "E-2.3"));
   InvalidManifest("elastic_segmented_dim_not_marked", b0,
                   [](v1::Manifest& m) { m.mutable_elastic()->mutable_bindings(1)->set_dims(0, "-"); },
-                  Open(kDataLoss, "segmented dim 0 is not a dimension marked \"+\"", "elastic.md §2 rule 3"));
+                  Open(kDataLoss, "segmented dim 0 is not a dimension marked \"+\"", "E-2.3"));
   // A grouped axis on the innermost dimension of a q8_0 tensor: 2 groups of
   // 64 elements; keeping 32 per group is whole blocks, 16 per group splits.
   {
@@ -2444,7 +2444,7 @@ void InvalidElasticV2() {
                     [](v1::Manifest& m) { m.mutable_elastic()->mutable_budgets(0)->mutable_sizes(0)->set_counts(0, 32); },
                     Open(kDataLoss,
                          "budget \"half\": tensor \"o_proj.weight\" keeps 16 elements at the start of each of 2 groups",
-                         "elastic.md §2 rule 6"));
+                         "E-2.6"));
   }
 }
 
@@ -2460,16 +2460,16 @@ void InvalidElasticProduct() {
                   Open(kDataLoss,
                        "version 1 but binding \"blk.{L}.ssm_out.weight\" has the product dims entry \"heads*ch\", "
                        "which needs version 2",
-                       "elastic.md §2 rule 1"));
+                       "E-2.1"));
   InvalidManifest("elastic_product_unknown_axis", b0, [&](v1::Manifest& m) { out_dims(m, "heads*ch2"); },
-                  Open(kDataLoss, "binding \"blk.{L}.ssm_out.weight\": unknown axis \"ch2\"", "elastic.md §2 rule 3"));
+                  Open(kDataLoss, "binding \"blk.{L}.ssm_out.weight\": unknown axis \"ch2\"", "E-2.3"));
   InvalidManifest("elastic_product_same_axis", b0, [&](v1::Manifest& m) { out_dims(m, "ch*ch"); },
                   Open(kDataLoss, "binding \"blk.{L}.ssm_out.weight\": product \"ch*ch\" names axis \"ch\" twice",
-                       "elastic.md §2 rule 3"));
+                       "E-2.3"));
   InvalidManifest("elastic_product_three_axes", b0, [&](v1::Manifest& m) { out_dims(m, "heads*ch*heads"); },
                   Open(kDataLoss,
                        "binding \"blk.{L}.ssm_out.weight\": product \"heads*ch*heads\" has more than two axes",
-                       "elastic.md §2 rule 3"));
+                       "E-2.3"));
   InvalidManifest("elastic_product_scopes_differ", b0,
                   [&](v1::Manifest& m) {
                     // A global axis of the same size: only the scopes are wrong.
@@ -2483,13 +2483,13 @@ void InvalidElasticProduct() {
                   },
                   Open(kDataLoss,
                        "binding \"blk.{L}.ssm_out.weight\": product \"heads*embd\" multiplies axes of different scopes",
-                       "elastic.md §2 rule 3"));
+                       "E-2.3"));
   InvalidManifest("elastic_product_size_mismatch", b0,
                   [](v1::Manifest& m) { m.mutable_elastic()->mutable_axes(1)->set_unit_elems(2); },
                   Open(kDataLoss,
                        "tensor \"blk.0.ssm_out.weight\": dimension 1 is 4 but product \"heads*ch\" has 2 units of 1 "
                        "x 2 units of 2 = 8 elements there",
-                       "elastic.md §2 rule 4"));
+                       "E-2.4"));
   InvalidManifest("elastic_product_overflow", b0,
                   [](v1::Manifest& m) {
                     m.mutable_elastic()->mutable_axes(0)->set_unit_elems(uint64_t{1} << 32);
@@ -2498,7 +2498,7 @@ void InvalidElasticProduct() {
                   Open(kDataLoss,
                        "tensor \"blk.0.ssm_out.weight\": dimension 1: product \"heads*ch\" spans more than 2^64 "
                        "elements",
-                       "elastic.md §2 rule 4"));
+                       "E-2.4"));
   InvalidManifest("elastic_product_layer_lacks_axis", b0,
                   [](v1::Manifest& m) {
                     m.mutable_elastic()->mutable_axes(1)->set_parent(0, 0);
@@ -2507,7 +2507,7 @@ void InvalidElasticProduct() {
                   Open(kDataLoss,
                        "tensor \"blk.0.ssm_out.weight\": dimension 1 is the product \"heads*ch\" but this layer "
                        "lacks axis \"ch\"",
-                       "elastic.md §2 rule 4"));
+                       "E-2.4"));
   // A product on the innermost dimension of a q8_0 tensor: 2 heads of 64
   // channels; 32 channels of a head are whole blocks, 16 split one.
   {
@@ -2532,7 +2532,7 @@ void InvalidElasticProduct() {
                     Open(kDataLoss,
                          "budget \"half\": tensor \"ssm_out.weight\" keeps elements [0, 16) of its innermost "
                          "dimension (product \"heads*ch\"), which splits its codec's blocks of 32 elements",
-                         "elastic.md §2 rule 6"));
+                         "E-2.6"));
   }
 }
 
@@ -2579,13 +2579,13 @@ void InvalidLinePrefixes() {
   const std::string need = "prefix_bytes need an uncompressed stream with chunks and a line_bytes > 0";
   // Rule 1: no prefix_bytes, then no line_bytes and no chunk checksums.
   InvalidManifest("line_prefix_line_bytes_alone", b0, [&](v1::Manifest& m) { set_prefixes(m, 80, {}); },
-                  Open(kDataLoss, "stream \"data\": line_bytes without prefix_bytes", "§6.10.1 rule 1"));
+                  Open(kDataLoss, "stream \"data\": line_bytes without prefix_bytes", "C-6.10.1.1"));
   InvalidManifest("line_prefix_checksums_alone", b0,
                   [&](v1::Manifest& m) {
                     stream(m)->set_line_bytes(0);
                     stream(m)->clear_prefix_bytes();
                   },
-                  Open(kDataLoss, "chunk 0 has prefix checksums but the stream no prefix_bytes", "§6.10.1 rule 1"));
+                  Open(kDataLoss, "chunk 0 has prefix checksums but the stream no prefix_bytes", "C-6.10.1.1"));
   // Rule 2: 65 prefixes 1..65 of an 80-byte line (each rule else holds).
   InvalidManifest("too_many_line_prefixes", b0,
                   [&](v1::Manifest& m) {
@@ -2593,7 +2593,7 @@ void InvalidLinePrefixes() {
                     for (uint64_t p = 1; p <= fmt::kMaxLinePrefixes + 1; ++p) prefixes.push_back(p);
                     set_prefixes(m, 80, prefixes);
                   },
-                  Open(kResourceExhausted, "more than 64 prefix_bytes", "§6.10.1 rule 2, §9"));
+                  Open(kResourceExhausted, "more than 64 prefix_bytes", "C-6.10.1.2, C-9.10"));
   // Rule 3: an uncompressed stream with chunks and line_bytes > 0. The
   // compressed one is real zstd (a frame per chunk, "zstd" declared); its
   // checksums stay those of the uncompressed lines.
@@ -2623,29 +2623,29 @@ void InvalidLinePrefixes() {
     s->set_xxh3(Xxh3(packed));
     s->set_compression(v1::COMPRESSION_ZSTD);
     m.add_required_features("zstd");
-    SaveInvalid(name, a.Finish(h, Serialize(m)), Open(kDataLoss, need, "§6.10.1 rule 3"));
+    SaveInvalid(name, a.Finish(h, Serialize(m)), Open(kDataLoss, need, "C-6.10.1.3"));
   }
   InvalidManifest("line_prefix_without_chunks", b0, [&](v1::Manifest& m) { stream(m)->clear_chunks(); },
-                  Open(kDataLoss, need, "§6.10.1 rule 3"));
+                  Open(kDataLoss, need, "C-6.10.1.3"));
   InvalidManifest("line_prefix_line_bytes_zero", b0, [&](v1::Manifest& m) { stream(m)->set_line_bytes(0); },
-                  Open(kDataLoss, need, "§6.10.1 rule 3"));
+                  Open(kDataLoss, need, "C-6.10.1.3"));
   // Rule 4: strictly ascending, each inside (0, line_bytes).
   InvalidManifest("line_prefix_not_ascending", b0, [&](v1::Manifest& m) { set_prefixes(m, 80, {40, 20}); },
                   Open(kDataLoss, "prefix_bytes must ascend strictly inside (0, line_bytes 80); found 20 after 40",
-                       "§6.10.1 rule 4"));
+                       "C-6.10.1.4"));
   InvalidManifest("line_prefix_repeated", b0, [&](v1::Manifest& m) { set_prefixes(m, 80, {20, 20}); },
-                  Open(kDataLoss, "found 20 after 20", "§6.10.1 rule 4"));
+                  Open(kDataLoss, "found 20 after 20", "C-6.10.1.4"));
   InvalidManifest("line_prefix_zero", b0, [&](v1::Manifest& m) { set_prefixes(m, 80, {0, 40}); },
-                  Open(kDataLoss, "found 0 after 0", "§6.10.1 rule 4"));
+                  Open(kDataLoss, "found 0 after 0", "C-6.10.1.4"));
   InvalidManifest("line_prefix_whole_line", b0, [&](v1::Manifest& m) { set_prefixes(m, 80, {20, 80}); },
-                  Open(kDataLoss, "found 80 after 20", "§6.10.1 rule 4"));
+                  Open(kDataLoss, "found 80 after 20", "C-6.10.1.4"));
   // Rule 5: lines of 60 bytes do not tile a 160-byte chunk.
   InvalidManifest("line_prefix_chunk_not_whole_lines", b0, [&](v1::Manifest& m) { set_prefixes(m, 60, {20, 40}); },
-                  Open(kDataLoss, "chunk 0 (160 bytes) is not whole lines of 60", "§6.10.1 rule 5"));
+                  Open(kDataLoss, "chunk 0 (160 bytes) is not whole lines of 60", "C-6.10.1.5"));
   // Rule 6: one checksum per prefix in every chunk.
   InvalidManifest("line_prefix_checksum_count", b0,
                   [&](v1::Manifest& m) { stream(m)->mutable_chunks(1)->mutable_prefix_xxh3()->RemoveLast(); },
-                  Open(kDataLoss, "chunk 1 has 1 prefix checksums, the stream 2 prefixes", "§6.10.1 rule 6"));
+                  Open(kDataLoss, "chunk 1 has 1 prefix checksums, the stream 2 prefixes", "C-6.10.1.6"));
   // Verification (§7.4): a prefix checksum that is not that of the bytes.
   InvalidManifest("line_prefix_checksum_mismatch", b0,
                   [&](v1::Manifest& m) {
@@ -2654,7 +2654,7 @@ void InvalidLinePrefixes() {
                   },
                   ErrorSpec{"verify", kDataLoss,
                             "chunk 1 line-prefix checksum mismatch (prefix 1: the first 40 bytes of each 80-byte line)",
-                            "§7.4, §6.10.1"});
+                            "C-7.4.1, C-6.10.1.9"});
 }
 
 // Format 1.1: the elastic manifest (spec/elastic.md §2). Each vector edits
@@ -2665,7 +2665,7 @@ void InvalidElastic() {
   auto budget = [](v1::Manifest& m, int i) { return m.mutable_elastic()->mutable_budgets(i); };
   InvalidManifest("elastic_binding_unknown_axis", b0,
                   [](v1::Manifest& m) { m.mutable_elastic()->mutable_bindings(0)->set_dims(1, "ffn2"); },
-                  Open(kDataLoss, "binding \"blk.{L}.ffn_up.weight\": unknown axis \"ffn2\"", "elastic.md §2 rule 3"));
+                  Open(kDataLoss, "binding \"blk.{L}.ffn_up.weight\": unknown axis \"ffn2\"", "E-2.3"));
   InvalidManifest("elastic_binding_matches_nothing", b0,
                   [](v1::Manifest& m) {
                     auto* b = m.mutable_elastic()->add_bindings();
@@ -2673,30 +2673,30 @@ void InvalidElastic() {
                     b->add_dims("-");
                     b->add_dims("ffn");
                   },
-                  Open(kDataLoss, "binding \"blk.{L}.ffn_down.weight\" matches no tensor", "elastic.md §2 rule 4"));
+                  Open(kDataLoss, "binding \"blk.{L}.ffn_down.weight\" matches no tensor", "E-2.4"));
   // Parent 6 (a multiple of the granularity, above every budget's counts)
   // where the tensors have 4 rows.
   InvalidManifest("elastic_dimension_mismatch", b0,
                   [](v1::Manifest& m) { m.mutable_elastic()->mutable_axes(0)->set_parent(1, 6); },
                   Open(kDataLoss, "tensor \"blk.1.ffn_up.weight\": dimension 0 is 4 but axis \"ffn\" has 6 units of 1 there",
-                       "elastic.md §2 rule 4"));
+                       "E-2.4"));
   InvalidManifest("elastic_layer_keep_length", b0,
                   [&](v1::Manifest& m) { budget(m, 1)->mutable_layer_keep()->RemoveLast(); },
-                  Open(kDataLoss, "budget \"small\": layer_keep has 1 entries, layer_count is 2", "elastic.md §2 rule 5"));
+                  Open(kDataLoss, "budget \"small\": layer_keep has 1 entries, layer_count is 2", "E-2.5"));
   // 6 of 4: a multiple of the granularity 2; "small" (2) stays nested.
   InvalidManifest("elastic_count_over_parent", b0,
                   [&](v1::Manifest& m) { budget(m, 0)->mutable_sizes(0)->set_counts(0, 6); },
-                  Open(kDataLoss, "budget \"half\": axis \"ffn\" in layer 0 keeps 6 of 4 units", "elastic.md §2 rule 5"));
+                  Open(kDataLoss, "budget \"half\": axis \"ffn\" in layer 0 keeps 6 of 4 units", "E-2.5"));
   InvalidManifest("elastic_count_off_granularity", b0,
                   [&](v1::Manifest& m) { budget(m, 0)->mutable_sizes(0)->set_counts(0, 3); },
                   Open(kDataLoss, "budget \"half\": axis \"ffn\" in layer 0 keeps 3 units, not a multiple of its granularity 2",
-                       "elastic.md §2 rule 5"));
+                       "E-2.5"));
   // "small" keeps all 4 units of layer 0 (its parent size), "half" only 2.
   InvalidManifest("elastic_not_nested", b0,
                   [&](v1::Manifest& m) { budget(m, 1)->mutable_sizes(0)->set_counts(0, 4); },
                   Open(kDataLoss,
                        "budget \"small\": axis \"ffn\" in layer 0 keeps 4 units, more than \"half\" (2), so it is not nested in it",
-                       "elastic.md §2 rule 5"));
+                       "E-2.5"));
   // Block alignment: a q8_0 tensor (blocks of 32 along its innermost
   // dimension) bound to a global axis of granularity 16; a budget of 32 of
   // 64 is valid, 16 of 64 splits a block.
@@ -2720,7 +2720,7 @@ void InvalidElastic() {
                     Open(kDataLoss,
                          "budget \"half\": tensor \"ffn_down.weight\" keeps 16 of 64 elements of its innermost dimension "
                          "(axis \"hidden\"), not a multiple of its codec's block of 32 elements",
-                         "elastic.md §2 rule 6"));
+                         "E-2.6"));
   }
   InvalidElasticV2();
   InvalidElasticProduct();
