@@ -32,7 +32,7 @@ file(CONFIGURE OUTPUT ${BOLTPACK_READ_VERSION_SCRIPT} CONTENT
 
 # Every object of the library in an archive: the linker takes from it only
 # the members the exported functions reach (-u below), which leaves out the
-# writer, the encoders and the rest a reader never calls.
+# writer, the cutter and the rest a reader never calls.
 add_library(boltpack_read_objects STATIC $<TARGET_OBJECTS:boltpack_objects> $<TARGET_OBJECTS:boltpack_proto>)
 
 # A shared library needs one source of its own; everything else is archives.
@@ -49,7 +49,8 @@ target_link_options(boltpack_read PRIVATE ${_bp_read_undefined}
   # Everything not named in the script is local, the archives' symbols too.
   "LINKER:--version-script=${BOLTPACK_READ_VERSION_SCRIPT}"
   "LINKER:--no-undefined" "LINKER:--gc-sections" "LINKER:--as-needed"
-  # Which objects the exports pulled in (the writer and encoders stay out).
+  # Which objects the exports pulled in: the writer stays out; codecs come
+  # whole (each object holds its encoder beside its decoder).
   "LINKER:-Map=${CMAKE_CURRENT_BINARY_DIR}/boltpack_read.linkmap")
 set_property(TARGET boltpack_read APPEND PROPERTY LINK_DEPENDS ${BOLTPACK_READ_VERSION_SCRIPT})
 # zstd goes in from its archive. Debian's Abseil and protobuf archives
