@@ -48,10 +48,15 @@ endforeach()
 target_link_options(boltpack_read PRIVATE ${_bp_read_undefined}
   # Everything not named in the script is local, the archives' symbols too.
   "LINKER:--version-script=${BOLTPACK_READ_VERSION_SCRIPT}"
-  "LINKER:--no-undefined" "LINKER:--gc-sections" "LINKER:--as-needed"
+  "LINKER:--gc-sections" "LINKER:--as-needed"
   # Which objects the exports pulled in: the writer stays out; codecs come
   # whole (each object holds its encoder beside its decoder).
   "LINKER:-Map=${CMAKE_CURRENT_BINARY_DIR}/boltpack_read.linkmap")
+# Every reference resolved at link time, except under the sanitizers: clang
+# leaves their run-time symbols to the executable.
+if(NOT BOLTPACK_SANITIZE AND NOT BOLTPACK_FUZZ)
+  target_link_options(boltpack_read PRIVATE "LINKER:--no-undefined")
+endif()
 set_property(TARGET boltpack_read APPEND PROPERTY LINK_DEPENDS ${BOLTPACK_READ_VERSION_SCRIPT})
 # zstd goes in from its archive. Debian's Abseil and protobuf archives
 # cannot: their thread-locals use the executable-only TLS model
