@@ -144,3 +144,6 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/boltpack.pc.in
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/boltpack.pc
   DESTINATION ${BOLTPACK_INSTALL_PKGCONFIGDIR}
   COMPONENT Development)
+
+# ---- libboltpack_read ----------------------------------------------------
+include(${CMAKE_CURRENT_LIST_DIR}/boltpack_read_install.cmake)

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "boltpack/tensor_info.h"
+#include "format/row_chunks.h"
 
 namespace boltpack {
 class Reader;
@@ -37,11 +38,6 @@ ElementMaps PrefixMaps(absl::Span<const uint64_t> shape, absl::Span<const uint64
 // per-dimension maps. `src` must hold exactly prod(grid) * cell_bytes bytes.
 absl::StatusOr<std::vector<uint8_t>> GatherCells(absl::Span<const uint8_t> src, absl::Span<const uint64_t> grid,
                                                  uint64_t cell_bytes, const ElementMaps& maps);
-
-// Chunk indexes of whole outer rows (about 1 MiB of the widest stream)
-// for a cut record whose streams are uncompressed and chunk-less; none
-// for a tensor of fewer than two rows or one chunk's worth.
-void AddRowChunks(TensorInfo* info);
 
 // A tensor in stored form (uncompressed streams, no chunks yet) ready for
 // Writer::AddStoredTensor, or decodable with its codec.

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "format/elastic_cut.h"
+#include "format/row_chunks.h"
 #include "format/elastic_manifest.h"
 #include "format/elastic_runs.h"
 #include "format/elastic_validate.h"

@@ -24,7 +24,7 @@ awk -v allow_file="scripts/layers.allow" '
   function public_rank(h) {
     if (h ~ /^boltpack\/(types|version|piece_source|tensor_info)\.h$/) return 0
     if (h ~ /^boltpack\/(codec|codec_registry|kv_split)\.h$/) return 1
-    if (h ~ /^boltpack\/(reader|writer|elastic|budget_view|tensor_list)\.h$/) return 2
+    if (h ~ /^boltpack\/(reader|writer|elastic|budget_view|tensor_list|boltpack_cxx)\.h$/) return 2
     if (h ~ /^boltpack\/(boltpack\.h|boltpack\.hpp)$/) return 4
     return -1
   }

@@ -30,7 +30,7 @@ echo "== g++ build + tests"
 "$ROOT/scripts/build.sh" "$B/gcc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc
 (cd "$B/gcc" && ctest --output-on-failure -j"$JOBS")
 
-echo "== installed package: examples built against it"
+echo "== installed package: examples built against it, libboltpack_read alone (scripts/test_read_library.sh)"
 "$ROOT/build-test/gcc/bolt-pack" convert "$ROOT/testdata/tinystories-656k/model.safetensors" -o "$B/example.bolt"
 "$ROOT/scripts/test_installed_package.sh" "$B/gcc" "$B/example.bolt"
 

@@ -2,8 +2,9 @@
 # Checks that an installed bolt-pack is usable on its own: installs BUILD_DIR
 # into a fresh temporary prefix, builds examples/c and examples/cpp against
 # that prefix only (CMake: find_package through CMAKE_PREFIX_PATH; C also
-# through pkg-config with PKG_CONFIG_PATH), runs all three on BOLT_FILE and
-# fails on any error.
+# through pkg-config with PKG_CONFIG_PATH; examples/cpp is the header-only
+# wrapper over libboltpack_read), runs all three on BOLT_FILE, then checks
+# libboltpack_read with scripts/test_read_library.sh, and fails on any error.
 #
 #   scripts/test_installed_package.sh BUILD_DIR BOLT_FILE
 #
@@ -29,14 +30,14 @@ prefix="$work/prefix"
 step() { echo "==> $*"; }
 
 step "build $build_dir"
-cmake --build "$build_dir" --target boltpack bolt-pack
+cmake --build "$build_dir" --target boltpack boltpack_read bolt-pack
 step "install into $prefix"
 cmake --install "$build_dir" --prefix "$prefix" >"$work/install.log"
 
 # What must (and must not) be there.
 libdir=$(dirname "$(find "$prefix" -name 'libboltpack.*' -print -quit)")
 for f in include/boltpack/boltpack.h include/boltpack/boltpack.hpp include/boltpack/version.h \
-         include/boltpack/reader.h bin/bolt-pack; do
+         include/boltpack/boltpack_cxx.h include/boltpack/reader.h bin/bolt-pack; do
   [[ -e "$prefix/$f" ]] || { echo "missing from the install: $f" >&2; exit 1; }
 done
 cfg=$(find "$prefix" -name boltpackConfig.cmake -print -quit)
@@ -105,5 +106,8 @@ diff <(summ "$work/c.txt") <(summ "$work/pc.txt") >/dev/null \
   || { echo "CMake- and pkg-config-built C examples disagree" >&2; exit 1; }
 diff <(summ "$work/c.txt") <(summ "$work/cpp.txt") \
   || { echo "C and C++ examples disagree" >&2; exit 1; }
+
+step "libboltpack_read on its own"
+(unset PKG_CONFIG_PATH LD_LIBRARY_PATH; "$src_dir/scripts/test_read_library.sh" "$prefix" "$build_dir" "$bolt_file")
 
 echo "OK: installed package works (CMake and pkg-config consumers)"

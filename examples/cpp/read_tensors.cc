@@ -1,6 +1,8 @@
-// Lists the tensors of a .bolt file with the bolt-pack C++ API, shows the
-// zero-copy stored bytes of each stream, and decodes each decodable tensor to
-// f32, printing its sum.
+// Lists the tensors of a model (.bolt, GGUF or safetensors) with the
+// header-only C++ wrapper of libboltpack_read (boltpack/boltpack.hpp: no
+// Abseil, nothing of bolt-pack's dependencies), shows the zero-copy stored
+// bytes of each stream, and decodes each decodable tensor to f32, printing
+// its sum.
 //
 //   read_tensors_cpp model.bolt
 //
@@ -15,70 +17,59 @@
 
 namespace {
 
-int Fail(const absl::Status& status) {
+int Fail(const bp::Status& status) {
   std::fprintf(stderr, "read_tensors: %s\n", status.ToString().c_str());
   return 1;
+}
+
+// The zero-copy stored bytes of each stream, straight from the mapping.
+int PrintStreams(const bp::Reader& reader, size_t t, uint32_t streams) {
+  for (uint32_t s = 0; s < streams; ++s) {
+    auto info = reader.stream(t, s);
+    if (!info.ok()) return Fail(info.status());
+    auto bytes = reader.StoredBytes(t, s);
+    if (!bytes.ok()) return Fail(bytes.status());
+    std::printf("  stream %s: %zu bytes at %p%s, first byte 0x%02x\n", std::string(info->role()).c_str(),
+                bytes->size(), static_cast<const void*>(bytes->data()), info->compressed() ? " (zstd)" : "",
+                bytes->empty() ? 0u : static_cast<unsigned>((*bytes)[0]));
+  }
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s FILE.bolt\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL\n", argv[0]);
     return 2;
   }
-  auto opened = boltpack::Reader::Open(argv[1]);
+  auto opened = bp::Reader::Open(argv[1]);
   if (!opened.ok()) return Fail(opened.status());
-  const boltpack::Reader& reader = **opened;
+  const bp::Reader& reader = *opened;
+  std::printf("%s: %zu tensors, %zu metadata entries (libboltpack %s)\n", argv[1], reader.tensor_count(),
+              reader.metadata_count(), bp_version_string());
 
-  boltpack::FormatVersion v = reader.version();
-  std::printf("%s: format %u.%u, %zu tensors, %zu metadata entries (bolt-pack %s)\n",
-              reader.path().c_str(), v.major, v.minor, reader.tensors().size(),
-              reader.metadata().size(), BOLTPACK_VERSION_STRING);
-
-  const auto& tensors = reader.tensors();
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    const boltpack::TensorInfo& info = tensors[t];
+  for (size_t t = 0; t < reader.tensor_count(); ++t) {
+    auto info = reader.tensor(t);
+    if (!info.ok()) return Fail(info.status());
     std::string shape;
-    for (size_t d = 0; d < info.shape.size(); ++d) {
-      if (d > 0) shape += ", ";
-      shape += std::to_string(info.shape[d]);
-    }
-    std::string dtype(boltpack::DTypeName(info.dtype));
-    std::printf("%s [%s] dtype=%s codec=%s stored=%llu\n", info.name.c_str(), shape.c_str(),
-                dtype.c_str(), info.codec_id.c_str(),
-                static_cast<unsigned long long>(info.stored_bytes()));
+    for (uint64_t d : info->shape()) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    std::printf("%s [%s] dtype=%s codec=%s stored=%llu\n", std::string(info->name()).c_str(), shape.c_str(),
+                std::string(info->dtype_name()).c_str(), std::string(info->codec()).c_str(),
+                static_cast<unsigned long long>(info->stored_bytes()));
+    if (int rc = PrintStreams(reader, t, info->stream_count()); rc != 0) return rc;
 
-    // Zero-copy: each stream's stored bytes, straight from the mapping.
-    for (size_t s = 0; s < info.streams.size(); ++s) {
-      auto span = reader.StoredStream(t, s);
-      if (!span.ok()) return Fail(span.status());
-      const boltpack::StreamInfo& stream = info.streams[s];
-      std::printf("  stream %s: %zu bytes at %p%s, first byte 0x%02x\n", stream.role.c_str(),
-                  span->size(), static_cast<const void*>(span->data()),
-                  stream.compression == boltpack::Compression::kZstd ? " (zstd)" : "",
-                  span->empty() ? 0u : static_cast<unsigned>((*span)[0]));
-    }
-
-    absl::Status can = reader.CanDecode(t, boltpack::OutputType::kF32);
-    if (!can.ok()) {
-      if (absl::IsUnimplemented(can) || absl::IsFailedPrecondition(can) ||
-          absl::IsInvalidArgument(can)) {
-        std::printf("  (not decodable to f32: %s)\n", std::string(can.message()).c_str());
+    auto values = reader.DecodeF32(t);
+    if (!values.ok()) {
+      bp_status kind = values.status().kind();
+      if (kind == BP_ERR_UNSUPPORTED || kind == BP_ERR_INVALID_ARGUMENT) {
+        std::printf("  (not decodable to f32: %s)\n", values.status().message().c_str());
         continue;
       }
-      return Fail(can);
+      return Fail(values.status());
     }
-    auto bytes = reader.DecodedBytes(t, boltpack::OutputType::kF32);
-    if (!bytes.ok()) return Fail(bytes.status());
-    std::vector<float> values(*bytes / sizeof(float));
-    absl::Status decoded = reader.Decode(
-        t, boltpack::OutputType::kF32,
-        absl::MakeSpan(reinterpret_cast<uint8_t*>(values.data()), values.size() * sizeof(float)),
-        boltpack::ExecOptions{.threads = 0});
-    if (!decoded.ok()) return Fail(decoded);
     double sum = 0;
-    for (float x : values) sum += x;
+    for (float x : *values) sum += x;
     std::printf("  sum=%.6g\n", sum);
   }
   return 0;
