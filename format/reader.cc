@@ -268,9 +268,18 @@ struct CachedTensor {
   size_t index = 0;
   std::shared_ptr<const TensorInfo> info;
 };
-constexpr size_t kCachedTensors = 4;
-thread_local std::array<CachedTensor, kCachedTensors> tensor_cache;
-thread_local size_t tensor_cache_next = 0;
+// A thread's cache. A reader may outlive it: one held by a static object
+// is destroyed at exit after the main thread's thread_local objects, so
+// the cache marks its end in a flag of trivial type, which stays readable
+// until the thread's storage goes, and is bypassed from then on.
+thread_local bool tensor_cache_gone = false;
+struct TensorCache {
+  static constexpr size_t kSize = 4;
+  std::array<CachedTensor, kSize> entries;
+  size_t next = 0;
+  ~TensorCache() { tensor_cache_gone = true; }
+};
+thread_local TensorCache tensor_cache;
 }  // namespace
 
 uint64_t Reader::Impl::NextSerial() {
@@ -279,18 +288,21 @@ uint64_t Reader::Impl::NextSerial() {
 }
 
 Reader::Impl::~Impl() {
-  for (CachedTensor& c : tensor_cache) {
+  if (tensor_cache_gone) return;
+  for (CachedTensor& c : tensor_cache.entries) {
     if (c.reader == serial_) c = CachedTensor{};
   }
 }
 
 std::shared_ptr<const TensorInfo> Reader::Impl::Tensor(size_t t) const {
-  for (const CachedTensor& c : tensor_cache) {
+  if (tensor_cache_gone) return std::make_shared<const TensorInfo>(TensorAt(t));
+  TensorCache& cache = tensor_cache;
+  for (const CachedTensor& c : cache.entries) {
     if (c.reader == serial_ && c.index == t) return c.info;
   }
   auto info = std::make_shared<const TensorInfo>(TensorAt(t));
-  tensor_cache[tensor_cache_next] = {serial_, t, info};
-  tensor_cache_next = (tensor_cache_next + 1) % kCachedTensors;
+  cache.entries[cache.next] = {serial_, t, info};
+  cache.next = (cache.next + 1) % TensorCache::kSize;
   return info;
 }
 
