@@ -8,7 +8,10 @@
 
 #include "google/protobuf/stubs/logging.h"
 
+#include "boltpack/version.h"
 #include "common/mapped_file.h"
+#include "common/str_cat.h"
+#include "format/layout.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
 
@@ -39,7 +42,12 @@ int main(int argc, char** argv) {
   google::protobuf::SetLogHandler(nullptr);
   CLI::App app{"bolt-pack: pack, inspect and verify model containers (.bolt, .safetensors)", "bolt-pack"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "bolt-pack 0.1.0 (container format 1.0)");
+  // The minors this build implements: it stamps a file with the lowest one
+  // whose additions the file uses (spec/VERSIONING.md).
+  namespace fmt = boltpack::format;
+  app.set_version_flag("--version", boltpack::StrCat("bolt-pack ", BOLTPACK_VERSION_STRING, " (container format ",
+                                                     fmt::kFormatMajor, ".", fmt::kFormatMinorBase, " to ",
+                                                     fmt::kFormatMajor, ".", fmt::kFormatMinor, ")"));
 
   ConvertArgs convert;
   auto* c = app.add_subcommand("convert", "Convert between .safetensors, .gguf and .bolt (the output format follows -o's extension)");
