@@ -203,13 +203,8 @@ TensorInfo TensorFromWire(const v1::Tensor& tensor, const TensorChunks& chunks,
 }
 
 TensorInfo TensorFromRecord(absl::Span<const uint8_t> payload) {
-  // A small record is parsed whole (ParseTensorRecord): the same message as
-  // the split parse (see the header).
-  if (payload.size() > kWholeParseBytes) return TensorFromRecord(payload, [] {}, [](const uint8_t*) {});
-  thread_local v1::Tensor whole;  // Clear() keeps its parts for the next
-  whole.Clear();
-  if (!whole.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) return {};  // validated
-  return FromProto(whole);
+  // A small record is parsed whole by ParseTensorRecord, as at validation.
+  return TensorFromRecord(payload, [] {}, [](const uint8_t*) {});
 }
 
 TensorInfo TensorFromRecord(absl::Span<const uint8_t> payload, absl::FunctionRef<void()> parsed,
