@@ -5,20 +5,13 @@
 #include <algorithm>
 #include <utility>
 
-#include "format/manifest_convert.h"
 #include "format/manifest_stream.h"
-#include "google/protobuf/io/coded_stream.h"
+#include "format/tensor_wire.h"
 
 namespace boltpack::format {
 
 void TensorRecords::AppendRecord(const TensorInfo& info, std::string* out) {
-  scratch_.Clear();
-  ToProto(info, &scratch_);
-  uint8_t prefix[1 + 10];
-  prefix[0] = static_cast<uint8_t>(kManifestTensorsField << 3 | 2);  // length-delimited
-  uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(scratch_.ByteSizeLong(), prefix + 1);
-  out->append(reinterpret_cast<const char*>(prefix), static_cast<size_t>(end - prefix));
-  scratch_.AppendToString(out);
+  AppendTensorWire(info, out, kManifestTensorsField);
 }
 
 void TensorRecords::Add(const TensorInfo& info, bool pending) {

@@ -41,7 +41,6 @@ class TensorRecords {
   std::vector<std::string> blocks_;
   std::vector<Held> held_;
   size_t count_ = 0;
-  v1::Tensor scratch_;  // reused: Clear() keeps its parts
 };
 
 }  // namespace boltpack::format

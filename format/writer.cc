@@ -435,6 +435,7 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(const std::string& path, 
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->tensor_names.reserve(std::min<size_t>(options.expected_tensors, format::kMaxTensors));
   BP_ASSIGN_OR_RETURN(impl->file, io::AtomicFile::Create(path, options.inputs, options.durable));
   impl->header.file_id = NewFileId();
   impl->header.alignment = options.alignment;

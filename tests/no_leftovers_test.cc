@@ -217,18 +217,33 @@ class NoLeftovers : public ::testing::Test {
     if (!reached) ::kill(pid, SIGKILL);
     EXPECT_EQ(::waitpid(pid, &status, 0), pid);
     EXPECT_TRUE(reached) << "not reached in 60 s";
-    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status;
     const std::string output = OutputOf(args);
+    if (point != Point::kFsync && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      // The signal came as the command exited, after its last write and
+      // the link (seen on a loaded machine): the output is complete.
+      EXPECT_TRUE(output.ends_with(".bolt") ? Reader::Open(output).ok() : io::GgufModel::Open(output).ok());
+      std::filesystem::remove(output);
+      return false;
+    }
     if (point == Point::kFsync && Entries(out_).size() == 1 && std::filesystem::exists(output)) {
       // Signalled just after the fsync: the complete file had its name.
       EXPECT_TRUE(output.ends_with(".bolt") ? Reader::Open(output).ok() : io::GgufModel::Open(output).ok());
       std::filesystem::remove(output);
       return false;
     }
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status;
     for (const auto& e : Entries(out_)) ADD_FAILURE() << "left behind: " << e;
     EXPECT_EQ(HashOf(Model()), model_hash_);
     EXPECT_EQ(HashOf(Elastic()), elastic_hash_);
     return true;
+  }
+  // A signal mid-write lands after the write now and then on a loaded
+  // machine (InterruptAt false, the complete output removed): tries again.
+  bool InterruptMidWrite(const std::vector<std::string>& args, int sig, bool named_temp) {
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      if (InterruptAt(args, Point::kMid, sig, named_temp)) return true;
+    }
+    return false;
   }
   // The fsync is short: tries until one is caught (5 were too few for an
   // ASan build beside another test on 2 cores; the first catch ends it).
@@ -252,13 +267,13 @@ uint64_t NoLeftovers::elastic_hash_ = 0;
 
 TEST_F(NoLeftovers, KillNineDuringConvertLeavesNothing) {
   EXPECT_TRUE(InterruptAt(Convert(false), Point::kEarly, SIGKILL, false));
-  EXPECT_TRUE(InterruptAt(Convert(false), Point::kMid, SIGKILL, false));
+  EXPECT_TRUE(InterruptMidWrite(Convert(false), SIGKILL, false));
   KillDuringFsync(Convert(true));
 }
 
 TEST_F(NoLeftovers, KillNineDuringSliceLeavesNothing) {
   EXPECT_TRUE(InterruptAt(Slice(false), Point::kEarly, SIGKILL, false));
-  EXPECT_TRUE(InterruptAt(Slice(false), Point::kMid, SIGKILL, false));
+  EXPECT_TRUE(InterruptMidWrite(Slice(false), SIGKILL, false));
   KillDuringFsync(Slice(true));
 }
 
@@ -288,8 +303,8 @@ TEST_F(NoLeftovers, KillNineLeavesAnExistingOutputAsItWas) {
 TEST_F(NoLeftovers, CaughtSignalsLeaveNothingWithEitherKindOfTemporary) {
   for (bool named : {false, true}) {
     for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
-      EXPECT_TRUE(InterruptAt(Convert(false), Point::kMid, sig, named));
-      EXPECT_TRUE(InterruptAt(Slice(false), Point::kMid, sig, named));
+      EXPECT_TRUE(InterruptMidWrite(Convert(false), sig, named));
+      EXPECT_TRUE(InterruptMidWrite(Slice(false), sig, named));
     }
   }
 }

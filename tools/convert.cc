@@ -73,6 +73,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
   options.writer_name = kVersionString;
   options.threads = args.threads;
   options.durable = !args.no_fsync;
+  options.expected_tensors = in.tensors().size();
   // An elastic file gets line-prefix checksums, so that slicing a budget
   // that cuts an inner dimension (a width, heads) reads only the bytes it
   // keeps; the manifest goes in first, since the writer plans them from it.

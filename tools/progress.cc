@@ -18,6 +18,9 @@ Progress::~Progress() { Finish(); }
 void Progress::Advance(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   done_ += bytes;
+  // Without a terminal there is nothing to draw and no clock to read (1M
+  // tensors copied: the clock was 2% of the copy).
+  if (!enabled_) return;
   auto now = std::chrono::steady_clock::now();
   // Redraw at most ten times a second: a terminal is slower than the work.
   if (now - last_draw_ >= std::chrono::milliseconds(100)) {

@@ -152,6 +152,7 @@ absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const S
   options.writer_name = kVersionString;
   options.durable = !args.no_fsync;
   options.write_behind = true;  // `r` outlives the writer
+  options.expected_tensors = r.tensors().size();
   // The budgets nested in this one stay sliceable the same way: the cut
   // tensors get line-prefix checksums for them (whole tensors keep theirs),
   // planned from the output's manifest, which therefore goes in first.

@@ -48,6 +48,11 @@ struct WriterOptions {
   // tensor), so the Reader given to CopyTensor must outlive Finish (or the
   // Writer). A write error is returned by a later call or by Finish.
   bool write_behind = false;
+  // The tensors the caller means to add, if known (a converter knows its
+  // input's): the table of names is sized for them once instead of grown
+  // (1M names: rehashing was a tenth of a copy). Only a hint: more or
+  // fewer may be added.
+  size_t expected_tensors = 0;
 };
 
 class Writer {
