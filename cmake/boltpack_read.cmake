@@ -87,3 +87,38 @@ set_target_properties(boltpack_read PROPERTIES
   C_VISIBILITY_PRESET hidden
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
   EXPORT_NAME read)
+
+# ---- the static archive ----------------------------------------------------
+# libboltpack_read.a: the library's objects and the archives of Abseil,
+# protobuf and zstd merged into one file (ar's MRI script), so that a
+# static consumer links it with the C++ run time alone and no -dev package
+# (boltpack-read-static.pc). An executable takes only the members its calls
+# reach, as the shared object does. xxhash's run-time dispatch (the fastest
+# XXH3 for the CPU) exists only in its shared object: the consumer links
+# the run-time package's libxxhash.so.0 by name.
+find_library(BOLTPACK_ABSL_BASE_ARCHIVE NAMES libabsl_base.a)
+find_library(BOLTPACK_PROTOBUF_ARCHIVE NAMES libprotobuf.a)
+if(BOLTPACK_ABSL_BASE_ARCHIVE AND BOLTPACK_PROTOBUF_ARCHIVE AND BOLTPACK_ZSTD_ARCHIVE)
+  get_filename_component(_bp_absl_dir ${BOLTPACK_ABSL_BASE_ARCHIVE} DIRECTORY)
+  file(GLOB _bp_read_absl_archives ${_bp_absl_dir}/libabsl_*.a)
+  set(BOLTPACK_READ_STATIC ${CMAKE_CURRENT_BINARY_DIR}/libboltpack_read.a)
+  set(_bp_mri "CREATE ${BOLTPACK_READ_STATIC}\nADDLIB $<TARGET_FILE:boltpack_read_objects>\n")
+  foreach(_archive IN LISTS _bp_read_absl_archives BOLTPACK_PROTOBUF_ARCHIVE BOLTPACK_ZSTD_ARCHIVE)
+    string(APPEND _bp_mri "ADDLIB ${_archive}\n")
+  endforeach()
+  string(APPEND _bp_mri "SAVE\nEND\n")
+  file(GENERATE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/boltpack_read_static.mri CONTENT "${_bp_mri}")
+  add_custom_command(OUTPUT ${BOLTPACK_READ_STATIC}
+    COMMAND ${CMAKE_COMMAND} -E rm -f ${BOLTPACK_READ_STATIC}
+    COMMAND ${CMAKE_COMMAND} -DAR=${CMAKE_AR} -DMRI=${CMAKE_CURRENT_BINARY_DIR}/boltpack_read_static.mri
+            -P ${PROJECT_SOURCE_DIR}/cmake/merge_archives.cmake
+    COMMAND ${CMAKE_RANLIB} ${BOLTPACK_READ_STATIC}
+    DEPENDS boltpack_read_objects ${_bp_read_absl_archives} ${BOLTPACK_PROTOBUF_ARCHIVE} ${BOLTPACK_ZSTD_ARCHIVE}
+            ${CMAKE_CURRENT_BINARY_DIR}/boltpack_read_static.mri
+    COMMENT "Merging libboltpack_read.a with the Abseil, protobuf and zstd archives")
+  add_custom_target(boltpack_read_static ALL DEPENDS ${BOLTPACK_READ_STATIC})
+  # Built with the shared one, so a build of boltpack_read can install both.
+  add_dependencies(boltpack_read boltpack_read_static)
+else()
+  message(STATUS "libboltpack_read.a not built: the Abseil, protobuf or zstd archive is missing")
+endif()

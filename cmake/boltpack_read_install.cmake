@@ -33,3 +33,13 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/boltpack-read.pc.in
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/boltpack-read.pc
   DESTINATION ${BOLTPACK_INSTALL_PKGCONFIGDIR}
   COMPONENT Development)
+
+# The static archive and its pkg-config file (cmake/boltpack_read.cmake).
+if(BOLTPACK_READ_STATIC)
+  install(FILES ${BOLTPACK_READ_STATIC} DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/boltpack-read-static.pc.in
+                 ${CMAKE_CURRENT_BINARY_DIR}/boltpack-read-static.pc @ONLY)
+  install(FILES ${CMAKE_CURRENT_BINARY_DIR}/boltpack-read-static.pc
+    DESTINATION ${BOLTPACK_INSTALL_PKGCONFIGDIR}
+    COMPONENT Development)
+endif()

@@ -10,7 +10,10 @@
 #     boltpack-read)` where pkg-config sees only the prefix, include no
 #     header of a dependency (checked with -H), and read BOLT_FILE and the
 #     GGUF and safetensors files of testdata/ as the full library's C
-#     example does.
+#     example does;
+#   - libboltpack_read.a (Abseil, protobuf and zstd merged in) links the C
+#     example with boltpack-read-static.pc and the C++ run time alone, and
+#     the program prints what the shared one does.
 #
 #   scripts/test_read_library.sh PREFIX BUILD_DIR BOLT_FILE
 #
@@ -94,6 +97,27 @@ for model in "$bolt_file" "$src_dir/testdata/tinystories-656k/TinyStories-656K.f
   diff <(summ "$work/c.txt") <(summ "$work/cpp.txt") || die "C and C++ programs disagree on $model"
   echo "$(grep -c 'sum=' "$work/c.txt") tensors decoded alike"
 done
+# The static archive, where it was built: the C program links it with the
+# C++ run time alone and must print what the shared one printed.
+if [[ -f "$pcdir/boltpack-read-static.pc" ]]; then
+  step "cc -std=c99 read_tensors.c \$(pkg-config --cflags --libs boltpack-read-static)"
+  static_flags=$(pkg-config --cflags --libs boltpack-read-static)
+  echo "link line: cc app.c $static_flags"
+  grep -qE -- '-l(absl|protobuf|zstd)' <<<"$static_flags" && die "pkg-config --libs boltpack-read-static names a dependency"
+  # shellcheck disable=SC2086  # $static_flags is a list of options
+  cc -std=c99 -O2 -Wall -Wextra -Werror -o "$work/read_c_static" "$src_dir/examples/c/read_tensors.c" $static_flags \
+    || die "read_tensors.c does not link with libboltpack_read.a"
+  ldd "$work/read_c_static" | grep -E 'absl|protobuf|zstd|boltpack' && die "the static program loads a shared dependency"
+  echo "static program: $(stat -c %s "$work/read_c_static") bytes; loads $(ldd "$work/read_c_static" | awk '{print $1}' | tr '\n' ' ')"
+  for model in "$bolt_file" "$src_dir/testdata/tinystories-656k/TinyStories-656K.f16.gguf"; do
+    "$work/read_c" "$model" >"$work/c.txt"
+    LD_LIBRARY_PATH= "$work/read_c_static" "$model" >"$work/cs.txt" || die "the static program failed on $model"
+    diff "$work/c.txt" "$work/cs.txt" >/dev/null || die "the static and shared programs disagree on $model"
+  done
+  echo "static and shared programs agree"
+else
+  echo "(no libboltpack_read.a: the Abseil, protobuf or zstd archive is missing)"
+fi
 "$work/read_cpp" /nonexistent.bolt 2>"$work/err.txt" && die "opening a missing file succeeded"
 grep -q 'NOT_FOUND' "$work/err.txt" || { cat "$work/err.txt"; die "a missing file is not NOT_FOUND"; }
 
