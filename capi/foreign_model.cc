@@ -42,6 +42,7 @@ struct ForeignTensor {
 
 // The element codec a safetensors dtype is stored as ("raw" keeps the
 // bytes of any other dtype).
+// ElementCodecFor returns a string literal, so its data() ends in a NUL.
 const char* SafetensorsCodec(DType dtype) { return ElementCodecFor(dtype).data(); }
 
 class ForeignModel final : public Model {
