@@ -42,14 +42,8 @@ struct ForeignTensor {
 
 // The element codec a safetensors dtype is stored as ("raw" keeps the
 // bytes of any other dtype).
-const char* SafetensorsCodec(DType dtype) {
-  switch (dtype) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    default: return "raw";
-  }
-}
+// ElementCodecFor returns a string literal, so its data() ends in a NUL.
+const char* SafetensorsCodec(DType dtype) { return ElementCodecFor(dtype).data(); }
 
 class ForeignModel final : public Model {
  public:

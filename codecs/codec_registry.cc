@@ -87,6 +87,11 @@ const Codec* FindCodec(std::string_view id) {
   return last;
 }
 
+CodecTraits TraitsOf(std::string_view id) {
+  const Codec* codec = FindCodec(id);
+  return codec != nullptr ? codec->traits() : CodecTraits{};
+}
+
 absl::Status RegisterCodec(std::unique_ptr<Codec> codec) {
   // A plugin registering before any lookup must not take a built-in's id:
   // load the built-ins first so the duplicate is reported to the plugin.

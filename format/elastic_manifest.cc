@@ -4,8 +4,6 @@
 #include <charconv>
 
 #include "boltpack/codec_registry.h"
-#include "codecs/block_common/block_codec.h"
-#include "io/gguf.h"
 
 namespace boltpack {
 
@@ -187,32 +185,11 @@ void ElasticToProto(const ElasticManifest& m, v1::ElasticManifest* out) {
 }
 
 std::optional<CellLayout> StoredCellLayout(std::string_view codec_id, DType dtype, const CodecParams& params) {
-  if (codec_id == "f32") return CellLayout{1, {4}};
-  if (codec_id == "f16" || codec_id == "bf16") return CellLayout{1, {2}};
-  if (codec_id == "raw") {
-    int size = DTypeSize(dtype);
-    if (size <= 0) return std::nullopt;
-    return CellLayout{1, {static_cast<uint64_t>(size)}};
-  }
-  if (codec_id == "iq2_xxs") return CellLayout{256, {66}};
-  if (codec_id.rfind("ggml-", 0) == 0) {
-    for (const auto& [key, value] : params) {
-      if (key != "ggml_type" || !IsSignedInt(value.type)) continue;
-      if (value.i < 0 || value.i > 1000) return std::nullopt;
-      const io::GgmlType* t = io::GgmlTypeById(static_cast<int>(value.i));
-      if (t == nullptr || t->block_size == 0) return std::nullopt;
-      return CellLayout{t->block_size, {t->type_size}};
-    }
-    return std::nullopt;
-  }
-  if (const auto* block = dynamic_cast<const BlockCodec*>(FindCodec(codec_id))) {
-    CellLayout layout;
-    layout.block_elems = block->format().block_elems;
-    for (const auto& s : block->format().streams) layout.cell_bytes.push_back(s.bytes_per_block);
-    if (layout.block_elems == 0) return std::nullopt;
-    return layout;
-  }
-  return std::nullopt;
+  const Codec* codec = FindCodec(codec_id);
+  if (codec == nullptr) return std::nullopt;
+  std::optional<StoredLayout> layout = codec->Layout(dtype, params);
+  if (layout && (layout->block_elems == 0 || layout->cell_bytes.empty())) return std::nullopt;
+  return layout;
 }
 
 }  // namespace format

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "boltpack/codec.h"
 #include "boltpack/elastic.h"
 #include "boltpack/types.h"
 #include "boltpack_proto/boltpack.pb.h"
@@ -26,13 +27,11 @@ void ElasticToProto(const ElasticManifest& manifest, v1::ElasticManifest* out);
 // elements: stream k holds prod(shape[:-1]) * shape[-1] / block_elems cells
 // of `cell_bytes[k]` bytes. Element codecs have block_elems 1. Such a grid
 // can be cut on any outer dimension, and on the innermost one at block
-// boundaries, by copying bytes.
-struct CellLayout {
-  uint64_t block_elems = 1;
-  std::vector<uint64_t> cell_bytes;  // per stream, in record order
-};
-// nullopt for codecs whose streams are not such grids (entropy-coded bf16
-// codecs, unknown codecs): those are cut by decoding and re-encoding.
+// boundaries, by copying bytes. The codec says it (Codec::Layout).
+using CellLayout = StoredLayout;
+// The registered codec's Layout; nullopt for codecs whose streams are not
+// such grids (entropy-coded bf16 codecs) and for unknown codecs: those are
+// cut by decoding and re-encoding.
 std::optional<CellLayout> StoredCellLayout(std::string_view codec_id, DType dtype,
                                            const CodecParams& params);
 

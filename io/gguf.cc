@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "boltpack/codec_registry.h"
 #include "common/checked_math.h"
 #include "common/escape.h"
 #include "common/name_index_set.h"
@@ -556,36 +557,11 @@ DType GgmlTypeDType(const GgmlType& type) {
 }
 
 const GgmlType* GgmlTypeForCodec(std::string_view codec_id, DType dtype, const CodecParams& params) {
-  auto by_dtype = [](DType d) -> const GgmlType* {
-    switch (d) {
-      case DType::kF32: return GgmlTypeById(0);
-      case DType::kF16: return GgmlTypeById(1);
-      case DType::kBF16: return GgmlTypeById(30);
-      case DType::kI8: return GgmlTypeById(24);
-      case DType::kI16: return GgmlTypeById(25);
-      case DType::kI32: return GgmlTypeById(26);
-      case DType::kI64: return GgmlTypeById(27);
-      case DType::kF64: return GgmlTypeById(28);
-      default: return nullptr;
-    }
-  };
-  if (codec_id == "f32") return GgmlTypeById(0);
-  if (codec_id == "f16") return GgmlTypeById(1);
-  if (codec_id == "bf16") return GgmlTypeById(30);
-  if (codec_id == "raw") return by_dtype(dtype);
-  if (codec_id == "q8_0") return GgmlTypeById(8);
-  if (codec_id == "mxfp4") return GgmlTypeById(39);
-  if (codec_id == "nvfp4-ggml") return GgmlTypeById(40);
-  if (codec_id == "iq2_xxs") return GgmlTypeById(16);
-  if (codec_id.substr(0, 5) == "ggml-") {
-    const GgmlType* t = GgmlTypeByName(codec_id.substr(5));
-    if (t == nullptr) return nullptr;
-    for (const auto& [k, v] : params) {
-      if (k == "ggml_type" && (v.type != ValueType::kInt32 || v.i != t->id)) return nullptr;
-    }
-    return GgmlTypeCodecId(*t) == codec_id ? t : nullptr;
-  }
-  return nullptr;
+  const Codec* codec = FindCodec(codec_id);
+  if (codec == nullptr) return nullptr;
+  const GgmlMapping mapping = codec->Ggml(dtype, params);
+  if (mapping.how != GgmlExport::kStoredBytes) return nullptr;
+  return GgmlTypeById(mapping.type);
 }
 
 int GgufValueTypeId(ValueType type) {

@@ -71,8 +71,8 @@ using ::boltpack::GgmlTypeCodecId;
 // The logical dtype of such a tensor (F32 for every block-quantized type).
 DType GgmlTypeDType(const GgmlType& type);
 // The reverse: the GGUF type of a bolt-pack tensor stored by `codec_id` with
-// `dtype` and `params` (ggml-* codecs carry an INT32 param "ggml_type"), or
-// nullptr when GGUF has no such type.
+// `dtype` and `params` whose stored bytes are that type's data (the codec's
+// Ggml() says kStoredBytes), or nullptr when GGUF has no such type.
 const GgmlType* GgmlTypeForCodec(std::string_view codec_id, DType dtype, const CodecParams& params);
 
 // A GGUF tensor's ne, held inline: GGUF has at most 4 dimensions

@@ -7,18 +7,13 @@
 namespace boltpack::tools {
 namespace {
 
-// The block-quantizing codecs. llama-quantize never quantizes a tensor of
-// fewer than two dimensions (norm weights, biases): ggml's kernels take them
-// in float only, so a quantized norm makes llama.cpp abort at run time.
-bool IsQuantizing(const std::string& codec_id) {
-  return codec_id == "q8_0" || codec_id == "iq2_xxs" || codec_id == "mxfp4" || codec_id == "nvfp4" ||
-         codec_id == "nvfp4-ggml" || codec_id == "int4-g128";
-}
-
 absl::Status CanTake(const std::string& codec_id, const CodecParams& params, const InputTensor& t) {
   const Codec* codec = FindCodec(codec_id);
   if (codec == nullptr) return absl::NotFoundError(StrCat("unknown codec \"", codec_id, "\""));
-  if (t.shape.size() < 2 && IsQuantizing(codec_id)) {
+  // llama-quantize never quantizes a tensor of fewer than two dimensions
+  // (norm weights, biases): ggml's kernels take them in float only, so a
+  // quantized norm makes llama.cpp abort at run time.
+  if (t.shape.size() < 2 && codec->traits().quantizer) {
     return absl::FailedPreconditionError("a 1-D tensor stays in float, as llama-quantize keeps it");
   }
   return codec->CanEncode(t.dtype, t.shape, params);

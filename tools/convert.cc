@@ -91,8 +91,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
     format::ElementMaps maps = elastic != nullptr ? elastic->MapsFor(t.name, t.shape) : format::ElementMaps{};
     bool permuted = Moves(maps);
     bool stored_form = t.kind == InputKind::kBolt ||
-                       (t.kind == InputKind::kGguf && t.SourceCodec() != "f32" && t.SourceCodec() != "f16" &&
-                        t.SourceCodec() != "bf16" && t.SourceCodec() != "raw");
+                       (t.kind == InputKind::kGguf && !TraitsOf(t.SourceCodec()).element);
     if (permuted && rule == nullptr && stored_form) {
       BP_RETURN_IF_ERROR(PrefixError(AddPermutedStored(*writer, t, maps), t));
       Done(in, t, progress, InputBytes(t));
@@ -106,8 +105,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
     }
     std::string codec = rule != nullptr ? rule->codec_id : t.SourceCodec();
     CodecParams params = rule != nullptr ? rule->params : CodecParams{};
-    if (rule == nullptr && t.kind == InputKind::kGguf && codec != "f32" && codec != "f16" && codec != "bf16" &&
-        codec != "raw") {
+    if (rule == nullptr && t.kind == InputKind::kGguf && !TraitsOf(codec).element) {
       // GGUF blocks pass through unchanged under their codec id.
       auto record = GgufBlockRecord(t);
       if (!record.ok()) return PrefixError(record.status(), t);
@@ -149,12 +147,14 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
 // The element type a tensor takes in a safetensors output.
 absl::StatusOr<DType> SafetensorsDType(const InputTensor& t, const CodecRule* rule) {
   std::string codec = rule != nullptr ? rule->codec_id : "";
-  if (codec == "f32") return DType::kF32;
-  if (codec == "f16") return DType::kF16;
-  if (codec == "bf16") return DType::kBF16;
-  if (codec.empty() || codec == "raw") {
+  const CodecTraits traits = codec.empty() ? CodecTraits{} : TraitsOf(codec);
+  if (traits.element && traits.element_dtype != DType::kUnspecified) return traits.element_dtype;
+  if (codec.empty() || traits.element) {  // no rule, or one that keeps the dtype (raw)
     if (t.dtype == DType::kF32 || t.dtype == DType::kF16 || t.dtype == DType::kBF16) return t.dtype;
-    if (t.kind == InputKind::kSafetensors || t.SourceCodec() == "raw") return t.dtype;
+    const CodecTraits source = TraitsOf(t.SourceCodec());
+    if (t.kind == InputKind::kSafetensors || (source.element && source.element_dtype == DType::kUnspecified)) {
+      return t.dtype;
+    }
     return absl::InvalidArgumentError(StrCat(Where(t), ": codec \"", t.SourceCodec(), "\" of a ", DTypeName(t.dtype),
                                              " tensor has no safetensors element type"));
   }
@@ -196,8 +196,7 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
     DType d = dtypes[i];
     std::string source_codec = t.SourceCodec();
     bool plain = t.kind == InputKind::kSafetensors ||
-                 (t.kind == InputKind::kGguf && (source_codec == "f32" || source_codec == "f16" ||
-                                                 source_codec == "bf16" || source_codec == "raw"));
+                 (t.kind == InputKind::kGguf && TraitsOf(source_codec).element);
     if (plain && d == t.dtype) {
       BP_RETURN_IF_ERROR(writer->WriteNext(t.bytes));
       Done(in, t, progress, t.bytes.size());
@@ -215,7 +214,7 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
         bytes = logical;
       }
       TensorSource src{t.name, t.dtype, t.shape, bytes};
-      auto enc = EncodeTensor(d == DType::kF32 ? "f32" : d == DType::kF16 ? "f16" : "bf16", src, {}, exec);
+      auto enc = EncodeTensor(std::string(ElementCodecFor(d)), src, {}, exec);
       if (!enc.ok()) return PrefixError(enc.status(), t);
       buf = std::move(enc->streams.at(0).bytes);
     } else {
@@ -243,8 +242,9 @@ struct GgufData {
 // Codecs whose stored values are bf16 numbers under an entropy code (or, for
 // bf16-mx, a shared exponent): GGUF has no such type, so they are exported
 // as BF16, which holds every value they decode to exactly.
-bool StoresBf16Values(std::string_view codec_id) {
-  return codec_id == "bf16-huffman" || codec_id == "bf16-unary" || codec_id == "bf16-spec" || codec_id == "bf16-mx";
+bool StoresBf16Values(const TensorInfo& info) {
+  const Codec* codec = FindCodec(info.codec_id);
+  return codec != nullptr && codec->Ggml(info.dtype, info.codec_params).how == GgmlExport::kDecodedBf16;
 }
 
 absl::StatusOr<const io::GgmlType*> GgufTypeOf(const InputTensor& t, const CodecRule* rule) {
@@ -260,7 +260,7 @@ absl::StatusOr<const io::GgmlType*> GgufTypeOf(const InputTensor& t, const Codec
     const auto shared = t.reader->SharedTensor(t.index);
     const TensorInfo& info = *shared;
     codec = info.codec_id;
-    type = StoresBf16Values(codec) ? io::GgmlTypeById(30) : io::GgmlTypeForCodec(codec, info.dtype, info.codec_params);
+    type = StoresBf16Values(info) ? io::GgmlTypeById(30) : io::GgmlTypeForCodec(codec, info.dtype, info.codec_params);
   } else {
     codec = t.SourceCodec();
     type = io::GgmlTypeForCodec(codec, t.dtype, {});
@@ -298,9 +298,8 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
         BP_RETURN_IF_ERROR(t.reader->ReadRawStream(t.index, 0, absl::MakeSpan(out->owned), ExecOptions{threads}));
         out->bytes = out->owned;
       }
-    } else if (info.codec_id == "f32" || info.codec_id == "f16" || info.codec_id == "bf16" || info.codec_id == "raw" ||
-               StoresBf16Values(info.codec_id)) {
-      const OutputType as = StoresBf16Values(info.codec_id) ? OutputType::kBF16 : OutputType::kNative;
+    } else if (TraitsOf(info.codec_id).element || StoresBf16Values(info)) {
+      const OutputType as = StoresBf16Values(info) ? OutputType::kBF16 : OutputType::kNative;
       BP_ASSIGN_OR_RETURN(uint64_t n, t.reader->DecodedBytes(t.index, as));
       out->owned.resize(n);
       ExecOptions exec;

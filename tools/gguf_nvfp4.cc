@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "boltpack/codec_registry.h"
 #include "boltpack/writer.h"
 #include "codecs/encoded_record.h"
 #include "common/escape.h"
@@ -37,9 +38,16 @@ bool NumericScale(const CodecParams& params, double* value) {
 
 }  // namespace
 
+bool IsTwoLevelNvfp4Codec(std::string_view codec_id, DType dtype, const CodecParams& params) {
+  const Codec* codec = FindCodec(codec_id);
+  return codec != nullptr && codec->Ggml(dtype, params).how == GgmlExport::kTwoLevelNvfp4;
+}
+
 bool IsTwoLevelNvfp4(const InputTensor& t, const CodecRule* rule) {
-  if (rule != nullptr) return rule->codec_id == "nvfp4";
-  return t.kind == InputKind::kBolt && t.reader->SharedTensor(t.index)->codec_id == "nvfp4";
+  if (rule != nullptr) return IsTwoLevelNvfp4Codec(rule->codec_id, t.dtype, rule->params);
+  if (t.kind != InputKind::kBolt) return false;
+  const auto shared = t.reader->SharedTensor(t.index);
+  return IsTwoLevelNvfp4Codec(shared->codec_id, shared->dtype, shared->codec_params);
 }
 
 std::string Nvfp4ScaleTensorName(std::string_view name) {
@@ -125,8 +133,8 @@ absl::StatusOr<GgmlNvfp4Tensor> Nvfp4GgufBlocks(const InputTensor& t, const Code
   TensorSource src{t.name, t.dtype, t.shape, logical};
   ExecOptions exec;
   exec.threads = threads;
-  BP_ASSIGN_OR_RETURN(EncodedTensor enc, EncodeTensor("nvfp4", src, rule->params, exec));
-  const TensorInfo info = RecordFor(std::string(t.name), t.dtype, {t.shape.begin(), t.shape.end()}, "nvfp4", enc);
+  BP_ASSIGN_OR_RETURN(EncodedTensor enc, EncodeTensor(rule->codec_id, src, rule->params, exec));
+  const TensorInfo info = RecordFor(std::string(t.name), t.dtype, {t.shape.begin(), t.shape.end()}, rule->codec_id, enc);
   if (enc.streams.size() != 2) return absl::InternalError("nvfp4 encoder wrote other than 2 streams");
   return Nvfp4ToGgml(info, enc.streams[0].bytes, enc.streams[1].bytes);
 }

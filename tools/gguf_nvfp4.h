@@ -28,8 +28,11 @@
 
 namespace boltpack::tools {
 
+// True when the codec `codec_id` exports to GGUF as two-level nvfp4 (its
+// Ggml() says kTwoLevelNvfp4).
+bool IsTwoLevelNvfp4Codec(std::string_view codec_id, DType dtype, const CodecParams& params);
 // True when `t` goes to GGUF as two-level nvfp4: re-encoded by a rule whose
-// codec is "nvfp4", or (no rule) a .bolt tensor stored as "nvfp4".
+// codec is such, or (no rule) a .bolt tensor stored by such a codec.
 bool IsTwoLevelNvfp4(const InputTensor& t, const CodecRule* rule);
 
 // "blk.0.attn_q.weight" -> "blk.0.attn_q.scale"; "x" -> "x.scale".

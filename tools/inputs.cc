@@ -29,12 +29,7 @@ uint64_t InputTensor::element_count() const { return CheckedProduct(shape).value
 std::string InputTensor::SourceCodec() const {
   if (kind == InputKind::kBolt) return reader->SharedTensor(index)->codec_id;
   if (kind == InputKind::kGguf) return io::GgmlTypeCodecId(*ggml_type);
-  switch (dtype) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    default: return "raw";
-  }
+  return std::string(ElementCodecFor(dtype));
 }
 
 uint64_t Inputs::total_bytes() const {
@@ -230,7 +225,7 @@ absl::StatusOr<std::vector<uint8_t>> DecodeToLogical(const InputTensor& t, int t
   if (t.kind == InputKind::kSafetensors) return std::vector<uint8_t>(t.bytes.begin(), t.bytes.end());
   if (t.kind == InputKind::kGguf) {
     std::string codec_id = t.SourceCodec();
-    if (codec_id == "f32" || codec_id == "f16" || codec_id == "bf16" || codec_id == "raw") {
+    if (TraitsOf(codec_id).element) {
       return std::vector<uint8_t>(t.bytes.begin(), t.bytes.end());
     }
     const Codec* codec = FindCodec(codec_id);

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "boltpack/budget_view.h"
+#include "boltpack/codec_registry.h"
 #include "common/escape.h"
 #include "common/str_cat.h"
 #include "io/gguf.h"
@@ -80,9 +81,7 @@ struct Summary {
 
 // Codecs that entropy-code the bf16 exponent: inspect --json reports the
 // order-0 entropy of the exponent byte, the bound such a code approaches.
-bool CodesExponents(const std::string& codec) {
-  return codec == "bf16-huffman" || codec == "bf16-unary" || codec == "bf16-spec";
-}
+bool CodesExponents(const std::string& codec) { return TraitsOf(codec).exponent_coded; }
 
 // Order-0 entropy (bits) of the 8-bit exponent of the tensor's bf16 values,
 // decoded in row blocks of at most ~8 MiB (the whole tensor if the codec has

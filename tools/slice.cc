@@ -109,10 +109,8 @@ format::ElementMaps MapsOf(const Reader& r, const format::PlannedTensor& p) {
 // Codecs whose stored stream is already the elements of the tensor's dtype
 // (what DecodeCut would give), so a cut of them is written as it lies.
 bool StoresElements(const TensorInfo& info) {
-  if (info.codec_id == "raw") return true;
-  return (info.codec_id == "f32" && info.dtype == DType::kF32) ||
-         (info.codec_id == "f16" && info.dtype == DType::kF16) ||
-         (info.codec_id == "bf16" && info.dtype == DType::kBF16);
+  const CodecTraits traits = TraitsOf(info.codec_id);
+  return traits.element && (traits.element_dtype == DType::kUnspecified || traits.element_dtype == info.dtype);
 }
 
 // Stream `k` of a cut in place, owning the cut: the writers write behind

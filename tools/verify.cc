@@ -233,7 +233,7 @@ int VerifyGguf(const VerifyArgs& args) {
   for (const auto& t : (*in)->tensors()) {
     bytes += t.bytes.size();
     std::string codec = t.SourceCodec();
-    bool plain = codec == "f32" || codec == "f16" || codec == "bf16" || codec == "raw";
+    bool plain = TraitsOf(codec).element;
     if (!plain && (boltpack::FindCodec(codec) == nullptr || codec.rfind("ggml-", 0) == 0)) {
       ++undecodable;  // a type bolt-pack stores as it is (ggml-*), not decoded
       continue;
@@ -278,7 +278,8 @@ absl::Status LoadForLlamaCheck(const std::string& path, const std::string& ext, 
     // Two-level nvfp4 exports as GGUF NVFP4 plus a "<name>.scale" tensor, or
     // as Q8_0 where llama.cpp reads no scale (tools/gguf_nvfp4.h).
     const std::vector<uint64_t> ne(t.shape.rbegin(), t.shape.rend());
-    const bool two_level = t.codec_id == "nvfp4", scaled = two_level && Nvfp4RecordHasScaleTensor(t.codec_params);
+    const bool two_level = IsTwoLevelNvfp4Codec(t.codec_id, t.dtype, t.codec_params),
+               scaled = two_level && Nvfp4RecordHasScaleTensor(t.codec_params);
     const bool stays = two_level && Nvfp4StaysNvfp4InGguf(t.name, ne, scaled);
     const io::GgmlType* type = two_level ? io::GgmlTypeById(stays ? 40 : 8)
                                          : io::GgmlTypeForCodec(t.codec_id, t.dtype, t.codec_params);

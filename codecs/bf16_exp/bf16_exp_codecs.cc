@@ -132,6 +132,12 @@ class Bf16CodecBase : public Codec {
     return *n * OutSize(out);
   }
 
+  // GGUF has no such type: exported as BF16, which holds every value the
+  // codec decodes to exactly.
+  GgmlMapping Ggml(DType /*dtype*/, const CodecParams& /*params*/) const override {
+    return GgmlMapping{30, GgmlExport::kDecodedBf16};
+  }
+
  protected:
   absl::Status Err(std::string_view what) const {
     return absl::InvalidArgumentError(StrCat("codec '", id_, "': ", what));
@@ -220,6 +226,12 @@ class Bf16EntropyCodec : public Bf16CodecBase {
                           ? "lossless bf16: canonical Huffman exponents (<= 12 bits), sign+mantissa bytes"
                           : "lossless bf16: frequency-ranked unary exponents with escapes, sign+mantissa bytes"),
         kind_(kind) {}
+
+  CodecTraits traits() const override {
+    CodecTraits t;
+    t.exponent_coded = true;
+    return t;
+  }
 
   absl::StatusOr<EncodedTensor> Encode(const TensorSource& source, const CodecParams& params,
                                        const ExecOptions& exec) const override {

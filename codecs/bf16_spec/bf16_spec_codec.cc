@@ -457,6 +457,16 @@ class Bf16SpecCodec : public Codec {
 
   std::vector<int> SliceableAxes(absl::Span<const uint64_t>, const CodecParams&) const override { return {}; }
 
+  // GGUF has no such type: exported as BF16 (the full view's values, exact).
+  GgmlMapping Ggml(DType /*dtype*/, const CodecParams& /*params*/) const override {
+    return GgmlMapping{30, GgmlExport::kDecodedBf16};
+  }
+  CodecTraits traits() const override {
+    CodecTraits t;
+    t.exponent_coded = true;
+    return t;
+  }
+
  private:
   struct Parsed {
     Geometry g;

@@ -1,5 +1,6 @@
 #include "codecs/block_common/block_codec.h"
 
+#include <optional>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -584,6 +585,20 @@ std::vector<int> BlockCodec::SliceableAxes(absl::Span<const uint64_t> shape,
   std::vector<int> axes;
   for (size_t i = 0; i + 1 < shape.size(); ++i) axes.push_back(static_cast<int>(i));
   return axes;
+}
+
+std::optional<StoredLayout> BlockCodec::Layout(DType /*dtype*/, const CodecParams& /*params*/) const {
+  if (format_.block_elems == 0) return std::nullopt;
+  StoredLayout layout;
+  layout.block_elems = format_.block_elems;
+  for (const auto& s : format_.streams) layout.cell_bytes.push_back(s.bytes_per_block);
+  return layout;
+}
+
+CodecTraits BlockCodec::traits() const {
+  CodecTraits t;
+  t.quantizer = true;
+  return t;
 }
 
 }  // namespace boltpack

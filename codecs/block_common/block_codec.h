@@ -27,6 +27,7 @@
 #define BOLTPACK_CODECS_BLOCK_COMMON_BLOCK_CODEC_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -54,6 +55,8 @@ struct BlockFormat {
   std::string description;
   uint32_t block_elems = 0;
   std::vector<BlockStreamSpec> streams;  // 1 or 2
+  // The ggml type a GGUF export writes (Codec::Ggml); none by default.
+  GgmlMapping ggml;
 };
 
 // Decode-time parameters after parsing and validation.
@@ -89,6 +92,11 @@ class BlockCodec : public Codec {
                                        const CodecParams& params) const override;
   std::vector<int> SliceableAxes(absl::Span<const uint64_t> shape,
                                  const CodecParams& params) const override;
+  // One cell per block and stream: format().block_elems elements in each
+  // stream's bytes_per_block.
+  std::optional<StoredLayout> Layout(DType dtype, const CodecParams& params) const override;
+  GgmlMapping Ggml(DType /*dtype*/, const CodecParams& /*params*/) const override { return format_.ggml; }
+  CodecTraits traits() const override;
 
   // ---- what a concrete codec provides -------------------------------------
 

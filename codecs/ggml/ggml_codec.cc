@@ -1,5 +1,6 @@
 #include "codecs/ggml/ggml_codec.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,26 @@ class GgmlPassThroughCodec : public Codec {
     std::vector<int> axes;
     for (int a = 0; a + 1 < static_cast<int>(shape.size()); ++a) axes.push_back(a);
     return axes;
+  }
+  // The cells are the blocks of the type the record's "ggml_type" names
+  // (ValidateRecord checks it names this codec's type); none without it.
+  std::optional<StoredLayout> Layout(DType, const CodecParams& params) const override {
+    for (const auto& [key, value] : params) {
+      if (key != kTypeParam || !IsSignedInt(value.type)) continue;
+      if (value.i < 0 || value.i > 1000) return std::nullopt;
+      const GgmlType* t = GgmlTypeById(static_cast<int>(value.i));
+      if (t == nullptr || t->block_size == 0) return std::nullopt;
+      return StoredLayout{t->block_size, {t->type_size}};
+    }
+    return std::nullopt;
+  }
+  // Exported as the GGUF type it came from, its blocks unchanged; not when a
+  // "ggml_type" parameter names another type.
+  GgmlMapping Ggml(DType, const CodecParams& params) const override {
+    for (const auto& [key, value] : params) {
+      if (key == kTypeParam && (value.type != ValueType::kInt32 || value.i != type_.id)) return {};
+    }
+    return GgmlMapping{type_.id, GgmlExport::kStoredBytes};
   }
 
  private:

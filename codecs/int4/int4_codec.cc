@@ -131,7 +131,8 @@ class Int4G128Codec : public BlockCodec {
       : BlockCodec(BlockFormat{"int4-g128",
                                "symmetric int4 in [-7, 7], fp16 scale per 128 values of a row",
                                kInt4GroupElems,
-                               {{"values", kValueBytes}, {"scales", 2}}}) {}
+                               {{"values", kValueBytes}, {"scales", 2}},
+                               GgmlMapping{}}) {}
 
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
                             const BlockParams& /*params*/, bool avx2) const override {

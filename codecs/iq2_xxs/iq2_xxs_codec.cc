@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -317,6 +318,19 @@ class Iq2XxsCodec : public Codec {
     std::vector<int> axes;
     for (size_t i = 0; i + 1 < shape.size(); ++i) axes.push_back(static_cast<int>(i));
     return axes;
+  }
+
+  std::optional<StoredLayout> Layout(DType /*dtype*/, const CodecParams& /*params*/) const override {
+    return StoredLayout{kBlockElems, {kBlockBytes}};
+  }
+  // The stored blocks are ggml's IQ2_XXS blocks (type 16), byte for byte.
+  GgmlMapping Ggml(DType /*dtype*/, const CodecParams& /*params*/) const override {
+    return GgmlMapping{16, GgmlExport::kStoredBytes};
+  }
+  CodecTraits traits() const override {
+    CodecTraits t;
+    t.quantizer = true;
+    return t;
   }
 
  private:

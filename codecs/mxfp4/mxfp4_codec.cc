@@ -119,7 +119,8 @@ class Mxfp4Codec : public BlockCodec {
       : BlockCodec(BlockFormat{"mxfp4",
                                "ggml MXFP4 blocks (32 E2M1 values + E8M0 exponent), ggml-exact",
                                kMxfp4BlockElems,
-                               {{"blocks", kMxfp4BlockBytes}}}) {}
+                               {{"blocks", kMxfp4BlockBytes}},
+                               GgmlMapping{39, GgmlExport::kStoredBytes}}) {}
 
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
                             const BlockParams& /*params*/, bool avx2) const override {

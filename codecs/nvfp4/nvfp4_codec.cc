@@ -157,7 +157,8 @@ class Nvfp4GgmlCodec : public BlockCodec {
             "nvfp4-ggml",
             "ggml NVFP4 blocks (GGUF type 40: 64 E2M1 values, 4 UE4M3 sub-scales), ggml-exact",
             kNvfp4GgmlBlockElems,
-            {{"blocks", kNvfp4GgmlBlockBytes}}}) {}
+            {{"blocks", kNvfp4GgmlBlockBytes}},
+            GgmlMapping{40, GgmlExport::kStoredBytes}}) {}
 
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
                             const BlockParams& /*params*/, bool avx2) const override {
@@ -319,7 +320,8 @@ class Nvfp4Codec : public BlockCodec {
                                "NVIDIA NVFP4 as ModelOpt: E2M1 values, E4M3 scale per 16, fp32 "
                                "tensor scale",
                                kNvfp4BlockElems,
-                               {{"values", 8}, {"scales", 1}}}) {}
+                               {{"values", 8}, {"scales", 1}},
+                               GgmlMapping{40, GgmlExport::kTwoLevelNvfp4}}) {}
 
   absl::StatusOr<BlockParams> ParseStoredParams(const CodecParams& params) const override {
     if (params.size() != 1 || params[0].first != kNvfp4TensorScaleParam) {

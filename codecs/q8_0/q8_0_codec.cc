@@ -121,7 +121,8 @@ class Q8_0Codec : public BlockCodec {
       : BlockCodec(BlockFormat{"q8_0",
                                "ggml Q8_0 blocks (32 values: fp16 d + 32 int8), ggml-exact",
                                kQ8_0BlockElems,
-                               {{"blocks", kQ8_0BlockBytes}}}) {}
+                               {{"blocks", kQ8_0BlockBytes}},
+                               GgmlMapping{8, GgmlExport::kStoredBytes}}) {}
 
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
                             const BlockParams& /*params*/, bool avx2) const override {

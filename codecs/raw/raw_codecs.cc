@@ -278,6 +278,36 @@ class ElementCodec : public Codec {
     return axes;
   }
 
+  std::optional<StoredLayout> Layout(DType dtype, const CodecParams& /*params*/) const override {
+    const int size = DTypeSize(StoredDType(dtype));
+    if (size <= 0) return std::nullopt;
+    return StoredLayout{1, {static_cast<uint64_t>(size)}};
+  }
+
+  // GGUF holds each of these element types as a ggml type of its own.
+  GgmlMapping Ggml(DType dtype, const CodecParams& /*params*/) const override {
+    int type = -1;
+    switch (StoredDType(dtype)) {
+      case DType::kF32: type = 0; break;
+      case DType::kF16: type = 1; break;
+      case DType::kBF16: type = 30; break;
+      case DType::kI8: type = 24; break;
+      case DType::kI16: type = 25; break;
+      case DType::kI32: type = 26; break;
+      case DType::kI64: type = 27; break;
+      case DType::kF64: type = 28; break;
+      default: return {};
+    }
+    return GgmlMapping{type, GgmlExport::kStoredBytes};
+  }
+
+  CodecTraits traits() const override {
+    CodecTraits t;
+    t.element = true;
+    t.element_dtype = stored_;
+    return t;
+  }
+
  private:
   bool is_raw() const { return stored_ == DType::kUnspecified; }
 
@@ -410,6 +440,15 @@ std::unique_ptr<Codec> MakeFloatElementCodec(DType stored) {
 std::unique_ptr<Codec> MakeRawCodec() {
   return std::make_unique<ElementCodec>("raw", "the source bytes of any dtype, unchanged",
                                         DType::kUnspecified);
+}
+
+std::string_view ElementCodecFor(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+    default: return "raw";
+  }
 }
 
 absl::Status RegisterRawCodecs() {

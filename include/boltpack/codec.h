@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +95,46 @@ struct ExecOptions {
   int threads = 1;
 };
 
+// How a codec's streams tile a tensor, for cutting them without decoding
+// (elastic budgets, slice): each stream stores, for every run of
+// `block_elems` consecutive elements along the innermost dimension, exactly
+// cell_bytes[k] bytes, in row-major block order. An element codec is
+// block_elems 1 and the element size; ggml's Q8_0 is 32 elements in 34 bytes.
+struct StoredLayout {
+  uint64_t block_elems = 1;
+  std::vector<uint64_t> cell_bytes;  // per stream, in record order
+};
+
+// How a GGUF export holds a tensor of this codec.
+enum class GgmlExport {
+  kNone,           // no ggml type holds it: re-encode it first
+  kStoredBytes,    // its one stream is the ggml tensor's data, byte for byte
+  kDecodedBf16,    // decoded to bf16 and written as BF16, which holds its values exactly
+  kTwoLevelNvfp4,  // ggml NVFP4 blocks plus a "<name>.scale" F32 tensor (spec/gguf-mapping.md §3)
+};
+
+struct GgmlMapping {
+  int type = -1;  // the ggml type id (GGUF tensor type); -1 with kNone
+  GgmlExport how = GgmlExport::kNone;
+};
+
+// What tools ask of a codec instead of testing its id.
+struct CodecTraits {
+  // Stores every element whole, row-major, in one stream "data" (f32, f16,
+  // bf16, raw): a GGUF or safetensors tensor of such a codec is its bytes.
+  bool element = false;
+  // For an element codec, the type it stores; kUnspecified: the tensor's own
+  // dtype, unchanged (raw).
+  DType element_dtype = DType::kUnspecified;
+  // Quantizes in blocks (lossy). The codec plan keeps 1-D tensors (norms,
+  // biases) out of such codecs, as llama-quantize does: ggml's kernels take
+  // them in float only.
+  bool quantizer = false;
+  // Entropy-codes the bf16 exponent, every bit kept (bf16-huffman, ...):
+  // inspect reports the exponent's entropy, the bound such a code approaches.
+  bool exponent_coded = false;
+};
+
 class Codec {
  public:
   virtual ~Codec() = default;
@@ -138,6 +179,19 @@ class Codec {
   // from the stored bytes without re-encoding.
   virtual std::vector<int> SliceableAxes(absl::Span<const uint64_t> shape,
                                          const CodecParams& params) const = 0;
+
+  // The grid of fixed-size cells its streams are for a tensor of this dtype
+  // and these (stored) parameters; nullopt (the default) when its streams
+  // are no such grid (entropy codes): such tensors are cut by decoding and
+  // re-encoding.
+  virtual std::optional<StoredLayout> Layout(DType /*dtype*/,
+                                             const CodecParams& /*params*/) const {
+    return std::nullopt;
+  }
+  // The ggml type a GGUF export writes for it, and how. Default: none.
+  virtual GgmlMapping Ggml(DType /*dtype*/, const CodecParams& /*params*/) const { return {}; }
+  // What it is (see CodecTraits). Default: none of those.
+  virtual CodecTraits traits() const { return {}; }
 };
 
 }  // namespace boltpack

@@ -1,0 +1,195 @@
+// A codec added from outside the tree (here, from this test) and registered
+// is handled by format/ and io/ from what it reports about itself (Layout,
+// Ggml, traits), never by its id: the elastic cut of its stored streams
+// copies whole cells, and the GGUF mapping and tool traits say what the
+// codec declares. The toy codec stores int8 values with one f32 scale per
+// 16 elements of a row, in two streams.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "boltpack/codec_registry.h"
+#include "boltpack/writer.h"
+#include "codecs/encoded_record.h"
+#include "common/checked_math.h"
+#include "common/str_cat.h"
+#include "format/elastic_cut.h"
+#include "format/elastic_manifest.h"
+#include "gtest/gtest.h"
+#include "io/gguf.h"
+
+namespace boltpack {
+namespace {
+
+constexpr std::string_view kToyId = "toy-i8s16";
+constexpr uint64_t kBlock = 16;
+
+class ToyInt8Codec : public Codec {
+ public:
+  std::string_view id() const override { return kToyId; }
+  std::string_view description() const override { return "int8 values, one f32 scale per 16 (a test plugin)"; }
+
+  absl::Status CanEncode(DType dtype, absl::Span<const uint64_t> shape, const CodecParams& params) const override {
+    if (dtype != DType::kF32) return absl::InvalidArgumentError("toy: F32 only");
+    if (!params.empty()) return absl::InvalidArgumentError("toy: takes no parameters");
+    if (shape.empty() || shape.back() % kBlock != 0) return absl::InvalidArgumentError("toy: row not a multiple of 16");
+    return CheckedProduct(shape).has_value() ? absl::OkStatus() : absl::OutOfRangeError("toy: too many elements");
+  }
+  absl::StatusOr<EncodedTensor> Encode(const TensorSource& source, const CodecParams& params,
+                                       const ExecOptions&) const override {
+    if (absl::Status s = CanEncode(source.dtype, source.shape, params); !s.ok()) return s;
+    const uint64_t n = *CheckedProduct(source.shape);
+    if (source.bytes.size() != n * 4) return absl::InvalidArgumentError("toy: source size");
+    std::vector<float> x(n);
+    std::memcpy(x.data(), source.bytes.data(), n * 4);
+    EncodedStream values{"values", std::vector<uint8_t>(n)}, scales{"scales", std::vector<uint8_t>(n / kBlock * 4)};
+    for (uint64_t b = 0; b < n / kBlock; ++b) {
+      float amax = 0;
+      for (uint64_t i = 0; i < kBlock; ++i) amax = std::fmax(amax, std::fabs(x[b * kBlock + i]));
+      const float scale = amax / 127.0f;
+      std::memcpy(scales.bytes.data() + b * 4, &scale, 4);
+      for (uint64_t i = 0; i < kBlock; ++i) {
+        const float q = scale == 0 ? 0 : std::round(x[b * kBlock + i] / scale);
+        values.bytes[b * kBlock + i] = static_cast<uint8_t>(static_cast<int8_t>(q));
+      }
+    }
+    EncodedTensor out;
+    out.streams.push_back(std::move(values));
+    out.streams.push_back(std::move(scales));
+    return out;
+  }
+  absl::Status ValidateRecord(const TensorInfo& info) const override {
+    if (absl::Status s = CanEncode(info.dtype, info.shape, info.codec_params); !s.ok()) return s;
+    const uint64_t n = *CheckedProduct(info.shape);
+    if (info.streams.size() != 2 || info.streams[0].role != "values" || info.streams[1].role != "scales" ||
+        info.streams[0].raw_length != n || info.streams[1].raw_length != n / kBlock * 4) {
+      return absl::DataLossError(StrCat("toy: tensor '", info.name, "': streams do not match the shape"));
+    }
+    return absl::OkStatus();
+  }
+  bool CanDecodeTo(const TensorInfo&, OutputType out) const override { return out == OutputType::kF32; }
+  absl::StatusOr<uint64_t> DecodedBytes(const TensorInfo& info, OutputType) const override {
+    return *CheckedProduct(info.shape) * 4;
+  }
+  absl::Status Decode(const DecodeInput& input, OutputType, absl::Span<uint8_t> dst,
+                      const ExecOptions&) const override {
+    const uint64_t n = *CheckedProduct(input.info->shape);
+    for (uint64_t e = 0; e < n; ++e) {
+      float scale;
+      std::memcpy(&scale, input.streams[1].data() + e / kBlock * 4, 4);
+      const float y = static_cast<float>(static_cast<int8_t>(input.streams[0][e])) * scale;
+      std::memcpy(dst.data() + e * 4, &y, 4);
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<uint64_t> EncodedSize(DType dtype, absl::Span<const uint64_t> shape,
+                                       const CodecParams& params) const override {
+    if (absl::Status s = CanEncode(dtype, shape, params); !s.ok()) return s;
+    return *CheckedProduct(shape) / kBlock * (kBlock + 4);
+  }
+  std::vector<int> SliceableAxes(absl::Span<const uint64_t> shape, const CodecParams&) const override {
+    std::vector<int> axes;
+    for (int a = 0; a + 1 < static_cast<int>(shape.size()); ++a) axes.push_back(a);
+    return axes;
+  }
+  std::optional<StoredLayout> Layout(DType, const CodecParams&) const override {
+    return StoredLayout{kBlock, {kBlock, 4}};
+  }
+  CodecTraits traits() const override {
+    CodecTraits t;
+    t.quantizer = true;
+    return t;
+  }
+};
+
+const Codec& Toy() {
+  static const Codec* toy = [] {
+    if (FindCodec(kToyId) == nullptr) {
+      EXPECT_TRUE(RegisterCodec(std::make_unique<ToyInt8Codec>()).ok());
+    }
+    return FindCodec(kToyId);
+  }();
+  return *toy;
+}
+
+std::vector<float> Decode(const TensorInfo& info, const std::vector<std::vector<uint8_t>>& streams) {
+  const Codec* codec = FindCodec(info.codec_id);
+  EXPECT_TRUE(codec->ValidateRecord(info).ok());
+  std::vector<float> out(*CheckedProduct(info.shape));
+  DecodeInput in;
+  in.info = &info;
+  for (const auto& s : streams) in.streams.emplace_back(s);
+  absl::Span<uint8_t> dst(reinterpret_cast<uint8_t*>(out.data()), out.size() * 4);
+  EXPECT_TRUE(codec->Decode(in, OutputType::kF32, dst, {}).ok());
+  return out;
+}
+
+TEST(PluginCodec, ElasticCutCopiesItsCellsByWhatItReports) {
+  ASSERT_EQ(Toy().id(), kToyId);
+  constexpr uint64_t kRows = 5, kCols = 64;
+  std::vector<float> x(kRows * kCols);
+  for (uint64_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.37f) * (1 + i % 7);
+  std::vector<uint64_t> shape{kRows, kCols};
+  absl::Span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(x.data()), x.size() * 4);
+  auto enc = EncodeTensor(std::string(kToyId), {"w", DType::kF32, shape, bytes}, {}, {});
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  const TensorInfo info = RecordFor("w", DType::kF32, shape, std::string(kToyId), *enc);
+  std::vector<std::vector<uint8_t>> streams;
+  for (const auto& s : enc->streams) streams.push_back(s.bytes);
+  std::vector<absl::Span<const uint8_t>> spans(streams.begin(), streams.end());
+  const std::vector<float> parent = Decode(info, streams);
+
+  auto layout = format::StoredCellLayout(kToyId, DType::kF32, {});
+  ASSERT_TRUE(layout.has_value());
+  EXPECT_EQ(layout->block_elems, kBlock);
+  EXPECT_EQ(layout->cell_bytes, (std::vector<uint64_t>{kBlock, 4}));
+
+  // A budget's gather: rows 3, 0, 4 and the blocks 2, 0 (columns 32..47, 0..15).
+  std::vector<uint64_t> rows{3, 0, 4}, cols;
+  for (uint64_t c = 32; c < 48; ++c) cols.push_back(c);
+  for (uint64_t c = 0; c < 16; ++c) cols.push_back(c);
+  auto cut = format::CutRawTensor(info, spans, {rows, cols}, "w.cut");
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  ASSERT_EQ(cut->info.shape, (std::vector<uint64_t>{3, 32}));
+  EXPECT_EQ(cut->info.codec_id, kToyId);
+  ASSERT_EQ(cut->streams.size(), 2u);
+  EXPECT_EQ(cut->streams[0].size(), 3u * 32);
+  EXPECT_EQ(cut->streams[1].size(), 3u * 2 * 4);  // cells copied, not re-encoded
+  const std::vector<float> got = Decode(cut->info, cut->streams);
+  for (uint64_t r = 0; r < rows.size(); ++r) {
+    for (uint64_t c = 0; c < cols.size(); ++c) {
+      ASSERT_EQ(got[r * cols.size() + c], parent[rows[r] * kCols + cols[c]]) << r << " " << c;
+    }
+  }
+  // A cut inside one of its blocks is refused, naming the block size.
+  std::vector<uint64_t> odd(kBlock + 1);
+  for (uint64_t c = 0; c < odd.size(); ++c) odd[c] = c;
+  auto bad = format::CutRawTensor(info, spans, {{}, odd}, "w.bad");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("16"), std::string::npos) << bad.status();
+}
+
+TEST(PluginCodec, ToolsAskItsTraitsAndGgmlMapping) {
+  ASSERT_EQ(Toy().id(), kToyId);
+  EXPECT_TRUE(TraitsOf(kToyId).quantizer);
+  EXPECT_FALSE(TraitsOf(kToyId).element);
+  // It declares no ggml type: a GGUF export has none for it.
+  EXPECT_EQ(io::GgmlTypeForCodec(kToyId, DType::kF32, {}), nullptr);
+  // The built-ins answer from their own descriptions, as before by name.
+  ASSERT_NE(io::GgmlTypeForCodec("q8_0", DType::kF32, {}), nullptr);
+  EXPECT_EQ(io::GgmlTypeForCodec("q8_0", DType::kF32, {})->id, 8);
+  EXPECT_EQ(io::GgmlTypeForCodec("raw", DType::kI16, {})->id, 25);
+  EXPECT_EQ(io::GgmlTypeForCodec("nvfp4", DType::kF32, {}), nullptr);  // two-level: tools/gguf_nvfp4
+  EXPECT_EQ(FindCodec("nvfp4")->Ggml(DType::kF32, {}).how, GgmlExport::kTwoLevelNvfp4);
+  EXPECT_EQ(FindCodec("bf16-huffman")->Ggml(DType::kBF16, {}).how, GgmlExport::kDecodedBf16);
+  EXPECT_TRUE(TraitsOf("raw").element);
+  EXPECT_EQ(TraitsOf("raw").element_dtype, DType::kUnspecified);
+  EXPECT_EQ(TraitsOf("f16").element_dtype, DType::kF16);
+  EXPECT_FALSE(TraitsOf("no-such-codec").element);
+}
+
+}  // namespace
+}  // namespace boltpack
