@@ -6,12 +6,14 @@
 // 16 elements of a row, in two streams.
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "boltpack/codec_registry.h"
+#include "boltpack/reader.h"
 #include "boltpack/writer.h"
 #include "codecs/encoded_record.h"
 #include "common/checked_math.h"
@@ -20,6 +22,10 @@
 #include "format/elastic_manifest.h"
 #include "gtest/gtest.h"
 #include "io/gguf.h"
+#include "io/safetensors.h"
+#include "tests/test_util.h"
+#include "tools/commands.h"
+#include "tools/inputs.h"
 
 namespace boltpack {
 namespace {
@@ -189,6 +195,106 @@ TEST(PluginCodec, ToolsAskItsTraitsAndGgmlMapping) {
   EXPECT_EQ(TraitsOf("raw").element_dtype, DType::kUnspecified);
   EXPECT_EQ(TraitsOf("f16").element_dtype, DType::kF16);
   EXPECT_FALSE(TraitsOf("no-such-codec").element);
+}
+
+// The whole tool chain on a model stored with the plugin: convert with an
+// elastic manifest, inspect, slice a budget to .bolt and to GGUF, export
+// to GGUF, all in-process (the CLI binary does not have the toy), with no
+// line outside this file naming the codec.
+TEST(PluginCodec, ConvertInspectSliceAndExportRunThroughTheTools) {
+  ASSERT_EQ(Toy().id(), kToyId);
+  constexpr int kLayers = 2;
+  constexpr uint64_t kRows = 8, kCols = 64, kKept = 48;
+  const std::string dir = testing::MakeTempDir();
+  std::vector<io::SafetensorsTensorDecl> decls;
+  for (int l = 0; l < kLayers; ++l) decls.push_back({"blk." + std::to_string(l) + ".ffn_down.weight", DType::kF32, {kRows, kCols}});
+  {
+    auto w = io::SafetensorsWriter::Create(dir + "/m.safetensors", {}, decls, {}, /*durable=*/false);
+    ASSERT_TRUE(w.ok()) << w.status();
+    std::vector<float> x(kRows * kCols);
+    for (int l = 0; l < kLayers; ++l) {
+      for (uint64_t i = 0; i < x.size(); ++i) x[i] = std::cos(static_cast<float>(i * (l + 3)) * 0.11f);
+      ASSERT_TRUE((*w)->WriteNext({reinterpret_cast<const uint8_t*>(x.data()), x.size() * 4}).ok());
+    }
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  testing::WriteFileBytes(dir + "/e.json", [] {
+    const std::string j = R"({"version": 1, "layers": {"count": 2, "name_pattern": "blk.{L}."},
+      "axes": {"width": {"scope": "layer"}},
+      "bindings": [{"tensor": "blk.{L}.ffn_down.weight", "dims": ["-", "width"]}],
+      "budgets": [{"name": "narrow", "per_layer": {"width": [48, 48]}}]})";
+    return std::vector<uint8_t>(j.begin(), j.end());
+  }());
+  tools::ConvertArgs convert;
+  convert.inputs = {dir + "/m.safetensors"};
+  convert.output = dir + "/e.bolt";
+  convert.codec_rules = {"*=" + std::string(kToyId)};
+  convert.elastic = dir + "/e.json";
+  convert.no_fsync = true;
+  ASSERT_EQ(tools::RunConvert(convert), 0);
+
+  ::testing::internal::CaptureStdout();
+  const int inspected = tools::RunInspect({dir + "/e.bolt"});
+  const std::string listing = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(inspected, 0);
+  EXPECT_NE(listing.find(kToyId), std::string::npos) << listing;
+
+  auto parent = Reader::Open(dir + "/e.bolt");
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  tools::SliceArgs slice;
+  slice.input = dir + "/e.bolt";
+  slice.budget = "narrow";
+  slice.no_fsync = true;
+  for (const char* ext : {".bolt", ".gguf"}) {
+    slice.output = dir + "/s" + ext;
+    ASSERT_EQ(tools::RunSlice(slice), 0) << ext;
+  }
+  // The budget kept whole cells of the plugin's stored bytes: the cut is
+  // still the toy codec, and decodes to the parent's values of the kept
+  // columns (no importance given: the first 48).
+  auto cut = Reader::Open(dir + "/s.bolt");
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  auto exported = tools::Inputs::Open({dir + "/s.gguf"});
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string name = "blk." + std::to_string(l) + ".ffn_down.weight";
+    auto p = (*parent)->FindTensor(name);
+    auto c = (*cut)->FindTensor(name);
+    ASSERT_TRUE(p.has_value() && c.has_value()) << name;
+    const TensorInfo& cut_info = *(*cut)->SharedTensor(*c);
+    EXPECT_EQ(cut_info.codec_id, kToyId);
+    ASSERT_EQ(cut_info.shape, (std::vector<uint64_t>{kRows, kKept}));
+    std::vector<float> wv(kRows * kCols), kv(kRows * kKept);
+    ASSERT_TRUE((*parent)->Decode(*p, OutputType::kF32, {reinterpret_cast<uint8_t*>(wv.data()), wv.size() * 4}).ok());
+    ASSERT_TRUE((*cut)->Decode(*c, OutputType::kF32, {reinterpret_cast<uint8_t*>(kv.data()), kv.size() * 4}).ok());
+    for (uint64_t r = 0; r < kRows; ++r) {
+      for (uint64_t k = 0; k < kKept; ++k) ASSERT_EQ(kv[r * kKept + k], wv[r * kCols + k]) << name << " " << r << " " << k;
+    }
+    // It declares no ggml type, so the GGUF budget holds its decode.
+    const tools::InputTensor* g = nullptr;
+    for (const auto& t : (*exported)->tensors()) g = t.name == name ? &t : g;
+    ASSERT_NE(g, nullptr) << name;
+    auto gv = tools::DecodeToLogical(*g, 1);
+    ASSERT_TRUE(gv.ok()) << gv.status();
+    ASSERT_EQ(gv->size(), kv.size() * 4);
+    EXPECT_EQ(std::memcmp(gv->data(), kv.data(), gv->size()), 0) << name;
+  }
+  // convert to GGUF asks for a codec with a GGUF type, naming the plugin's,
+  // and re-encodes to the one given.
+  tools::ConvertArgs to_gguf;
+  to_gguf.inputs = {dir + "/e.bolt"};
+  to_gguf.output = dir + "/all.gguf";
+  to_gguf.no_fsync = true;
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(tools::RunConvert(to_gguf), 1);
+  const std::string refused = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(refused.find("codec \"toy-i8s16\" (dtype F32) has no GGUF type"), std::string::npos) << refused;
+  EXPECT_FALSE(std::filesystem::exists(to_gguf.output));
+  to_gguf.codec_rules = {"*=f32"};
+  ASSERT_EQ(tools::RunConvert(to_gguf), 0);
+  auto all = tools::Inputs::Open({to_gguf.output});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ((*all)->tensors().size(), static_cast<size_t>(kLayers));
 }
 
 }  // namespace
