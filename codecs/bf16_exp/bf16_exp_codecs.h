@@ -5,7 +5,7 @@
 //                   per tensor, in the codec param `exp_code_lengths`).
 //   "bf16-unary"    lossless: exponents coded by frequency rank in unary
 //                   (Cassandra-1), rare exponents escaped (`exp_ranks`).
-//   "bf16-mx"       near-lossless (Cassandra-2 style): per 32 values one
+//   "bf16-mx"       (codecs/bf16_mx/) near-lossless, Cassandra-2 style: per 32 values one
 //                   shared exponent, each value a 3-bit exponent offset and
 //                   its sign+mantissa byte; the encoder writes the error it
 //                   made as `rel_rms_error` and `lossy_fraction`.
