@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "io/gguf.h"
+#include "io/gguf_nvfp4.h"
 #include "io/gguf_split.h"
 #include "io/imatrix.h"
 #include "io/safetensors.h"
@@ -427,7 +428,7 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
     BP_ASSIGN_OR_RETURN(std::vector<uint64_t> scale_ne, Nvfp4GgufScaleNe(t, rule));
     if (!scale_ne.empty()) {
       scale_counts.emplace_back(types.size() - 1, scale_ne[0]);
-      decls.push_back(io::GgufTensorDecl{Nvfp4ScaleTensorName(t.name), scale_ne, 0});
+      decls.push_back(io::GgufTensorDecl{io::Nvfp4ScaleTensorName(t.name), scale_ne, 0});
     }
   }
   if (plan.any()) {

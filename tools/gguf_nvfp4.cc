@@ -9,34 +9,10 @@
 #include "common/escape.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
+#include "io/gguf_nvfp4.h"
 #include "tools/llama_check.h"
 
 namespace boltpack::tools {
-namespace {
-
-// The value of a "tensor_scale" parameter when it is a number.
-bool NumericScale(const CodecParams& params, double* value) {
-  for (const auto& [key, v] : params) {
-    if (key != kNvfp4TensorScaleParam) continue;
-    switch (v.type) {
-      case ValueType::kFloat32: *value = v.f32; return true;
-      case ValueType::kFloat64: *value = v.f64; return true;
-      default:
-        if (IsUnsignedInt(v.type)) {
-          *value = static_cast<double>(v.u);
-          return true;
-        }
-        if (IsSignedInt(v.type)) {
-          *value = static_cast<double>(v.i);
-          return true;
-        }
-        return false;
-    }
-  }
-  return false;
-}
-
-}  // namespace
 
 bool IsTwoLevelNvfp4Codec(std::string_view codec_id, DType dtype, const CodecParams& params) {
   const Codec* codec = FindCodec(codec_id);
@@ -50,29 +26,15 @@ bool IsTwoLevelNvfp4(const InputTensor& t, const CodecRule* rule) {
   return IsTwoLevelNvfp4Codec(shared->codec_id, shared->dtype, shared->codec_params);
 }
 
-std::string Nvfp4ScaleTensorName(std::string_view name) {
-  constexpr std::string_view kWeight = ".weight";
-  if (name.size() > kWeight.size() && name.substr(name.size() - kWeight.size()) == kWeight) {
-    name.remove_suffix(kWeight.size());
-  }
-  return StrCat(name, ".scale");
-}
-
 absl::StatusOr<bool> Nvfp4HasScaleTensor(const InputTensor& t, const CodecRule* rule) {
-  double ts = 0.0;
-  if (rule != nullptr) return Nvfp4RecordHasScaleTensor(rule->params);
+  if (rule != nullptr) return io::Nvfp4RecordHasScaleTensor(rule->params);
   const auto shared = t.reader->SharedTensor(t.index);
-  const TensorInfo& info = *shared;
-  if (!NumericScale(info.codec_params, &ts)) {
+  const std::optional<double> ts = io::Nvfp4NumericTensorScale(shared->codec_params);
+  if (!ts.has_value()) {
     return absl::InvalidArgumentError(StrCat(t.file(), ": tensor ", QuoteForDisplay(t.name),
                                              ": nvfp4 record without a numeric tensor_scale"));
   }
-  return ts != 1.0;
-}
-
-bool Nvfp4RecordHasScaleTensor(const CodecParams& params) {
-  double ts = 0.0;
-  return !(NumericScale(params, &ts) && ts == 1.0);
+  return *ts != 1.0;
 }
 
 bool Nvfp4StaysNvfp4InGguf(std::string_view name, const std::vector<uint64_t>& ne, bool has_scale_tensor) {
@@ -102,7 +64,7 @@ void AdaptNvfp4PlanForGguf(const Inputs& in, CodecPlan* plan,
     q8.codec_id = "q8_0";
     plan->Set(i, std::make_shared<const CodecRule>(std::move(q8)));
     notes->push_back(StrCat(EscapeForDisplay(t.name), ": nvfp4 -> q8_0 (llama.cpp reads no ",
-                            EscapeForDisplay(Nvfp4ScaleTensorName(t.name)),
+                            EscapeForDisplay(io::Nvfp4ScaleTensorName(t.name)),
                             ", so NVFP4 would lose the tensor scale)"));
   }
 }

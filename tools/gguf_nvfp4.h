@@ -1,4 +1,5 @@
-// GGUF export of two-level "nvfp4" tensors (spec/gguf-mapping.md §3): each
+// The converter's plan for two-level "nvfp4" tensors in a GGUF output
+// (spec/gguf-mapping.md §3; the naming and scale rules are io/gguf_nvfp4.h): each
 // becomes a ggml NVFP4 tensor (type 40, the "nvfp4-ggml" layout) plus, unless
 // its tensor scale is exactly 1, an F32 tensor holding that scale, named as
 // llama.cpp's convert_hf_to_gguf names it: the tensor's name with its
@@ -35,9 +36,6 @@ bool IsTwoLevelNvfp4Codec(std::string_view codec_id, DType dtype, const CodecPar
 // codec is such, or (no rule) a .bolt tensor stored by such a codec.
 bool IsTwoLevelNvfp4(const InputTensor& t, const CodecRule* rule);
 
-// "blk.0.attn_q.weight" -> "blk.0.attn_q.scale"; "x" -> "x.scale".
-std::string Nvfp4ScaleTensorName(std::string_view name);
-
 // Whether the export writes the scale tensor: false when the tensor scale is
 // known to be exactly 1 before encoding (a stored tensor's parameter, or a
 // rule's requested tensor_scale). A scale computed during the export (a rule
@@ -52,9 +50,6 @@ absl::StatusOr<std::vector<uint64_t>> Nvfp4GgufScaleNe(const InputTensor& t, con
 // in a GGUF for llama.cpp: llama.cpp reads a scale beside it, or it needs
 // none (`has_scale_tensor` false). Otherwise the export writes it as Q8_0.
 bool Nvfp4StaysNvfp4InGguf(std::string_view name, const std::vector<uint64_t>& ne, bool has_scale_tensor);
-
-// Same, for a stored "nvfp4" record: false when its tensor_scale is exactly 1.
-bool Nvfp4RecordHasScaleTensor(const CodecParams& params);
 
 // The plan of a GGUF output: each two-level nvfp4 tensor that does not stay
 // NVFP4 gets a q8_0 rule instead (a stored tensor is decoded first). One

@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "io/gguf.h"
+#include "io/gguf_nvfp4.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "tools/commands.h"
@@ -279,7 +280,7 @@ absl::Status LoadForLlamaCheck(const std::string& path, const std::string& ext, 
     // as Q8_0 where llama.cpp reads no scale (tools/gguf_nvfp4.h).
     const std::vector<uint64_t> ne(t.shape.rbegin(), t.shape.rend());
     const bool two_level = IsTwoLevelNvfp4Codec(t.codec_id, t.dtype, t.codec_params),
-               scaled = two_level && Nvfp4RecordHasScaleTensor(t.codec_params);
+               scaled = two_level && io::Nvfp4RecordHasScaleTensor(t.codec_params);
     const bool stays = two_level && Nvfp4StaysNvfp4InGguf(t.name, ne, scaled);
     const io::GgmlType* type = two_level ? io::GgmlTypeById(stays ? 40 : 8)
                                          : io::GgmlTypeForCodec(t.codec_id, t.dtype, t.codec_params);
@@ -298,7 +299,7 @@ absl::Status LoadForLlamaCheck(const std::string& path, const std::string& ext, 
     tensors->push_back(std::move(c));
     if (stays && scaled) {
       auto scale_ne = LlamaScaleNe(t.name, ne).value_or(std::vector<uint64_t>{1});
-      tensors->push_back({Nvfp4ScaleTensorName(t.name), {scale_ne.rbegin(), scale_ne.rend()}, "", false, 0});
+      tensors->push_back({io::Nvfp4ScaleTensorName(t.name), {scale_ne.rbegin(), scale_ne.rend()}, "", false, 0});
     }
   }
   return absl::OkStatus();
