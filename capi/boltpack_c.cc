@@ -361,6 +361,7 @@ bp_status bp_open_flags(const char* path, const char* view, uint32_t flags, bp_r
     auto handle = std::make_unique<bp_reader>();
     handle->reader = std::move(*opened);
     handle->bolt = handle->reader->bolt();
+    handle->verify_checksums = options.verify_checksums;
     *out = handle.release();
     return BP_OK;
   });

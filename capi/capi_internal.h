@@ -37,6 +37,8 @@ struct bp_reader {
   // The .bolt reader behind `reader`, for what only a .bolt file has
   // (views, budgets, checksums); nullptr for GGUF and safetensors.
   const boltpack::Reader* bolt = nullptr;
+  // False when opened with BP_OPEN_NO_VERIFY (the caller opted out).
+  bool verify_checksums = true;
   // The most recent error of a call made with this reader, from any thread.
   mutable std::mutex mu;
   mutable std::string last_error;

@@ -44,6 +44,7 @@ void Check(bp_status status, const bp_reader* r) {
   ThrowStatus(status, message);
 }
 
+#ifndef BOLTPACK_PY_READ_ONLY
 void Check(const absl::Status& status) {
   if (status.ok()) return;
   bp_status code = BP_ERR_INTERNAL;
@@ -61,5 +62,6 @@ void Check(const absl::Status& status) {
   }
   ThrowStatus(code, std::string(status.message()));
 }
+#endif
 
 }  // namespace boltpack::python

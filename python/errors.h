@@ -8,7 +8,9 @@
 
 #include <string>
 
+#ifndef BOLTPACK_PY_READ_ONLY
 #include "absl/status/status.h"
+#endif
 #include "boltpack/boltpack.h"
 
 namespace boltpack::python {
@@ -23,8 +25,10 @@ void RegisterErrors(pybind11::module_& m);
 // last message); a no-op for BP_OK.
 void Check(bp_status status, const bp_reader* r);
 
+#ifndef BOLTPACK_PY_READ_ONLY
 // Throws for a failed C++ call (the writer).
 void Check(const absl::Status& status);
+#endif
 
 }  // namespace boltpack::python
 

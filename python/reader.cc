@@ -198,19 +198,19 @@ py::array ModelReader::MappedBytes(const void* data, uint64_t size) const {
   return a;
 }
 
-py::object ModelReader::RawBytes(const std::string& name) const {
+py::object ModelReader::PlainBytes(const std::string& name) const {
   const OpenModel& m = model();
-  if (m.budget != nullptr) return py::none();
+  if (m.budget != nullptr) return py::none();  // a budget's tensors are cut
   size_t index = Find(name);
-  struct bp_tensor_info t{};
-  Check(bp_tensor_info(m.reader, index, &t), m.reader);
-  if (t.stream_count != 1) return py::none();
-  struct bp_stream_info stream{};
-  Check(bp_stream_info(m.reader, index, 0, &stream), m.reader);
-  if (stream.compression != BP_COMPRESSION_NONE) return py::none();
   const void* data = nullptr;
   uint64_t size = 0;
-  Check(bp_stream_data(m.reader, index, 0, &data, &size), m.reader);
+  bp_status s = BP_OK;
+  {
+    py::gil_scoped_release unlocked;  // hashes the bytes
+    s = bp_tensor_elements(m.reader, index, &data, &size);
+  }
+  if (s == BP_ERR_UNSUPPORTED) return py::none();  // stored otherwise: decode
+  Check(s, m.reader);
   return MappedBytes(data, size);
 }
 
@@ -219,6 +219,13 @@ py::tuple ModelReader::Stored(const std::string& name) const {
   size_t index = ParentIndex(Find(name));
   struct bp_tensor_info t{};
   Check(bp_tensor_info(m.reader, index, &t), m.reader);
+  size_t length = 0;
+  bp_status s = bp_tensor_codec_params(m.reader, index, nullptr, 0, &length);
+  if (s != BP_ERR_OUT_OF_RANGE) Check(s, m.reader);
+  std::string json(length + 1, '\0');
+  Check(bp_tensor_codec_params(m.reader, index, json.data(), json.size(), &length), m.reader);
+  json.resize(length);
+  py::object params = py::module_::import("json").attr("loads")(py::str(json));
   py::list streams;
   for (uint32_t k = 0; k < t.stream_count; ++k) {
     struct bp_stream_info stream{};
@@ -229,7 +236,7 @@ py::tuple ModelReader::Stored(const std::string& name) const {
     streams.append(py::make_tuple(py::str(stream.role), stream.compression, stream.raw_length,
                                   MappedBytes(data, size)));
   }
-  return py::make_tuple(py::str(t.codec), streams);
+  return py::make_tuple(py::str(t.codec), params, streams);
 }
 
 void ModelReader::Verify() const {
@@ -255,7 +262,7 @@ void RegisterReader(py::module_& m) {
       .def("budgets", &ModelReader::Budgets)
       .def("decode_into", &ModelReader::DecodeInto)
       .def("decode_range_into", &ModelReader::DecodeRangeInto)
-      .def("raw_bytes", &ModelReader::RawBytes)
+      .def("plain_bytes", &ModelReader::PlainBytes)
       .def("stored", &ModelReader::Stored)
       .def("verify", &ModelReader::Verify);
 }

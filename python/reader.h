@@ -42,10 +42,12 @@ class ModelReader {
   // Rows [r0, r1) of dimension 0 and columns [c0, c1) of the last.
   void DecodeRangeInto(const std::string& name, uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1,
                        const std::string& out, pybind11::buffer dst, int threads) const;
-  // The stored bytes of a single-stream uncompressed tensor as a read-only
-  // uint8 array into the mapping, or None when they are not one such run.
-  pybind11::object RawBytes(const std::string& name) const;
-  // [(role, compression, uint8 array into the mapping)], codec and params.
+  // A tensor stored as its elements as they are (bp_tensor_elements): a
+  // read-only uint8 array over them in the mapping, checked against the
+  // checksum; None when it is stored otherwise (or cut by a budget).
+  pybind11::object PlainBytes(const std::string& name) const;
+  // (codec, params dict, [(role, compression, raw length, uint8 array into
+  // the mapping)]).
   pybind11::tuple Stored(const std::string& name) const;
   // Checks every checksum of the file (bp_verify).
   void Verify() const;

@@ -8,8 +8,8 @@
 # tools and capi are peers: neither includes the other. The public headers
 # (include/boltpack/) belong to the layer of what they declare (the table
 # below); the generated manifest schema (boltpack_proto/) to format. Tests,
-# benchmarks, fuzz targets, examples and spec/ sit above everything and are
-# not checked; includes of other libraries (<...>, absl/, google/) are not
+# benchmarks, fuzz targets, examples, the Python module (python/, over tools
+# and capi) and spec/ sit above everything and are not checked; includes of other libraries (<...>, absl/, google/) are not
 # either.
 #
 # scripts/layers.allow lists the includes that still break the rule

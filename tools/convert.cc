@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "absl/strings/cord.h"
 #include "boltpack/codec_registry.h"
 #include "boltpack/writer.h"
 #include "codecs/float_convert.h"
@@ -20,10 +21,11 @@
 #include "tools/codec_rules.h"
 #include "tools/recipe.h"
 #include "tools/commands.h"
+#include "tools/convert.h"
 #include "tools/elastic_convert.h"
 #include "tools/gguf_nvfp4.h"
 #include "tools/inputs.h"
-#include "tools/metadata_json.h"
+#include "io/metadata_json.h"
 #include "tools/progress.h"
 
 namespace boltpack::tools {
@@ -185,7 +187,7 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
   in.ReleaseHeaders();  // the declarations hold the names now
   std::vector<std::pair<std::string, std::string>> meta;
   for (const auto& [key, value] : in.metadata()) {
-    meta.emplace_back(key, value.type == ValueType::kString ? value.s : MetaValueToJson(value));
+    meta.emplace_back(key, value.type == ValueType::kString ? value.s : io::MetaValueToJson(value));
   }
   BP_ASSIGN_OR_RETURN(auto writer, io::SafetensorsWriter::Create(args.output, meta, std::move(decls), in.files(),
                                                                  !args.no_fsync));
@@ -479,161 +481,153 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
   return absl::OkStatus();
 }
 
-// RunConvert's steps. Each prints its error and returns the exit status
-// (2: the command line is wrong, 1: the inputs are), or 0 to go on.
+// The steps of a conversion. A mistake of the command line is a usage
+// error (exit status 2); anything wrong with the inputs is not (1).
+
+constexpr char kUsagePayload[] = "boltpack.dev/usage";
+
+absl::Status UsageError(std::string message) {
+  absl::Status s = absl::InvalidArgumentError(std::move(message));
+  s.SetPayload(kUsagePayload, absl::Cord("2"));
+  return s;
+}
 
 // The codec rules: the command line's first, so they override the recipe's.
-int CollectRules(const ConvertArgs& args, std::vector<CodecRule>* rules) {
+absl::Status CollectRules(const ConvertArgs& args, std::vector<CodecRule>* rules) {
   for (const auto& text : args.codec_rules) {
     auto rule = ParseCodecRule(text);
-    if (!rule.ok()) {
-      PrintError(std::string(rule.status().message()));
-      return 2;
-    }
+    if (!rule.ok()) return UsageError(std::string(rule.status().message()));
     rules->push_back(std::move(*rule));
   }
   if (!args.recipe.empty()) {
     auto recipe = LoadRecipe(args.recipe);
-    if (!recipe.ok()) {
-      PrintError(std::string(recipe.status().message()));
-      return 2;
-    }
+    if (!recipe.ok()) return UsageError(std::string(recipe.status().message()));
     rules->insert(rules->end(), recipe->begin(), recipe->end());
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 // The output's format (`ext`) and, for a split GGUF, its largest file.
-int CheckOutput(const ConvertArgs& args, const std::string& ext, uint64_t* split_max_bytes) {
+absl::Status CheckOutput(const ConvertArgs& args, const std::string& ext, uint64_t* split_max_bytes) {
   if (ext != ".bolt" && ext != ".safetensors" && ext != ".gguf") {
-    PrintError(StrCat(args.output, ": unknown output format \"", ext, "\" (expected .bolt, .safetensors or .gguf)"));
-    return 2;
+    return UsageError(
+        StrCat(args.output, ": unknown output format \"", ext, "\" (expected .bolt, .safetensors or .gguf)"));
   }
   if ((!args.split_max_size.empty() || args.split_max_tensors > 0) && ext != ".gguf") {
-    PrintError(StrCat(args.output, ": --split-max-size and --split-max-tensors split GGUF output only (the output is \"",
-                      ext, "\")"));
-    return 2;
+    return UsageError(StrCat(args.output, ": --split-max-size and --split-max-tensors split GGUF output only ",
+                             "(the output is \"", ext, "\")"));
   }
   if (!args.split_max_size.empty()) {
     auto n = io::ParseGgufSplitSize(args.split_max_size);
-    if (!n.ok()) {
-      PrintError(StrCat("--split-max-size: ", n.status().message()));
-      return 2;
-    }
+    if (!n.ok()) return UsageError(StrCat("--split-max-size: ", n.status().message()));
     *split_max_bytes = *n;
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 // --view: every input is a .bolt file that has the view.
-int CheckView(const ConvertArgs& args, const std::string& ext, const Inputs& in) {
-  if (args.view == "full") return 0;
+absl::Status CheckView(const ConvertArgs& args, const std::string& ext, const Inputs& in) {
+  if (args.view == "full") return absl::OkStatus();
   // A view is a way to decode a .bolt file; other outputs copy or re-encode.
-  if (ext != ".safetensors") {
-    PrintError(StrCat("--view applies to .safetensors output, not ", ext));
-    return 2;
-  }
+  if (ext != ".safetensors") return UsageError(StrCat("--view applies to .safetensors output, not ", ext));
   for (const auto& t : in.tensors()) {
     absl::Status has = t.kind == InputKind::kBolt
                            ? t.reader->ViewBytes(args.view).status()
                            : absl::NotFoundError(StrCat(t.file(), ": only .bolt files have views (asked for \"",
                                                         args.view, "\")"));
-    if (!has.ok()) {
-      PrintError(std::string(has.message()));
-      return 2;
-    }
+    if (!has.ok()) return UsageError(std::string(has.message()));
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 // An elastic .bolt input keeps its manifest in a .bolt output (checked
 // against the new codecs); other outputs cannot hold one. --elastic
 // authors a new one.
-int ResolveElastic(const ConvertArgs& args, const std::string& ext, const Inputs& in, const CodecPlan& plan,
-                   std::optional<ElasticManifest>* carried, std::unique_ptr<io::ElasticAuthoring>* elastic) {
+absl::Status ResolveElastic(const ConvertArgs& args, const std::string& ext, const Inputs& in, const CodecPlan& plan,
+                            std::optional<ElasticManifest>* carried, std::unique_ptr<io::ElasticAuthoring>* elastic,
+                            std::vector<ConvertNote>* notes) {
   if (ext == ".bolt") {
-    auto c = CarriedElastic(in, plan, !args.elastic.empty());
-    if (!c.ok()) {
-      PrintError(std::string(c.status().message()));
-      return 1;
-    }
-    *carried = std::move(*c);
+    BP_ASSIGN_OR_RETURN(*carried, CarriedElastic(in, plan, !args.elastic.empty()));
   } else {
     for (const auto& t : in.tensors()) {
       if (t.kind == InputKind::kBolt && t.reader->elastic() != nullptr) {
-        std::fprintf(stderr, "bolt-pack: note: %s: its elastic manifest is not carried into %s output (only .bolt "
-                             "holds one; `bolt-pack slice` cuts its budgets to %s)\n",
-                     t.reader->path().c_str(), ext.c_str(), ext.c_str());
+        notes->push_back({false, StrCat(t.reader->path(), ": its elastic manifest is not carried into ", ext,
+                                        " output (only .bolt holds one; `bolt-pack slice` cuts its budgets to ", ext,
+                                        ")")});
         break;
       }
     }
   }
-  if (args.elastic.empty()) return 0;
+  if (args.elastic.empty()) return absl::OkStatus();
   if (ext != ".bolt") {
-    PrintError(StrCat(args.output, ": --elastic stores an elastic manifest, which only a .bolt output holds"));
-    return 2;
+    return UsageError(StrCat(args.output, ": --elastic stores an elastic manifest, which only a .bolt output holds"));
   }
-  auto e = LoadElastic(args.elastic, in, plan);
-  if (!e.ok()) {
-    PrintError(std::string(e.status().message()));
-    return 1;
-  }
-  *elastic = std::move(*e);
-  return 0;
+  BP_ASSIGN_OR_RETURN(*elastic, LoadElastic(args.elastic, in, plan));
+  return absl::OkStatus();
+}
+
+// One warning listing every tensor that fell back, as llama-quantize does.
+std::string FallbackNote(const std::vector<std::string>& fallbacks) {
+  std::string list;
+  for (const auto& f : fallbacks) list += "\n  " + f;
+  return StrCat(fallbacks.size(), " tensor", fallbacks.size() == 1 ? "" : "s",
+                " cannot take their rule's codec and use the fallback:", list);
+}
+
+int Report(const absl::Status& s) {
+  PrintError(std::string(s.message()));
+  return IsUsageError(s) ? 2 : 1;
 }
 
 }  // namespace
 
-int RunConvert(const ConvertArgs& args) {
-  std::vector<CodecRule> rules;
-  if (int rc = CollectRules(args, &rules); rc != 0) return rc;
-  std::string ext = Extension(args.output);
-  uint64_t split_max_bytes = 0;
-  if (int rc = CheckOutput(args, ext, &split_max_bytes); rc != 0) return rc;
-  std::unique_ptr<io::Imatrix> imatrix;
+bool IsUsageError(const absl::Status& s) { return s.GetPayload(kUsagePayload).has_value(); }
+
+absl::StatusOr<PreparedConvert> PrepareConvert(const ConvertArgs& args) {
+  PreparedConvert p;
+  BP_RETURN_IF_ERROR(CollectRules(args, &p.rules));
+  p.ext = Extension(args.output);
+  BP_RETURN_IF_ERROR(CheckOutput(args, p.ext, &p.split_max_bytes));
   if (!args.imatrix.empty()) {
-    auto im = io::Imatrix::Load(args.imatrix);
-    if (!im.ok()) {
-      PrintError(std::string(im.status().message()));
-      return 1;
-    }
-    imatrix = std::move(*im);
+    BP_ASSIGN_OR_RETURN(p.imatrix, io::Imatrix::Load(args.imatrix));
   }
-  ReaderOptions bolt_options;
-  bolt_options.verify_checksums = !args.no_verify;
-  auto in = Inputs::Open(args.inputs, bolt_options);
-  if (!in.ok()) {
-    PrintError(std::string(in.status().message()));
-    return 1;
-  }
-  if (absl::Status importable = CheckImportable(**in); !importable.ok()) {
-    PrintError(std::string(importable.message()));
-    return 1;
-  }
-  if (int rc = CheckView(args, ext, **in); rc != 0) return rc;
+  return p;
+}
+
+absl::Status ConvertInputs(const Inputs& in, const ConvertArgs& args, const PreparedConvert& prepared,
+                           std::vector<ConvertNote>* notes) {
+  BP_RETURN_IF_ERROR(CheckImportable(in));
+  const std::string& ext = prepared.ext;
+  BP_RETURN_IF_ERROR(CheckView(args, ext, in));
   ConvertArgs resolved = args;
   if (resolved.threads <= 0) resolved.threads = HardwareThreads();
   std::vector<std::string> fallbacks;
-  CodecPlan plan = PlanCodecs(**in, rules, &fallbacks);
-  if (!fallbacks.empty()) {
-    // One warning listing every such tensor, as llama-quantize does.
-    std::string list;
-    for (const auto& f : fallbacks) list += "\n  " + f;
-    std::fprintf(stderr, "bolt-pack: warning: %zu tensor%s cannot take their rule's codec and use the fallback:%s\n",
-                 fallbacks.size(), fallbacks.size() == 1 ? "" : "s", list.c_str());
-  }
+  CodecPlan plan = PlanCodecs(in, prepared.rules, &fallbacks);
+  if (!fallbacks.empty()) notes->push_back({true, FallbackNote(fallbacks)});
   std::optional<ElasticManifest> carried;
   std::unique_ptr<io::ElasticAuthoring> elastic;
-  if (int rc = ResolveElastic(args, ext, **in, plan, &carried, &elastic); rc != 0) return rc;
-  absl::Status st = ext == ".bolt"   ? ConvertToBolt(**in, plan, resolved, imatrix.get(), elastic.get(),
-                                                     carried ? &*carried : nullptr)
-                    : ext == ".gguf" ? ConvertToGguf(**in, std::move(plan), resolved, imatrix.get(), split_max_bytes)
-                                     : ConvertToSafetensors(**in, plan, resolved);
-  if (!st.ok()) {
-    PrintError(std::string(st.message()));
-    return 1;
+  BP_RETURN_IF_ERROR(ResolveElastic(args, ext, in, plan, &carried, &elastic, notes));
+  const io::Imatrix* imatrix = prepared.imatrix.get();
+  if (ext == ".bolt") return ConvertToBolt(in, plan, resolved, imatrix, elastic.get(), carried ? &*carried : nullptr);
+  if (ext == ".gguf") return ConvertToGguf(in, std::move(plan), resolved, imatrix, prepared.split_max_bytes);
+  return ConvertToSafetensors(in, plan, resolved);
+}
+
+int RunConvert(const ConvertArgs& args) {
+  auto prepared = PrepareConvert(args);
+  if (!prepared.ok()) return Report(prepared.status());
+  ReaderOptions bolt_options;
+  bolt_options.verify_checksums = !args.no_verify;
+  auto in = Inputs::Open(args.inputs, bolt_options);
+  if (!in.ok()) return Report(in.status());
+  std::vector<ConvertNote> notes;
+  absl::Status st = ConvertInputs(**in, args, *prepared, &notes);
+  // Notes first: a warning about fallbacks explains a failure after it.
+  for (const auto& note : notes) {
+    std::fprintf(stderr, "bolt-pack: %s: %s\n", note.warning ? "warning" : "note", note.text.c_str());
   }
-  if (split_max_bytes == 0 && args.split_max_tensors == 0) {  // a split output listed its files
+  if (!st.ok()) return Report(st);
+  if (prepared->split_max_bytes == 0 && args.split_max_tensors == 0) {  // a split output listed its files
     std::fprintf(stderr, "wrote %s (%zu tensors)\n", args.output.c_str(), (*in)->tensors().size());
   }
   return 0;

@@ -11,6 +11,7 @@
 #include "common/str_cat.h"
 #include "format/output_rules.h"
 #include "io/gguf_record.h"
+#include "common/limits.h"
 #include "common/mapped_file.h"
 
 namespace boltpack::tools {
@@ -51,6 +52,7 @@ void ReleaseTensorPages(const Reader& reader, size_t tensor) {
 }
 
 void Inputs::Release(const InputTensor& t) const {
+  if (!memory_.empty()) return;  // a caller's memory, not a mapping of ours
   if (t.kind == InputKind::kBolt) {
     ReleaseTensorPages(*t.reader, t.index);
   } else {
@@ -197,6 +199,41 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
       return absl::InvalidArgumentError(StrCat(t.file(), ": tensor ", QuoteForDisplay(t.name), " also exists in an earlier input"));
     }
   }
+  return in;
+}
+
+absl::StatusOr<std::unique_ptr<Inputs>> Inputs::FromMemory(std::vector<MemoryTensor> tensors, Metadata metadata,
+                                                            std::string label) {
+  auto in = std::make_unique<Inputs>();
+  in->memory_label_ = std::make_unique<std::string>(std::move(label));
+  const std::string* file = in->memory_label_.get();
+  in->memory_ = std::move(tensors);
+  in->tensors_.reserve(in->memory_.size());
+  absl::flat_hash_set<std::string_view> names;
+  for (const MemoryTensor& m : in->memory_) {
+    const std::string where = StrCat(*file, ": tensor ", QuoteForDisplay(m.name));
+    if (m.dtype == DType::kUnspecified || m.shape.size() > format::kMaxDims) {
+      return absl::InvalidArgumentError(StrCat(where, ": no dtype, or more than ", format::kMaxDims, " dimensions"));
+    }
+    const std::optional<uint64_t> elements = CheckedProduct(m.shape);
+    const std::optional<uint64_t> bytes =
+        elements ? CheckedMul(*elements, static_cast<uint64_t>(DTypeSize(m.dtype))) : std::nullopt;
+    if (!bytes || *bytes != m.bytes.size()) {
+      return absl::InvalidArgumentError(StrCat(where, ": ", m.bytes.size(), " bytes do not hold its shape of ",
+                                               DTypeName(m.dtype), " elements"));
+    }
+    if (!names.insert(m.name).second) return absl::InvalidArgumentError(StrCat(where, ": the name repeats"));
+    InputTensor t;
+    t.name = m.name;
+    t.dtype = m.dtype;
+    t.shape = m.shape;
+    t.kind = InputKind::kSafetensors;
+    t.file_path = file;
+    t.bytes = m.bytes;
+    in->tensors_.push_back(std::move(t));
+  }
+  in->metadata_ = std::move(metadata);
+  in->metadata_files_.assign(in->metadata_.size(), *file);
   return in;
 }
 

@@ -47,12 +47,28 @@ struct InputTensor {
   std::string SourceCodec() const;
 };
 
+// A tensor a caller holds in memory (Inputs::FromMemory): row-major
+// elements of `dtype`.
+struct MemoryTensor {
+  std::string name;
+  DType dtype = DType::kUnspecified;
+  std::vector<uint64_t> shape;
+  absl::Span<const uint8_t> bytes;
+};
+
 class Inputs {
  public:
   // Opens every path by its extension (.safetensors, .json index, .bolt);
   // .bolt files with `bolt_options`.
   static absl::StatusOr<std::unique_ptr<Inputs>> Open(const std::vector<std::string>& paths,
                                                       const ReaderOptions& bolt_options = {});
+
+  // Tensors of a caller's memory, which must outlive the Inputs, with
+  // `metadata`; `label` stands for the file in messages. Checks each
+  // tensor's byte count against its dtype and shape, and that names are
+  // unique. Such tensors are kSafetensors inputs that Release never drops.
+  static absl::StatusOr<std::unique_ptr<Inputs>> FromMemory(std::vector<MemoryTensor> tensors, Metadata metadata,
+                                                            std::string label);
 
   const std::vector<InputTensor>& tensors() const { return tensors_; }
   // A single .bolt input's metadata is its reader's (not a copy: a 4M-element
@@ -86,6 +102,9 @@ class Inputs {
 
  private:
   std::vector<std::unique_ptr<io::SafetensorsModel>> safetensors_;
+  std::vector<MemoryTensor> memory_;  // FromMemory's, which tensors_ view
+  // A label for FromMemory's tensors; a node, so that the views of it stay put.
+  std::unique_ptr<std::string> memory_label_;
   std::vector<std::unique_ptr<Reader>> readers_;
   std::vector<std::unique_ptr<io::GgufModel>> ggufs_;
   // The shapes of GGUF tensors (ne reversed) and of .bolt tensors (whose

@@ -14,7 +14,7 @@
 #include "io/json.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
-#include "tools/metadata_json.h"
+#include "io/metadata_json.h"
 
 namespace boltpack::tools {
 namespace {
@@ -292,7 +292,7 @@ void PrintText(const Summary& s) {
   for (size_t i = 0; i < s.metadata_count; ++i) {
     const auto& [k, v] = (*s.metadata)[i];
     std::printf("  %-40s %-8s %s\n", esc(k).c_str(), std::string(ValueTypeName(v.type)).c_str(),
-                esc(MetaValueSummary(v)).c_str());
+                esc(io::MetaValueSummary(v)).c_str());
   }
   std::printf("tensors (%zu):\n", s.tensors->size());
   const CodecTotals totals = PrintTensorListing(*s.tensors);
@@ -323,7 +323,7 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
   o += ",\"metadata\":{";
   for (size_t i = 0; i < s.metadata_count; ++i) {
     const auto& [k, v] = (*s.metadata)[i];
-    o += StrCat(i ? "," : "", io::JsonQuote(k), ":", MetaValueToJson(v));
+    o += StrCat(i ? "," : "", io::JsonQuote(k), ":", io::MetaValueToJson(v));
   }
   o += "},\"metadata_types\":{";
   for (size_t i = 0; i < s.metadata_count; ++i) {
@@ -352,7 +352,7 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
       o += ",\"codec_params\":{";
       for (size_t p = 0; p < r.info->codec_params.size(); ++p) {
         o += StrCat(p ? "," : "", io::JsonQuote(r.info->codec_params[p].first), ":",
-                    MetaValueToJson(r.info->codec_params[p].second));
+                    io::MetaValueToJson(r.info->codec_params[p].second));
       }
       o += "},\"streams\":[";
       for (size_t k = 0; k < r.info->streams.size(); ++k) {

@@ -23,7 +23,7 @@
 #include "tools/commands.h"
 #include "tools/inputs.h"
 #include "tools/llama_check.h"
-#include "tools/metadata_json.h"
+#include "io/metadata_json.h"
 #include "tools/progress.h"
 
 namespace boltpack::tools {
@@ -187,7 +187,7 @@ absl::Status SliceToSafetensors(const Reader& r, const format::SlicePlan& plan, 
   for (const auto& p : plan.tensors) decls.push_back({p.name, r.tensors()[p.source].dtype, p.kept});
   std::vector<std::pair<std::string, std::string>> meta;
   for (const auto& [key, value] : plan.metadata) {
-    meta.emplace_back(key, value.type == ValueType::kString ? value.s : MetaValueToJson(value));
+    meta.emplace_back(key, value.type == ValueType::kString ? value.s : io::MetaValueToJson(value));
   }
   BP_ASSIGN_OR_RETURN(auto writer, io::SafetensorsWriter::Create(args.output, meta, decls, {args.input}, !args.no_fsync));
   Progress progress("slice", plan.tensors.size());

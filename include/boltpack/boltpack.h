@@ -335,6 +335,33 @@ BP_API bp_status bp_stream_info(const bp_reader* r, size_t tensor, size_t stream
 BP_API bp_status bp_stream_data(const bp_reader* r, size_t tensor, size_t stream,
                                 const void** data, uint64_t* size);
 
+/* Zero-copy and checked: when tensor `tensor` is stored as its elements as
+ * they are (one uncompressed stream of an element codec such as f32, f16,
+ * bf16 or raw; every float or integer tensor of a safetensors file and the
+ * F32/F16/BF16 tensors of a GGUF file), points *data at those elements in
+ * the file's mapping (row-major, outermost first, the tensor's dtype; *size
+ * bytes, *data NULL when 0) after checking them against their checksum
+ * (.bolt files; not when opened with BP_OPEN_NO_VERIFY). The caller checks
+ * the alignment it needs (streams of a .bolt file start at its alignment,
+ * 4096 by default). Errors: BP_ERR_UNSUPPORTED for a tensor stored any other
+ * way (decode it), BP_ERR_CHECKSUM for bytes that differ from their
+ * checksum (*data is then NULL). Each call checks the bytes again. */
+/* Threads: any. Ownership: *data points into r's read-only mapping, valid
+ * until bp_close: never write or free it. */
+BP_API bp_status bp_tensor_elements(const bp_reader* r, size_t tensor, const void** data, uint64_t* size);
+
+/* The codec parameters of tensor `tensor` as a JSON object (keys in stored
+ * order; numbers as JSON numbers, non-finite floats as the strings "nan",
+ * "inf" and "-inf"; arrays as JSON arrays), e.g. {"tensor_scale":0.0021}
+ * for nvfp4, {} for a codec without parameters: what a kernel that takes
+ * bp_stream_data's blocks directly needs beside them. Written NUL-terminated
+ * into buffer (capacity bytes); *length gets the JSON's length without the
+ * NUL, also when the buffer is too small (BP_ERR_OUT_OF_RANGE), so a
+ * caller may ask with capacity 0 first. */
+/* Threads: any. Ownership: buffer stays the caller's. */
+BP_API bp_status bp_tensor_codec_params(const bp_reader* r, size_t tensor, char* buffer, size_t capacity,
+                                        size_t* length);
+
 /* Bytes a full decode of tensor `tensor` to `out` writes. Fails, with the
  * same error as bp_decode would, when the tensor cannot be decoded to `out`
  * (BP_ERR_UNSUPPORTED: codec or feature unknown to this library;

@@ -1,4 +1,4 @@
-#include "tools/metadata_json.h"
+#include "io/metadata_json.h"
 
 #include <cmath>
 
@@ -6,7 +6,7 @@
 #include "common/str_cat.h"
 #include "io/json.h"
 
-namespace boltpack::tools {
+namespace boltpack::io {
 namespace {
 
 std::string FloatJson(double v) {
@@ -62,4 +62,4 @@ std::string MetaValueSummary(const MetaValue& v) {
   return out + "]";
 }
 
-}  // namespace boltpack::tools
+}  // namespace boltpack::io

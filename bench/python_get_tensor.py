@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Side by side: open a bf16 model and get_tensor every tensor with
+safetensors and with boltpack (the same file converted to .bolt: raw bf16
+and bf16-huffman), in one process, warm page cache, best of --repeat; then
+get_slice of 1% of the rows, with the file's pages dropped first and the
+pages it brought in counted (mincore).
+
+    python3 bench/python_get_tensor.py BOLT_PACK WORK_DIR [--gib 2] [--threads 1]
+
+Needs numpy, torch, safetensors and the boltpack module on sys.path.
+"""
+
+import argparse
+import ctypes
+import mmap
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+import boltpack
+
+
+def make_model(path, gib, rows=4096, cols=4096):
+    """Random bf16 weights shaped like an LLM's (normal, std 0.02)."""
+    from safetensors.torch import save_file
+
+    count = max(1, int(gib * 2**30 // (rows * cols * 2)))
+    g = torch.Generator().manual_seed(0)
+    tensors = {f"layers.{i}.w": (torch.randn(rows, cols, generator=g) * 0.02).to(torch.bfloat16)
+               for i in range(count)}
+    save_file(tensors, path)
+    return sum(t.numel() * 2 for t in tensors.values())
+
+
+def drop_pages(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def resident_fraction(path):
+    """Fraction of the file's pages in the page cache (mincore), or None."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        m = mmap.mmap(f.fileno(), size, prot=mmap.PROT_READ)
+        try:
+            page = mmap.PAGESIZE
+            n = (size + page - 1) // page
+            vec = (ctypes.c_ubyte * n)()
+            arr = np.frombuffer(m, dtype=np.uint8)  # for the mapping's address
+            rc = libc.mincore(ctypes.c_void_p(arr.ctypes.data), ctypes.c_size_t(size), vec)
+            del arr
+            if rc != 0:
+                return None
+            return float((np.frombuffer(vec, dtype=np.uint8) & 1).sum()) / n
+        finally:
+            m.close()
+
+
+def time_all(load, repeat):
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        n = load()
+        best = min(best, time.perf_counter() - t0)
+    return best, n
+
+
+def safetensors_all(path):
+    from safetensors import safe_open
+
+    def load():
+        total = 0
+        with safe_open(path, framework="pt") as f:
+            for k in f.keys():
+                total += f.get_tensor(k).numel()
+        return total
+
+    return load
+
+
+def boltpack_all(path, threads):
+    def load():
+        total = 0
+        with boltpack.safe_open(path, framework="pt", threads=threads) as f:
+            for k in f.keys():
+                total += f.get_tensor(k).numel()
+        return total
+
+    return load
+
+
+def slice_rows(path, fraction, opener):
+    drop_pages(path)
+    before = resident_fraction(path)
+    t0 = time.perf_counter()
+    opener(path, fraction)
+    dt = time.perf_counter() - t0
+    after = resident_fraction(path)
+    return dt, before, after
+
+
+def st_slice(path, fraction):
+    from safetensors import safe_open
+
+    with safe_open(path, framework="pt") as f:
+        for k in f.keys():
+            s = f.get_slice(k)
+            n = s.get_shape()[0]
+            s[: max(1, int(n * fraction))]
+
+
+def bp_slice(path, fraction):
+    with boltpack.safe_open(path, framework="pt", threads=1) as f:
+        for k in f.keys():
+            s = f.get_slice(k)
+            n = s.get_shape()[0]
+            s[: max(1, int(n * fraction))]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bolt_pack")
+    ap.add_argument("work")
+    ap.add_argument("--gib", type=float, default=2.0)
+    ap.add_argument("--threads", type=int, default=1, help="boltpack decode threads (1: per core)")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    st = os.path.join(args.work, "model.safetensors")
+    nbytes = make_model(st, args.gib)
+    raw = os.path.join(args.work, "model-raw.bolt")
+    huff = os.path.join(args.work, "model-huffman.bolt")
+    subprocess.run([args.bolt_pack, "convert", st, "-o", raw], check=True)
+    subprocess.run([args.bolt_pack, "convert", st, "-o", huff, "--codec", "*=bf16-huffman"], check=True)
+    sizes = {p: os.path.getsize(p) for p in (st, raw, huff)}
+    print(f"model: {nbytes / 2**30:.2f} GiB of bf16; files: safetensors {sizes[st] / 2**30:.3f} GiB, "
+          f"raw .bolt {sizes[raw] / 2**30:.3f} GiB, bf16-huffman .bolt {sizes[huff] / 2**30:.3f} GiB")
+    rows = [("safetensors 0.8 safe_open(pt) + get_tensor", st, safetensors_all(st)),
+            (f"boltpack raw bf16 (threads={args.threads})", raw, boltpack_all(raw, args.threads)),
+            (f"boltpack bf16-huffman (threads={args.threads})", huff, boltpack_all(huff, args.threads)),
+            ("boltpack bf16-huffman (threads=all)", huff, boltpack_all(huff, 0))]
+    print("| reader | file | best of %d | GB/s of bf16 |" % args.repeat)
+    print("|---|---|---|---|")
+    for label, path, load in rows:
+        load()  # warm the page cache
+        best, n = time_all(load, args.repeat)
+        print(f"| {label} | {os.path.basename(path)} | {best:.3f} s | {n * 2 / best / 1e9:.2f} |")
+    print("\nget_slice of 1% of the rows of every tensor, pages dropped first:")
+    print("| reader | file | time | file pages resident after |")
+    print("|---|---|---|---|")
+    for label, path, fn in [("safetensors", st, st_slice), ("boltpack", raw, bp_slice), ("boltpack", huff, bp_slice)]:
+        dt, before, after = slice_rows(path, 0.01, fn)
+        res = "n/a" if after is None else f"{after:.1%} (before {before:.1%})"
+        print(f"| {label} | {os.path.basename(path)} | {dt * 1e3:.1f} ms | {res} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
