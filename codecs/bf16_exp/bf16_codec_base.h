@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "boltpack/codec.h"
 #include "codecs/float_convert.h"
@@ -86,6 +87,18 @@ class Bf16CodecBase : public Codec {
     return *n * OutSize(out);
   }
 
+  // from_f32, then what the codec stores (StoredParamSpecs).
+  std::vector<CodecParamSpec> ParamSpecs() const override {
+    CodecParamSpec from_f32;
+    from_f32.name = kFromF32;
+    from_f32.kind = ParamKind::kBool;
+    from_f32.help = "let an F32 tensor be rounded to bf16 (lossy) and stored; stored as true when it was";
+    from_f32.default_text = "false";
+    std::vector<CodecParamSpec> specs{from_f32};
+    for (CodecParamSpec& s : StoredParamSpecs()) specs.push_back(std::move(s));
+    return specs;
+  }
+
   // GGUF has no such type: exported as BF16, which holds every value the
   // codec decodes to exactly.
   GgmlMapping Ggml(DType /*dtype*/, const CodecParams& /*params*/) const override {
@@ -93,6 +106,9 @@ class Bf16CodecBase : public Codec {
   }
 
  protected:
+  // What the encoder writes beside from_f32 (settable false).
+  virtual std::vector<CodecParamSpec> StoredParamSpecs() const = 0;
+
   absl::Status Err(std::string_view what) const {
     return absl::InvalidArgumentError(StrCat("codec '", id_, "': ", what));
   }

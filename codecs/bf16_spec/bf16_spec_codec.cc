@@ -467,6 +467,47 @@ class Bf16SpecCodec : public Codec {
     return t;
   }
 
+  // keep and mbits are the user's; the rest the encoder writes (ParseRecord
+  // checks them in a stored record).
+  std::vector<CodecParamSpec> ParamSpecs() const override {
+    CodecParamSpec keep;
+    keep.name = kKeep;
+    keep.kind = ParamKind::kNumber;
+    keep.help = "fraction of each row kept for the draft view";
+    keep.min = 0.0;
+    keep.min_exclusive = true;
+    keep.max = 1.0;
+    keep.default_text = "0.5";
+    CodecParamSpec mbits;
+    mbits.name = kMbits;
+    mbits.kind = ParamKind::kInteger;
+    mbits.help = "top mantissa bits of kept values in the draft view";
+    mbits.min = 0;
+    mbits.max = bf16_spec::kMaxMbits;
+    mbits.default_text = "3";
+    CodecParamSpec kept;
+    kept.name = kKeptPerRow;
+    kept.kind = ParamKind::kInteger;
+    kept.help = "values kept per row";
+    kept.min = 0;
+    kept.settable = false;
+    CodecParamSpec scored;
+    scored.name = kScoredBy;
+    scored.kind = ParamKind::kChoice;
+    scored.choices = {"wanda", "magnitude"};
+    scored.help = "what ranked the values: Wanda with --imatrix, else magnitude";
+    scored.settable = false;
+    CodecParamSpec klen;
+    klen.name = kKeptLengths;
+    klen.kind = ParamKind::kText;
+    klen.help = "the kept exponents' Huffman code lengths, hex";
+    klen.settable = false;
+    CodecParamSpec plen = klen;
+    plen.name = kPrunedLengths;
+    plen.help = "the pruned exponents' Huffman code lengths, hex";
+    return {keep, mbits, kept, scored, klen, plen};
+  }
+
  private:
   struct Parsed {
     Geometry g;

@@ -353,6 +353,18 @@ class Nvfp4Codec : public BlockCodec {
     return NumericParam(params[0].second).status();
   }
 
+  std::vector<CodecParamSpec> ParamSpecs() const override {
+    CodecParamSpec scale;
+    scale.name = kNvfp4TensorScaleParam;
+    scale.kind = ParamKind::kNumber;
+    scale.help = "the FP32 per-tensor scale (ModelOpt's weight_scale_2); always stored";
+    scale.min = 0.0;
+    scale.min_exclusive = true;
+    scale.max = 3.4e38;  // finite as FP32, which stores it
+    scale.default_text = "amax / 2688, from the tensor (as ModelOpt)";
+    return {scale};
+  }
+
   bool NeedsTensorAmax(const CodecParams& requested) const override { return requested.empty(); }
 
   absl::StatusOr<CodecParams> EncodeParams(const CodecParams& requested, float amax) const override {
