@@ -90,6 +90,25 @@ TEST(CodecParams, Bf16SpecKeepAndMbitsAreWhatTheEncoderStores) {
   EXPECT_EQ(Find(enc->params, "kept_per_row")->u, 16u);
 }
 
+// The defaults a listing shows are what the encoder uses without them.
+TEST(CodecParams, Bf16SpecDefaultsShownAreTheOnesItStores) {
+  const Codec* codec = FindCodec("bf16-spec");
+  ASSERT_NE(codec, nullptr);
+  std::vector<ParamText> defaults;
+  for (const CodecParamSpec& s : codec->ParamSpecs()) {
+    if (s.settable) defaults.push_back({std::string(s.name), std::string(s.default_text)});
+  }
+  ASSERT_EQ(defaults.size(), 2u);
+  auto typed = ParseCodecParams(*codec, defaults, "defaults");
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  const std::vector<uint8_t> bytes = Bf16Bytes(Ramp(256));
+  const std::vector<uint64_t> shape{4, 64};
+  auto plain = EncodeTensor("bf16-spec", TensorSource{"w", DType::kBF16, shape, bytes}, {}, ExecOptions{});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(Find(plain->params, "keep")->f64, Find(*typed, "keep")->f64);
+  EXPECT_EQ(static_cast<int64_t>(Find(plain->params, "mbits")->u), Find(*typed, "mbits")->i);
+}
+
 TEST(CodecParams, FromF32IsABoolEachBf16CodecTakes) {
   for (const char* id : {"bf16-huffman", "bf16-unary", "bf16-mx"}) {
     auto rule = ParseCodecRule(StrCat("*=", id, ":from_f32=true"));
