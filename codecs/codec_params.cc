@@ -85,6 +85,39 @@ absl::StatusOr<MetaValue> TypedValue(const CodecParamSpec& spec, std::string_vie
   return absl::InvalidArgumentError(want);
 }
 
+// Whether typed `v` is of `spec`'s kind and in its range.
+bool FitsSpec(const CodecParamSpec& spec, const MetaValue& v) {
+  switch (spec.kind) {
+    case ParamKind::kNumber: {
+      double d;
+      if (v.type == ValueType::kFloat64) {
+        d = v.f64;
+      } else if (v.type == ValueType::kFloat32) {
+        d = v.f32;
+      } else if (IsUnsignedInt(v.type)) {
+        d = static_cast<double>(v.u);
+      } else if (IsSignedInt(v.type)) {
+        d = static_cast<double>(v.i);
+      } else {
+        return false;
+      }
+      return std::isfinite(d) && InRange(spec, d);
+    }
+    case ParamKind::kInteger:
+      if (IsUnsignedInt(v.type)) return v.u <= (uint64_t{1} << 62) && InRange(spec, static_cast<double>(v.u));
+      return IsSignedInt(v.type) && InRange(spec, static_cast<double>(v.i));
+    case ParamKind::kBool: return v.type == ValueType::kBool;
+    case ParamKind::kChoice:
+      if (v.type != ValueType::kString) return false;
+      for (std::string_view c : spec.choices) {
+        if (v.s == c) return true;
+      }
+      return false;
+    case ParamKind::kText: return v.type == ValueType::kString;
+  }
+  return false;
+}
+
 std::string_view KindPlaceholder(ParamKind kind) {
   switch (kind) {
     case ParamKind::kNumber: return "NUMBER";
@@ -150,6 +183,28 @@ absl::StatusOr<CodecParams> ParseCodecParams(const Codec& codec, absl::Span<cons
     out.emplace_back(p.key, *std::move(value));
   }
   return out;
+}
+
+absl::Status CheckEncoderParams(const Codec& codec, const CodecParams& params) {
+  const std::vector<CodecParamSpec> specs = codec.ParamSpecs();
+  const std::string head = StrCat("codec '", codec.id(), "': ");
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& [key, value] = params[i];
+    const CodecParamSpec* spec = nullptr;
+    for (const auto& s : specs) spec = s.name == key ? &s : spec;
+    if (spec == nullptr || !spec->settable) {
+      return absl::InvalidArgumentError(StrCat(head, spec == nullptr ? "unknown parameter '" : "stored parameter '",
+                                               key, "' (", TakesClause(specs), ")"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (params[j].first == key) return absl::InvalidArgumentError(StrCat(head, "parameter '", key, "' appears twice"));
+    }
+    if (!FitsSpec(*spec, value)) {
+      return absl::InvalidArgumentError(StrCat(head, "parameter '", key, "' must be ", DescribeParamValues(*spec),
+                                               ", got ", ValueTypeName(value.type)));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string DescribeCodecParams(const Codec& codec, std::string_view indent) {

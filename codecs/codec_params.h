@@ -30,6 +30,14 @@ struct ParamText {
 absl::StatusOr<CodecParams> ParseCodecParams(const Codec& codec, absl::Span<const ParamText> given,
                                              std::string_view where);
 
+// Checks parameters already typed (an API caller's, or ParseCodecParams')
+// against `codec`'s specs, for the codec's own CanEncode: every key a
+// settable one, given once, with a value of its kind (kNumber: any float or
+// integer type; kInteger: any integer type; kBool: BOOL; kChoice, kText:
+// STRING) within its range. Messages start "codec 'ID': ". Stored records
+// are ValidateRecord's to check, not this.
+absl::Status CheckEncoderParams(const Codec& codec, const CodecParams& params);
+
 // The values a spec allows, for users: "number in (0, 1]", "integer 0..7",
 // "true or false", "one of wanda, magnitude", "text".
 std::string DescribeParamValues(const CodecParamSpec& spec);

@@ -2,6 +2,7 @@
 // recipe's params): typed by what each codec declares (ParamSpecs), the types
 // its encoder takes, and rejected with a message naming the flag or rule,
 // the codec and the key. Also: the 1-D trait drives the codec plan.
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -153,6 +154,44 @@ TEST(CodecParams, EveryCodecDeclaresDistinctNamesAndTheListingShowsThem) {
   EXPECT_NE(listing.find("from_f32=BOOL  true or false, default false"), std::string::npos) << listing;
   EXPECT_NE(listing.find("scored_by=CHOICE  (stored) one of wanda, magnitude"), std::string::npos) << listing;
   EXPECT_NE(listing.find("ggml-q4_k"), std::string::npos) << listing;
+}
+
+// The codecs' own encode-time checks use the same specs on typed
+// parameters (an API caller's): any numeric type for a number, any integer
+// type for an integer, nothing stored-only, unknown or repeated.
+TEST(CodecParams, CanEncodeChecksTypedParamsAgainstTheSameSpecs) {
+  const Codec* spec = FindCodec("bf16-spec");
+  const Codec* huffman = FindCodec("bf16-huffman");
+  const Codec* nvfp4 = FindCodec("nvfp4");
+  ASSERT_TRUE(spec != nullptr && huffman != nullptr && nvfp4 != nullptr);
+  const std::vector<uint64_t> shape{4, 64};
+  auto can = [&](const Codec* c, DType dtype, CodecParams p) { return c->CanEncode(dtype, shape, p); };
+  EXPECT_TRUE(can(spec, DType::kBF16, {{"keep", MetaValue::Float32(0.5f)},
+                                       {"mbits", MetaValue::Uint(ValueType::kUint32, 7)}}).ok());
+  EXPECT_TRUE(can(nvfp4, DType::kF32, {{"tensor_scale", MetaValue::Int(ValueType::kInt32, 1)}}).ok());
+  EXPECT_TRUE(can(huffman, DType::kF32, {{"from_f32", MetaValue::Bool(true)}}).ok());
+  const std::vector<std::pair<absl::Status, std::string>> refused = {
+      {can(spec, DType::kBF16, {{"keep", MetaValue::String("0.5")}}),
+       "codec 'bf16-spec': parameter 'keep' must be a number in (0, 1], got string"},
+      {can(spec, DType::kBF16, {{"mbits", MetaValue::Float64(3)}}), "parameter 'mbits' must be an integer 0..7"},
+      {can(spec, DType::kBF16, {{"mbits", MetaValue::Uint(ValueType::kUint8, 8)}}), "must be an integer 0..7"},
+      {can(spec, DType::kBF16, {{"keep", MetaValue::Float64(std::nan(""))}}), "must be a number in (0, 1]"},
+      {can(spec, DType::kBF16, {{"kept_per_row", MetaValue::Uint(ValueType::kUint64, 3)}}),
+       "stored parameter 'kept_per_row' (it takes: keep, mbits)"},
+      {can(spec, DType::kBF16, {{"keep", MetaValue::Float64(0.5)}, {"keep", MetaValue::Float64(0.5)}}),
+       "parameter 'keep' appears twice"},
+      {can(huffman, DType::kF32, {{"from_f32", MetaValue::Int(ValueType::kInt64, 1)}}),
+       "codec 'bf16-huffman': parameter 'from_f32' must be true or false"},
+      {can(huffman, DType::kBF16, {{"exp_code_lengths", MetaValue::String("")}}), "stored parameter 'exp_code_lengths'"},
+      {can(nvfp4, DType::kF32, {{"tensor_scale", MetaValue::Float64(-1)}}), "parameter 'tensor_scale' must be"},
+      {can(nvfp4, DType::kF32, {{"scale", MetaValue::Float64(1)}}), "unknown parameter 'scale' (it takes: tensor_scale)"},
+      // Within the spec's range, but 0 once rounded to FP32: still the codec's to refuse.
+      {can(nvfp4, DType::kF32, {{"tensor_scale", MetaValue::Float64(1e-50)}}), "tensor_scale"},
+  };
+  for (const auto& [status, fragment] : refused) {
+    ASSERT_FALSE(status.ok()) << fragment;
+    EXPECT_NE(status.message().find(fragment), std::string::npos) << status;
+  }
 }
 
 struct Rejected {

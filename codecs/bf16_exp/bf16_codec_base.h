@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "boltpack/codec.h"
+#include "codecs/codec_params.h"
 #include "codecs/float_convert.h"
 #include "common/checked_math.h"
 #include "common/limits.h"
@@ -53,15 +54,10 @@ class Bf16CodecBase : public Codec {
 
   absl::Status CanEncode(DType dtype, absl::Span<const uint64_t> shape,
                          const CodecParams& params) const override {
+    // Keys and kinds as ParamSpecs declares them: from_f32, a BOOL.
+    BP_RETURN_IF_ERROR(CheckEncoderParams(*this, params));
     bool from_f32 = false;
-    for (const auto& [k, v] : params) {
-      if (k == kFromF32) {
-        if (v.type != ValueType::kBool) return Err(StrCat("parameter '", kFromF32, "' must be a bool"));
-        from_f32 = v.b;
-      } else {
-        return Err(StrCat("unknown parameter '", k, "' (the only encoder parameter is '", kFromF32, "')"));
-      }
-    }
+    for (const auto& [k, v] : params) from_f32 = k == kFromF32 ? v.b : from_f32;
     if (dtype == DType::kF32 && !from_f32) {
       return Err(StrCat("stores bf16; an F32 source would be rounded, which is lossy: pass ", kFromF32,
                         "=true to allow it"));

@@ -13,6 +13,7 @@
 #include "codecs/bf16_exp/code_cache.h"
 #include "codecs/bf16_exp/exponent_code.h"
 #include "codecs/bf16_spec/split_kernel.h"
+#include "codecs/codec_params.h"
 #include "codecs/float_convert.h"
 #include "codecs/raw_range.h"
 #include "common/checked_math.h"
@@ -528,20 +529,13 @@ class Bf16SpecCodec : public Codec {
   }
 
   absl::StatusOr<std::pair<double, int>> ParseEncoderParams(const CodecParams& params) const {
+    // Keys, kinds and ranges as ParamSpecs declares them.
+    BP_RETURN_IF_ERROR(CheckEncoderParams(*this, params));
     double keep = kDefaultKeep;
     int mbits = kDefaultMbits;
     for (const auto& [k, v] : params) {
-      if (k == kKeep) {
-        auto x = AsNumber(v);
-        if (!x || !(*x > 0 && *x <= 1)) return Err("parameter 'keep' must be a number in (0, 1]");
-        keep = *x;
-      } else if (k == kMbits) {
-        auto x = AsInteger(v);
-        if (!x || *x < 0 || *x > bf16_spec::kMaxMbits) return Err("parameter 'mbits' must be an integer 0..7");
-        mbits = static_cast<int>(*x);
-      } else {
-        return Err(StrCat("unknown parameter '", k, "' (parameters: keep, mbits)"));
-      }
+      if (k == kKeep) keep = *AsNumber(v);
+      if (k == kMbits) mbits = static_cast<int>(*AsInteger(v));
     }
     return std::make_pair(keep, mbits);
   }
