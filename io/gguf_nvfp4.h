@@ -1,4 +1,4 @@
-// The GGUF side of two-level "nvfp4" tensors (spec/gguf-mapping.md §3): a
+// The GGUF side of two-level nvfp4 tensors (spec/gguf-mapping.md §3): a
 // ggml NVFP4 tensor plus, unless its tensor scale is exactly 1, an F32
 // tensor holding that scale, named as llama.cpp's convert_hf_to_gguf names
 // it. The export's planning (which tensors, Q8_0 where llama.cpp reads no

@@ -3,7 +3,9 @@
 // Ggml, traits), never by its id: the elastic cut of its stored streams
 // copies whole cells, and the GGUF mapping and tool traits say what the
 // codec declares. The toy codec stores int8 values with one f32 scale per
-// 16 elements of a row, in two streams.
+// 16 elements of a row, in two streams; it declares one parameter, "clip"
+// (the fraction of each block's amax its scale reaches), which a --codec
+// rule sets through the shared parser, and that it takes 1-D tensors.
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +26,8 @@
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "tests/test_util.h"
+#include "tools/codec_plan.h"
+#include "tools/codec_rules.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
 
@@ -40,7 +44,7 @@ class ToyInt8Codec : public Codec {
 
   absl::Status CanEncode(DType dtype, absl::Span<const uint64_t> shape, const CodecParams& params) const override {
     if (dtype != DType::kF32) return absl::InvalidArgumentError("toy: F32 only");
-    if (!params.empty()) return absl::InvalidArgumentError("toy: takes no parameters");
+    if (!Clip(params).ok()) return Clip(params).status();
     if (shape.empty() || shape.back() % kBlock != 0) return absl::InvalidArgumentError("toy: row not a multiple of 16");
     return CheckedProduct(shape).has_value() ? absl::OkStatus() : absl::OutOfRangeError("toy: too many elements");
   }
@@ -52,17 +56,19 @@ class ToyInt8Codec : public Codec {
     std::vector<float> x(n);
     std::memcpy(x.data(), source.bytes.data(), n * 4);
     EncodedStream values{"values", std::vector<uint8_t>(n)}, scales{"scales", std::vector<uint8_t>(n / kBlock * 4)};
+    const float clip = static_cast<float>(*Clip(params));
     for (uint64_t b = 0; b < n / kBlock; ++b) {
       float amax = 0;
       for (uint64_t i = 0; i < kBlock; ++i) amax = std::fmax(amax, std::fabs(x[b * kBlock + i]));
-      const float scale = amax / 127.0f;
+      const float scale = amax * clip / 127.0f;
       std::memcpy(scales.bytes.data() + b * 4, &scale, 4);
       for (uint64_t i = 0; i < kBlock; ++i) {
-        const float q = scale == 0 ? 0 : std::round(x[b * kBlock + i] / scale);
+        const float q = scale == 0 ? 0 : std::fmin(127.0f, std::fmax(-127.0f, std::round(x[b * kBlock + i] / scale)));
         values.bytes[b * kBlock + i] = static_cast<uint8_t>(static_cast<int8_t>(q));
       }
     }
     EncodedTensor out;
+    out.params = params;  // stored as given: the record says how it was made
     out.streams.push_back(std::move(values));
     out.streams.push_back(std::move(scales));
     return out;
@@ -107,7 +113,30 @@ class ToyInt8Codec : public Codec {
   CodecTraits traits() const override {
     CodecTraits t;
     t.quantizer = true;
+    t.takes_1d = true;  // unlike the built-in block quantizers
     return t;
+  }
+  std::vector<CodecParamSpec> ParamSpecs() const override {
+    CodecParamSpec clip;
+    clip.name = "clip";
+    clip.kind = ParamKind::kNumber;
+    clip.help = "fraction of each block's amax the scale reaches";
+    clip.min = 0;
+    clip.min_exclusive = true;
+    clip.max = 1;
+    clip.default_text = "1";
+    return {clip};
+  }
+
+ private:
+  // Its one parameter, as the shared parser types it (FLOAT64).
+  static absl::StatusOr<double> Clip(const CodecParams& params) {
+    if (params.empty()) return 1.0;
+    if (params.size() != 1 || params[0].first != "clip" || params[0].second.type != ValueType::kFloat64 ||
+        !(params[0].second.f64 > 0 && params[0].second.f64 <= 1)) {
+      return absl::InvalidArgumentError("toy: takes one parameter, clip, FLOAT64 in (0, 1]");
+    }
+    return params[0].second.f64;
   }
 };
 
@@ -295,6 +324,105 @@ TEST(PluginCodec, ConvertInspectSliceAndExportRunThroughTheTools) {
   auto all = tools::Inputs::Open({to_gguf.output});
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ((*all)->tensors().size(), static_cast<size_t>(kLayers));
+}
+
+// Its parameter, declared in ParamSpecs, is typed and checked by the same
+// parser as the built-ins' and reaches its encoder through convert.
+TEST(PluginCodec, ItsDeclaredParameterIsSetThroughACodecRule) {
+  ASSERT_EQ(Toy().id(), kToyId);
+  auto rule = tools::ParseCodecRule(StrCat("*=", kToyId, ":clip=0.5"));
+  ASSERT_TRUE(rule.ok()) << rule.status();
+  ASSERT_EQ(rule->params.size(), 1u);
+  EXPECT_EQ(rule->params[0].first, "clip");
+  EXPECT_EQ(rule->params[0].second.type, ValueType::kFloat64);
+  EXPECT_EQ(rule->params[0].second.f64, 0.5);
+  auto unknown = tools::ParseCodecRule(StrCat("*=", kToyId, ":clp=1"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("unknown parameter \"clp\" (it takes: clip)"), std::string::npos)
+      << unknown.status();
+  auto range = tools::ParseCodecRule(StrCat("*=", kToyId, ":clip=2"));
+  ASSERT_FALSE(range.ok());
+  EXPECT_NE(range.status().message().find("\"clip\" is out of range: must be a number in (0, 1]"), std::string::npos)
+      << range.status();
+  EXPECT_NE(tools::CodecListing().find("clip=NUMBER  a number in (0, 1], default 1: fraction"), std::string::npos);
+
+  const std::string dir = testing::MakeTempDir();
+  constexpr uint64_t kRows = 2, kCols = 32;
+  std::vector<float> x(kRows * kCols);
+  for (uint64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 16) - 7.5f;  // amax 7.5 per block
+  {
+    auto w = io::SafetensorsWriter::Create(dir + "/m.safetensors", {}, {{"w", DType::kF32, {kRows, kCols}}}, {},
+                                           /*durable=*/false);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE((*w)->WriteNext({reinterpret_cast<const uint8_t*>(x.data()), x.size() * 4}).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  tools::ConvertArgs convert;
+  convert.inputs = {dir + "/m.safetensors"};
+  convert.output = dir + "/m.bolt";
+  convert.codec_rules = {StrCat("*=", kToyId, ":clip=0.5")};
+  convert.no_fsync = true;
+  ASSERT_EQ(tools::RunConvert(convert), 0);
+  auto r = Reader::Open(dir + "/m.bolt");
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto t = (*r)->FindTensor("w");
+  ASSERT_TRUE(t.has_value());
+  const TensorInfo& info = *(*r)->SharedTensor(*t);
+  EXPECT_EQ(info.codec_id, kToyId);
+  ASSERT_EQ(info.codec_params.size(), 1u);
+  EXPECT_EQ(info.codec_params[0].second.f64, 0.5);
+  std::vector<float> y(x.size());
+  ASSERT_TRUE((*r)->Decode(*t, OutputType::kF32, {reinterpret_cast<uint8_t*>(y.data()), y.size() * 4}).ok());
+  float ymax = 0;
+  for (float v : y) ymax = std::fmax(ymax, std::fabs(v));
+  EXPECT_FLOAT_EQ(ymax, 3.75f);  // clipped at half of each block's amax
+}
+
+// The plan asks the codec whether it takes 1-D tensors (norms, biases):
+// the toy says it does and gets one; the built-in q8_0, a block quantizer
+// as llama-quantize treats it, does not, and the norm stays in float.
+TEST(PluginCodec, ItsOneDimensionalTraitDrivesThePlan) {
+  ASSERT_EQ(Toy().id(), kToyId);
+  EXPECT_TRUE(TraitsOf(kToyId).takes_1d);
+  EXPECT_FALSE(TraitsOf("q8_0").takes_1d);
+  const std::string dir = testing::MakeTempDir();
+  std::vector<float> x(32 + 2 * 32, 0.25f);
+  {
+    auto w = io::SafetensorsWriter::Create(dir + "/m.safetensors", {},
+                                           {{"norm.weight", DType::kF32, {32}}, {"w", DType::kF32, {2, 32}}}, {},
+                                           /*durable=*/false);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE((*w)->WriteNext({reinterpret_cast<const uint8_t*>(x.data()), 32 * 4}).ok());
+    ASSERT_TRUE((*w)->WriteNext({reinterpret_cast<const uint8_t*>(x.data() + 32), 64 * 4}).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  auto in = tools::Inputs::Open({dir + "/m.safetensors"});
+  ASSERT_TRUE(in.ok()) << in.status();
+  size_t norm = 0, matrix = 0;
+  for (size_t i = 0; i < (*in)->tensors().size(); ++i) {
+    if ((*in)->tensors()[i].name == "norm.weight") norm = i;
+    if ((*in)->tensors()[i].name == "w") matrix = i;
+  }
+  ASSERT_NE(norm, matrix);
+  for (const std::string& codec : {std::string(kToyId), std::string("q8_0")}) {
+    auto rule = tools::ParseCodecRule("*=" + codec);
+    ASSERT_TRUE(rule.ok()) << rule.status();
+    std::vector<std::string> fallbacks;
+    const tools::CodecPlan plan = tools::PlanCodecs(**in, {*rule}, &fallbacks);
+    ASSERT_EQ(plan.size(), 2u);
+    ASSERT_NE(plan[matrix], nullptr) << codec;
+    EXPECT_EQ(plan[matrix]->codec_id, codec);
+    if (codec == kToyId) {
+      ASSERT_NE(plan[norm], nullptr);
+      EXPECT_EQ(plan[norm]->codec_id, codec);
+      EXPECT_TRUE(fallbacks.empty());
+    } else {
+      EXPECT_EQ(plan[norm], nullptr);
+      ASSERT_EQ(fallbacks.size(), 1u);
+      EXPECT_NE(fallbacks[0].find("norm.weight: q8_0 -> kept as F32 (a 1-D tensor stays in float"), std::string::npos)
+          << fallbacks[0];
+    }
+  }
 }
 
 }  // namespace

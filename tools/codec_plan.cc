@@ -13,7 +13,7 @@ absl::Status CanTake(const std::string& codec_id, const CodecParams& params, con
   // llama-quantize never quantizes a tensor of fewer than two dimensions
   // (norm weights, biases): ggml's kernels take them in float only, so a
   // quantized norm makes llama.cpp abort at run time.
-  if (t.shape.size() < 2 && codec->traits().quantizer) {
+  if (t.shape.size() < 2 && !codec->traits().takes_1d) {
     return absl::FailedPreconditionError("a 1-D tensor stays in float, as llama-quantize keeps it");
   }
   return codec->CanEncode(t.dtype, t.shape, params);

@@ -3,21 +3,20 @@
 #include <charconv>
 
 #include "boltpack/codec_registry.h"
+#include "common/status_macros.h"
 #include "common/str_cat.h"
 
 namespace boltpack::tools {
-MetaValue TypedParam(std::string_view text) {
-  if (text == "true" || text == "false") return MetaValue::Bool(text == "true");
-  int64_t i;
-  auto r = std::from_chars(text.data(), text.data() + text.size(), i);
-  if (r.ec == std::errc() && r.ptr == text.data() + text.size()) return MetaValue::Int(ValueType::kInt64, i);
-  uint64_t u;
-  r = std::from_chars(text.data(), text.data() + text.size(), u);
-  if (r.ec == std::errc() && r.ptr == text.data() + text.size()) return MetaValue::Uint(ValueType::kUint64, u);
-  double d;
-  r = std::from_chars(text.data(), text.data() + text.size(), d);
-  if (r.ec == std::errc() && r.ptr == text.data() + text.size()) return MetaValue::Float64(d);
-  return MetaValue::String(std::string(text));
+absl::StatusOr<CodecParams> ParseRuleParams(std::string_view codec_id, absl::Span<const ParamText> given,
+                                            std::string_view where) {
+  if (codec_id == kKeepCodec) {
+    if (given.empty()) return CodecParams();
+    return absl::InvalidArgumentError(
+        StrCat(where, ": \"", kKeepCodec, "\" takes no parameters, got \"", given[0].key, "\""));
+  }
+  const Codec* codec = FindCodec(codec_id);
+  if (codec == nullptr) return absl::NotFoundError(StrCat(where, ": unknown codec \"", codec_id, "\""));
+  return ParseCodecParams(*codec, given, where);
 }
 
 absl::StatusOr<CodecRule> ParseCodecRule(std::string_view text) {
@@ -36,6 +35,8 @@ absl::StatusOr<CodecRule> ParseCodecRule(std::string_view text) {
     return absl::InvalidArgumentError(StrCat("--codec \"", text, "\": unknown codec \"", rule.codec_id,
                                              "\" (known: ", known, ")"));
   }
+  const std::string where = StrCat("--codec \"", text, "\"");
+  std::vector<ParamText> given;
   if (colon != std::string_view::npos) {
     std::string_view params = rest.substr(colon + 1);
     while (!params.empty()) {
@@ -45,12 +46,42 @@ absl::StatusOr<CodecRule> ParseCodecRule(std::string_view text) {
       if (peq == std::string_view::npos || peq == 0) {
         return absl::InvalidArgumentError(StrCat("--codec \"", text, "\": parameter \"", kv, "\" is not key=value"));
       }
-      rule.params.emplace_back(std::string(kv.substr(0, peq)), TypedParam(kv.substr(peq + 1)));
+      given.push_back({std::string(kv.substr(0, peq)), std::string(kv.substr(peq + 1))});
       if (comma == std::string_view::npos) break;
       params.remove_prefix(comma + 1);
     }
   }
+  BP_ASSIGN_OR_RETURN(rule.params, ParseRuleParams(rule.codec_id, given, where));
   return rule;
+}
+
+std::string CodecListing() {
+  std::string out = "Codecs (--codec PATTERN=CODEC[:key=value,...]; (stored): written by the encoder, not set):\n";
+  std::vector<std::string> copied;
+  for (const std::string& id : RegisteredCodecIds()) {
+    const Codec* codec = FindCodec(id);
+    if (codec == nullptr) continue;
+    if (codec->traits().copy_only) {
+      copied.push_back(id);
+      continue;
+    }
+    out += StrCat("  ", id, ": ", codec->description(), "\n");
+    const std::string params = DescribeCodecParams(*codec, "      ");
+    out += params.empty() ? "      (no parameters)\n" : params;
+  }
+  if (copied.empty()) return out;
+  out += "Copied, not encoded (GGUF blocks passed through; parameter ggml_type stored):\n ";
+  size_t line = 1;
+  for (size_t i = 0; i < copied.size(); ++i) {
+    const std::string item = StrCat(" ", copied[i], i + 1 < copied.size() ? "," : "");
+    if (line + item.size() > 100) {
+      out += "\n ";
+      line = 1;
+    }
+    out += item;
+    line += item.size();
+  }
+  return out + "\n";
 }
 
 bool GlobMatch(std::string_view pattern, std::string_view name) {

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "boltpack/types.h"
+#include "codecs/codec_params.h"
 
 namespace boltpack::tools {
 
@@ -59,13 +60,19 @@ class CodecPlan {
   absl::flat_hash_map<const CodecRule*, uint32_t> numbers_;  // of rules_
 };
 
-// A codec parameter typed by its text (see ParseCodecRule).
-MetaValue TypedParam(std::string_view text);
+// The parameters of a rule for `codec_id` (a registered codec or
+// kKeepCodec, which takes none), typed by the codec's ParamSpecs
+// (codecs/codec_params.h); errors start with `where`.
+absl::StatusOr<CodecParams> ParseRuleParams(std::string_view codec_id, absl::Span<const ParamText> given,
+                                            std::string_view where);
 
-// Parses one `--codec` argument. Values of params are typed by their text:
-// integers as INT64 (UINT64 if they need it), decimals as FLOAT64,
-// true/false as BOOL, anything else as STRING.
+// Parses one `--codec` argument; its parameters as ParseRuleParams does.
 absl::StatusOr<CodecRule> ParseCodecRule(std::string_view text);
+
+// Every registered codec a --codec rule can name, with its description and
+// parameters (kind, range or choices, default, help), for `convert --help`;
+// the copy-only ones (ggml pass-through) on one wrapped list at the end.
+std::string CodecListing();
 
 // Glob match where `*` matches any run of characters (dots included) and
 // `?` exactly one.

@@ -6,6 +6,7 @@
 #include "boltpack/codec_registry.h"
 #include "boltpack/writer.h"
 #include "codecs/encoded_record.h"
+#include "codecs/q8_0/q8_0_codec.h"
 #include "common/escape.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -61,9 +62,9 @@ void AdaptNvfp4PlanForGguf(const Inputs& in, CodecPlan* plan,
     if (Nvfp4StaysNvfp4InGguf(t.name, {t.shape.rbegin(), t.shape.rend()}, *has)) continue;
     CodecRule q8;
     q8.pattern = rule != nullptr ? rule->pattern : t.name;
-    q8.codec_id = "q8_0";
+    q8.codec_id = std::string(kQ8_0CodecId);
     plan->Set(i, std::make_shared<const CodecRule>(std::move(q8)));
-    notes->push_back(StrCat(EscapeForDisplay(t.name), ": nvfp4 -> q8_0 (llama.cpp reads no ",
+    notes->push_back(StrCat(EscapeForDisplay(t.name), ": nvfp4 -> ", kQ8_0CodecId, " (llama.cpp reads no ",
                             EscapeForDisplay(io::Nvfp4ScaleTensorName(t.name)),
                             ", so NVFP4 would lose the tensor scale)"));
   }

@@ -1,4 +1,4 @@
-// The converter's plan for two-level "nvfp4" tensors in a GGUF output
+// The converter's plan for two-level nvfp4 tensors in a GGUF output
 // (spec/gguf-mapping.md §3; the naming and scale rules are io/gguf_nvfp4.h): each
 // becomes a ggml NVFP4 tensor (type 40, the "nvfp4-ggml" layout) plus, unless
 // its tensor scale is exactly 1, an F32 tensor holding that scale, named as

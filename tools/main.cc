@@ -12,6 +12,7 @@
 #include "common/mapped_file.h"
 #include "common/str_cat.h"
 #include "format/layout.h"
+#include "tools/codec_rules.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
 
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   google::protobuf::SetLogHandler(nullptr);
   CLI::App app{"bolt-pack: pack, inspect and verify model containers (.bolt, .safetensors)", "bolt-pack"};
   app.require_subcommand(1);
+  app.footer("`bolt-pack convert --help` lists the codecs and their parameters.");
   // The minors this build implements: it stamps a file with the lowest one
   // whose additions the file uses (spec/VERSIONING.md).
   namespace fmt = boltpack::format;
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
   c->add_option("-o,--output", convert.output, "Output file (.bolt, .safetensors or .gguf)")->required();
   c->add_option("--codec", convert.codec_rules,
                 "PATTERN=CODEC[:key=value,...]; first matching rule wins; '*' matches any characters")->take_all();
+  c->footer(CodecListing());
   c->add_option("--threads", convert.threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
   c->add_option("--alignment", convert.alignment, "Stream alignment in bytes (power of two, >= 64; default 4096)");
   c->add_option("--recipe", convert.recipe,

@@ -2,6 +2,7 @@
 
 #include "boltpack/codec_registry.h"
 #include "boltpack_proto/recipe.pb.h"
+#include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -25,20 +26,17 @@ class ErrorCollector : public google::protobuf::io::ErrorCollector {
   std::string first_;
 };
 
-absl::Status CheckCodec(const recipe::v1::CodecChoice& c, const std::string& where) {
+// The choice's parameters, typed by its codec (an unknown codec is an error).
+absl::StatusOr<CodecParams> Params(const recipe::v1::CodecChoice& c, const std::string& where) {
   if (c.codec() != kKeepCodec && FindCodec(c.codec()) == nullptr) {
     return absl::InvalidArgumentError(StrCat(where, ": unknown codec \"", c.codec(), "\""));
   }
+  std::vector<ParamText> given;
   for (const auto& p : c.params()) {
     if (p.key().empty()) return absl::InvalidArgumentError(StrCat(where, ": a parameter has no key"));
+    given.push_back({p.key(), p.value()});
   }
-  return absl::OkStatus();
-}
-
-CodecParams Params(const recipe::v1::CodecChoice& c) {
-  CodecParams out;
-  for (const auto& p : c.params()) out.emplace_back(p.key(), TypedParam(p.value()));
-  return out;
+  return ParseRuleParams(c.codec(), given, where);
 }
 
 }  // namespace
@@ -53,10 +51,9 @@ absl::StatusOr<std::vector<CodecRule>> LoadRecipe(const std::string& path) {
   if (!parser.ParseFromString(*text, &recipe)) {
     return absl::InvalidArgumentError(StrCat(path, ": not a recipe: ", errors.first()));
   }
-  bool has_default = !recipe.default_fallback().codec().empty();
-  if (has_default) {
-    absl::Status s = CheckCodec(recipe.default_fallback(), StrCat(path, ": default_fallback"));
-    if (!s.ok()) return s;
+  CodecParams default_params;
+  if (!recipe.default_fallback().codec().empty()) {
+    BP_ASSIGN_OR_RETURN(default_params, Params(recipe.default_fallback(), StrCat(path, ": default_fallback")));
   }
   std::vector<CodecRule> rules;
   for (int i = 0; i < recipe.rules_size(); ++i) {
@@ -64,20 +61,18 @@ absl::StatusOr<std::vector<CodecRule>> LoadRecipe(const std::string& path) {
     std::string where = StrCat(path, ": rule ", i + 1, " (\"", r.pattern(), "\")");
     if (r.pattern().empty()) return absl::InvalidArgumentError(StrCat(where, ": empty pattern"));
     if (r.use().codec().empty()) return absl::InvalidArgumentError(StrCat(where, ": no codec in `use`"));
-    absl::Status s = CheckCodec(r.use(), where);
-    if (!s.ok()) return s;
     CodecRule rule;
     rule.pattern = r.pattern();
     rule.codec_id = r.use().codec();
-    rule.params = Params(r.use());
+    BP_ASSIGN_OR_RETURN(rule.params, Params(r.use(), where));
     const auto& fb = r.has_fallback() ? r.fallback() : recipe.default_fallback();
+    CodecParams fb_params = default_params;
     if (r.has_fallback()) {
-      s = CheckCodec(fb, where + " fallback");
-      if (!s.ok()) return s;
+      BP_ASSIGN_OR_RETURN(fb_params, Params(fb, where + " fallback"));
     }
     if (!fb.codec().empty() && fb.codec() != kKeepCodec) {
       rule.fallback_codec_id = fb.codec();
-      rule.fallback_params = Params(fb);
+      rule.fallback_params = std::move(fb_params);
     }
     rules.push_back(std::move(rule));
   }

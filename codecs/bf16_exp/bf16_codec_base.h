@@ -10,8 +10,10 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "boltpack/codec.h"
+#include "codecs/codec_params.h"
 #include "codecs/float_convert.h"
 #include "common/checked_math.h"
 #include "common/limits.h"
@@ -52,15 +54,10 @@ class Bf16CodecBase : public Codec {
 
   absl::Status CanEncode(DType dtype, absl::Span<const uint64_t> shape,
                          const CodecParams& params) const override {
+    // Keys and kinds as ParamSpecs declares them: from_f32, a BOOL.
+    BP_RETURN_IF_ERROR(CheckEncoderParams(*this, params));
     bool from_f32 = false;
-    for (const auto& [k, v] : params) {
-      if (k == kFromF32) {
-        if (v.type != ValueType::kBool) return Err(StrCat("parameter '", kFromF32, "' must be a bool"));
-        from_f32 = v.b;
-      } else {
-        return Err(StrCat("unknown parameter '", k, "' (the only encoder parameter is '", kFromF32, "')"));
-      }
-    }
+    for (const auto& [k, v] : params) from_f32 = k == kFromF32 ? v.b : from_f32;
     if (dtype == DType::kF32 && !from_f32) {
       return Err(StrCat("stores bf16; an F32 source would be rounded, which is lossy: pass ", kFromF32,
                         "=true to allow it"));
@@ -86,6 +83,18 @@ class Bf16CodecBase : public Codec {
     return *n * OutSize(out);
   }
 
+  // from_f32, then what the codec stores (StoredParamSpecs).
+  std::vector<CodecParamSpec> ParamSpecs() const override {
+    CodecParamSpec from_f32;
+    from_f32.name = kFromF32;
+    from_f32.kind = ParamKind::kBool;
+    from_f32.help = "let an F32 tensor be rounded to bf16 (lossy) and stored; stored as true when it was";
+    from_f32.default_text = "false";
+    std::vector<CodecParamSpec> specs{from_f32};
+    for (CodecParamSpec& s : StoredParamSpecs()) specs.push_back(std::move(s));
+    return specs;
+  }
+
   // GGUF has no such type: exported as BF16, which holds every value the
   // codec decodes to exactly.
   GgmlMapping Ggml(DType /*dtype*/, const CodecParams& /*params*/) const override {
@@ -93,6 +102,9 @@ class Bf16CodecBase : public Codec {
   }
 
  protected:
+  // What the encoder writes beside from_f32 (settable false).
+  virtual std::vector<CodecParamSpec> StoredParamSpecs() const = 0;
+
   absl::Status Err(std::string_view what) const {
     return absl::InvalidArgumentError(StrCat("codec '", id_, "': ", what));
   }

@@ -94,6 +94,16 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     return t;
   }
 
+  std::vector<CodecParamSpec> StoredParamSpecs() const override {
+    CodecParamSpec table;
+    table.name = TableParam();
+    table.kind = ParamKind::kText;
+    table.help = kind_ == ExponentCode::Kind::kHuffman ? "the exponent code's lengths, hex (from the tensor)"
+                                                        : "the exponents' frequency ranks, hex (from the tensor)";
+    table.settable = false;
+    return {table};
+  }
+
   absl::StatusOr<EncodedTensor> Encode(const TensorSource& source, const CodecParams& params,
                                        const ExecOptions& exec) const override {
     if (absl::Status s = CanEncode(source.dtype, source.shape, params); !s.ok()) {

@@ -187,6 +187,17 @@ class Bf16MxCodec : public Bf16CodecBase {
                       "near-lossless bf16: shared exponent per 32 values, 3-bit exponent offsets, sign+mantissa "
                       "bytes (11.25 bits per value)") {}
 
+  std::vector<CodecParamSpec> StoredParamSpecs() const override {
+    CodecParamSpec rms;
+    rms.name = kRmsParam;
+    rms.help = "measured error, RMS of the difference over RMS of the values";
+    rms.settable = false;
+    CodecParamSpec lossy = rms;
+    lossy.name = kLossyParam;
+    lossy.help = "measured fraction of values not stored exactly";
+    return {rms, lossy};
+  }
+
   absl::StatusOr<EncodedTensor> Encode(const TensorSource& source, const CodecParams& params,
                                        const ExecOptions& exec) const override {
     if (absl::Status s = CanEncode(source.dtype, source.shape, params); !s.ok()) {

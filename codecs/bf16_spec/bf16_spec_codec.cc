@@ -13,6 +13,7 @@
 #include "codecs/bf16_exp/code_cache.h"
 #include "codecs/bf16_exp/exponent_code.h"
 #include "codecs/bf16_spec/split_kernel.h"
+#include "codecs/codec_params.h"
 #include "codecs/float_convert.h"
 #include "codecs/raw_range.h"
 #include "common/checked_math.h"
@@ -467,6 +468,47 @@ class Bf16SpecCodec : public Codec {
     return t;
   }
 
+  // keep and mbits are the user's; the rest the encoder writes (ParseRecord
+  // checks them in a stored record).
+  std::vector<CodecParamSpec> ParamSpecs() const override {
+    CodecParamSpec keep;
+    keep.name = kKeep;
+    keep.kind = ParamKind::kNumber;
+    keep.help = "fraction of each row kept for the draft view";
+    keep.min = 0.0;
+    keep.min_exclusive = true;
+    keep.max = 1.0;
+    keep.default_text = "0.5";
+    CodecParamSpec mbits;
+    mbits.name = kMbits;
+    mbits.kind = ParamKind::kInteger;
+    mbits.help = "top mantissa bits of kept values in the draft view";
+    mbits.min = 0;
+    mbits.max = bf16_spec::kMaxMbits;
+    mbits.default_text = "3";
+    CodecParamSpec kept;
+    kept.name = kKeptPerRow;
+    kept.kind = ParamKind::kInteger;
+    kept.help = "values kept per row";
+    kept.min = 0;
+    kept.settable = false;
+    CodecParamSpec scored;
+    scored.name = kScoredBy;
+    scored.kind = ParamKind::kChoice;
+    scored.choices = {"wanda", "magnitude"};
+    scored.help = "what ranked the values: Wanda with --imatrix, else magnitude";
+    scored.settable = false;
+    CodecParamSpec klen;
+    klen.name = kKeptLengths;
+    klen.kind = ParamKind::kText;
+    klen.help = "the kept exponents' Huffman code lengths, hex";
+    klen.settable = false;
+    CodecParamSpec plen = klen;
+    plen.name = kPrunedLengths;
+    plen.help = "the pruned exponents' Huffman code lengths, hex";
+    return {keep, mbits, kept, scored, klen, plen};
+  }
+
  private:
   struct Parsed {
     Geometry g;
@@ -487,20 +529,13 @@ class Bf16SpecCodec : public Codec {
   }
 
   absl::StatusOr<std::pair<double, int>> ParseEncoderParams(const CodecParams& params) const {
+    // Keys, kinds and ranges as ParamSpecs declares them.
+    BP_RETURN_IF_ERROR(CheckEncoderParams(*this, params));
     double keep = kDefaultKeep;
     int mbits = kDefaultMbits;
     for (const auto& [k, v] : params) {
-      if (k == kKeep) {
-        auto x = AsNumber(v);
-        if (!x || !(*x > 0 && *x <= 1)) return Err("parameter 'keep' must be a number in (0, 1]");
-        keep = *x;
-      } else if (k == kMbits) {
-        auto x = AsInteger(v);
-        if (!x || *x < 0 || *x > bf16_spec::kMaxMbits) return Err("parameter 'mbits' must be an integer 0..7");
-        mbits = static_cast<int>(*x);
-      } else {
-        return Err(StrCat("unknown parameter '", k, "' (parameters: keep, mbits)"));
-      }
+      if (k == kKeep) keep = *AsNumber(v);
+      if (k == kMbits) mbits = static_cast<int>(*AsInteger(v));
     }
     return std::make_pair(keep, mbits);
   }

@@ -598,6 +598,7 @@ std::optional<StoredLayout> BlockCodec::Layout(DType /*dtype*/, const CodecParam
 CodecTraits BlockCodec::traits() const {
   CodecTraits t;
   t.quantizer = true;
+  t.takes_1d = false;
   return t;
 }
 

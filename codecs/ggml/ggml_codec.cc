@@ -85,6 +85,20 @@ class GgmlPassThroughCodec : public Codec {
     }
     return std::nullopt;
   }
+  CodecTraits traits() const override {
+    CodecTraits t;
+    t.copy_only = true;
+    return t;
+  }
+  std::vector<CodecParamSpec> ParamSpecs() const override {
+    CodecParamSpec type;
+    type.name = kTypeParam;
+    type.kind = ParamKind::kInteger;
+    type.help = "the GGUF tensor type of the blocks";
+    type.min = type.max = type_.id;
+    type.settable = false;
+    return {type};
+  }
   // Exported as the GGUF type it came from, its blocks unchanged; not when a
   // "ggml_type" parameter names another type.
   GgmlMapping Ggml(DType, const CodecParams& params) const override {

@@ -330,6 +330,7 @@ class Iq2XxsCodec : public Codec {
   CodecTraits traits() const override {
     CodecTraits t;
     t.quantizer = true;
+    t.takes_1d = false;
     return t;
   }
 

@@ -8,6 +8,7 @@
 
 #include "boltpack/codec_registry.h"
 #include "codecs/block_common/quant_simd.h"
+#include "codecs/codec_params.h"
 #include "codecs/float_convert.h"
 #include "common/checked_math.h"
 #include "common/status_macros.h"
@@ -345,12 +346,23 @@ class Nvfp4Codec : public BlockCodec {
   }
 
   absl::Status CheckEncodeParams(const CodecParams& params) const override {
+    // Keys, kinds and range as ParamSpecs declares them; then what FP32,
+    // which stores it, can hold (a tiny scale rounds to 0).
+    BP_RETURN_IF_ERROR(CheckEncoderParams(*this, params));
     if (params.empty()) return absl::OkStatus();
-    if (params.size() != 1 || params[0].first != kNvfp4TensorScaleParam) {
-      return absl::InvalidArgumentError(StrCat(
-          "codec 'nvfp4' takes one optional parameter, 'tensor_scale', got '", params[0].first, "'"));
-    }
     return NumericParam(params[0].second).status();
+  }
+
+  std::vector<CodecParamSpec> ParamSpecs() const override {
+    CodecParamSpec scale;
+    scale.name = kNvfp4TensorScaleParam;
+    scale.kind = ParamKind::kNumber;
+    scale.help = "the FP32 per-tensor scale (ModelOpt's weight_scale_2); always stored";
+    scale.min = 0.0;
+    scale.min_exclusive = true;
+    scale.max = 3.4e38;  // finite as FP32, which stores it
+    scale.default_text = "amax / 2688, from the tensor (as ModelOpt)";
+    return {scale};
   }
 
   bool NeedsTensorAmax(const CodecParams& requested) const override { return requested.empty(); }

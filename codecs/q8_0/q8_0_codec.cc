@@ -118,7 +118,7 @@ __attribute__((target("avx2,fma,f16c"))) uint64_t EncodeAvx2(const float* x, uin
 class Q8_0Codec : public BlockCodec {
  public:
   Q8_0Codec()
-      : BlockCodec(BlockFormat{"q8_0",
+      : BlockCodec(BlockFormat{std::string(kQ8_0CodecId),
                                "ggml Q8_0 blocks (32 values: fp16 d + 32 int8), ggml-exact",
                                kQ8_0BlockElems,
                                {{"blocks", kQ8_0BlockBytes}},

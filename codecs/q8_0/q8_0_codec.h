@@ -8,12 +8,16 @@
 #define BOLTPACK_CODECS_Q8_0_Q8_0_CODEC_H_
 
 #include <memory>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "codecs/block_common/block_codec.h"
 
 namespace boltpack {
 
+// Its id, for tools that fall back to Q8_0 (llama.cpp reads every weight in
+// it): the one place outside the CLI and recipe parsers that names it.
+inline constexpr std::string_view kQ8_0CodecId = "q8_0";
 inline constexpr int kQ8_0BlockElems = 32;
 inline constexpr int kQ8_0BlockBytes = 34;
 

@@ -126,13 +126,52 @@ struct CodecTraits {
   // For an element codec, the type it stores; kUnspecified: the tensor's own
   // dtype, unchanged (raw).
   DType element_dtype = DType::kUnspecified;
-  // Quantizes in blocks (lossy). The codec plan keeps 1-D tensors (norms,
-  // biases) out of such codecs, as llama-quantize does: ggml's kernels take
-  // them in float only.
+  // Quantizes in blocks (lossy).
   bool quantizer = false;
+  // Takes 1-D tensors (norms, biases) in a GGUF-compatible plan. False for
+  // the block quantizers: llama-quantize keeps such tensors in float, as
+  // ggml's kernels take them in float only, so the codec plan keeps them
+  // out of these codecs.
+  bool takes_1d = true;
+  // Stores blocks it can neither encode nor decode (the ggml pass-through
+  // codecs): convert copies such tensors, and a codec listing says so.
+  bool copy_only = false;
   // Entropy-codes the bf16 exponent, every bit kept (bf16-huffman, ...):
   // inspect reports the exponent's entropy, the bound such a code approaches.
   bool exponent_coded = false;
+};
+
+// The kinds of value a codec parameter takes, and the MetaValue type a
+// parsed user value is stored with (codecs/codec_params.h).
+enum class ParamKind {
+  kNumber,   // a finite decimal: FLOAT64
+  kInteger,  // a whole number: INT64
+  kBool,     // true or false: BOOL
+  kChoice,   // one of `choices`: STRING
+  kText,     // any string (stored-only tables, e.g. code lengths): STRING
+};
+
+// One parameter a codec takes or stores, as users and parsers see it. The
+// codec's CanEncode and ValidateRecord stay the authority on what it accepts;
+// this says what to offer users and how to type their text.
+struct CodecParamSpec {
+  std::string_view name;
+  ParamKind kind = ParamKind::kNumber;
+  std::string_view help;
+  // kNumber and kInteger: the range, each bound inclusive unless said
+  // otherwise (keep is in (0, 1]).
+  double min = -1.0e308;
+  double max = 1.0e308;
+  bool min_exclusive = false;
+  bool max_exclusive = false;
+  // kChoice: the strings allowed.
+  std::vector<std::string_view> choices;
+  // What the encoder does without it, shown to users ("0.5", "computed from
+  // the tensor's amax"); empty: nothing to say.
+  std::string_view default_text;
+  // A user may pass it to the encoder. False: the encoder writes it into
+  // the record (code tables, measured errors) and a user may not.
+  bool settable = true;
 };
 
 class Codec {
@@ -192,6 +231,9 @@ class Codec {
   virtual GgmlMapping Ggml(DType /*dtype*/, const CodecParams& /*params*/) const { return {}; }
   // What it is (see CodecTraits). Default: none of those.
   virtual CodecTraits traits() const { return {}; }
+  // The parameters it takes from users and those it stores, in the order a
+  // listing shows them. Default: none.
+  virtual std::vector<CodecParamSpec> ParamSpecs() const { return {}; }
 };
 
 }  // namespace boltpack
