@@ -4,6 +4,8 @@
 # target for a while and replays its corpus, builds the examples against
 # the installed package, and runs llama.cpp on GGUF files bolt-pack wrote
 # (scripts/llama_cpp_check.sh; SKIP when npm's registry cannot be reached).
+# The Python module's pytest suite runs in CTest (python_boltpack), and the
+# package is installed with pip into a virtual environment and imported.
 # First of all it checks the layers of the includes (scripts/check_layers.sh),
 # the spec's rule ids (scripts/check_rule_ids.py) and the length of functions
 # (scripts/long_functions.py).
@@ -27,8 +29,12 @@ echo "== functions of one job: none over 150 lines without a reason (scripts/lon
 "$ROOT/scripts/long_functions.py" "$ROOT"
 
 echo "== g++ build + tests"
-"$ROOT/scripts/build.sh" "$B/gcc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc
+"$ROOT/scripts/build.sh" "$B/gcc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc \
+  -DBOLTPACK_PYTHON=ON -DPython3_EXECUTABLE=/usr/bin/python3
 (cd "$B/gcc" && ctest --output-on-failure -j"$JOBS")
+
+echo "== Python: pip install --no-build-isolation ./python into a fresh venv, import boltpack there"
+"$ROOT/scripts/test_python_install.sh" "$B/gcc" "$B/venv"
 
 echo "== installed package: examples built against it, libboltpack_read alone (scripts/test_read_library.sh)"
 "$ROOT/build-test/gcc/bolt-pack" convert "$ROOT/testdata/tinystories-656k/model.safetensors" -o "$B/example.bolt"
