@@ -74,25 +74,35 @@ def time_all(load, repeat):
     return best, n
 
 
-def safetensors_all(path):
+def safetensors_all(path, device=None):
     from safetensors import safe_open
 
     def load():
         total = 0
         with safe_open(path, framework="pt") as f:
             for k in f.keys():
-                total += f.get_tensor(k).numel()
+                t = f.get_tensor(k)
+                if device:
+                    t = t.to(device)
+                total += t.numel()
+        if device:
+            torch.cuda.synchronize()
         return total
 
     return load
 
 
-def boltpack_all(path, threads):
+def boltpack_all(path, threads, framework="pt", device=None):
     def load():
         total = 0
-        with boltpack.safe_open(path, framework="pt", threads=threads) as f:
+        with boltpack.safe_open(path, framework=framework, threads=threads) as f:
             for k in f.keys():
-                total += f.get_tensor(k).numel()
+                t = f.get_tensor(k)
+                if device:
+                    t = t.to(device)
+                total += t.numel() if framework == "pt" else t.size
+        if device:
+            torch.cuda.synchronize()
         return total
 
     return load
@@ -144,16 +154,23 @@ def main():
     sizes = {p: os.path.getsize(p) for p in (st, raw, huff)}
     print(f"model: {nbytes / 2**30:.2f} GiB of bf16; files: safetensors {sizes[st] / 2**30:.3f} GiB, "
           f"raw .bolt {sizes[raw] / 2**30:.3f} GiB, bf16-huffman .bolt {sizes[huff] / 2**30:.3f} GiB")
-    rows = [("safetensors 0.8 safe_open(pt) + get_tensor", st, safetensors_all(st)),
-            (f"boltpack raw bf16 (threads={args.threads})", raw, boltpack_all(raw, args.threads)),
-            (f"boltpack bf16-huffman (threads={args.threads})", huff, boltpack_all(huff, args.threads)),
-            ("boltpack bf16-huffman (threads=all)", huff, boltpack_all(huff, 0))]
+    t = args.threads
+    rows = [("safetensors safe_open(pt) + get_tensor (maps; reads and checks nothing)", st, safetensors_all(st)),
+            ("boltpack raw, np: checked zero-copy views", raw, boltpack_all(raw, t, "np")),
+            (f"boltpack raw, pt: checked copy (threads={t})", raw, boltpack_all(raw, t)),
+            ("boltpack raw, pt: checked copy (threads=all)", raw, boltpack_all(raw, 0)),
+            (f"boltpack bf16-huffman, pt (threads={t})", huff, boltpack_all(huff, t)),
+            ("boltpack bf16-huffman, pt (threads=all)", huff, boltpack_all(huff, 0))]
+    if torch.cuda.is_available():  # what an engine does next: every byte to the GPU
+        rows += [("safetensors + .to(cuda)", st, safetensors_all(st, "cuda")),
+                 ("boltpack raw + .to(cuda) (threads=all)", raw, boltpack_all(raw, 0, device="cuda")),
+                 ("boltpack bf16-huffman + .to(cuda) (threads=all)", huff, boltpack_all(huff, 0, device="cuda"))]
     print("| reader | file | best of %d | GB/s of bf16 |" % args.repeat)
     print("|---|---|---|---|")
     for label, path, load in rows:
         load()  # warm the page cache
         best, n = time_all(load, args.repeat)
-        print(f"| {label} | {os.path.basename(path)} | {best:.3f} s | {n * 2 / best / 1e9:.2f} |")
+        print(f"| {label} | {os.path.basename(path)} | {best:.4f} s | {n * 2 / best / 1e9:.2f} |")
     print("\nget_slice of 1% of the rows of every tensor, pages dropped first:")
     print("| reader | file | time | file pages resident after |")
     print("|---|---|---|---|")

@@ -57,6 +57,14 @@ class MappedFile {
 // Advice only: a failure leaves the pages mapped.
 void ReleaseMappedPages(absl::Span<const uint8_t> bytes);
 
+// Asks the kernel to read exactly the pages `bytes` covers (MADV_WILLNEED),
+// before they are touched: a read of part of a file (a row range) then
+// brings in those pages, not the megabytes the kernel's fault read-ahead
+// would add around each fault (a 1% row slice brought 26% of a bf16 file's
+// pages in without it). Advice only: nothing happens over memory that is
+// not a file mapping, or when it fails.
+void AdviseWillNeed(absl::Span<const uint8_t> bytes);
+
 }  // namespace boltpack::io
 
 #endif  // BOLTPACK_COMMON_MAPPED_FILE_H_

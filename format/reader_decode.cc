@@ -19,6 +19,7 @@
 #include "boltpack/reader.h"
 #include "common/buffer_pool.h"
 #include "common/checksum_status.h"
+#include "common/mapped_file.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -148,6 +149,15 @@ absl::StatusOr<RawView> ReadRaw(const Reader::Impl& impl, size_t t, const Tensor
   const auto units = info.chunks.empty() ? std::pair<size_t, size_t>{0, 0} : ChunksOver(info, begin, end);
   const size_t first = units.first, last = units.second;
   const auto stored = impl.Stored(info);
+  // The pages of the units read (checked whole), asked for before the first
+  // fault so that the kernel reads those and no more (io::AdviseWillNeed).
+  if (info.chunks.empty()) {
+    io::AdviseWillNeed(stored);
+  } else {
+    const Unit lo_unit = UnitOf(info, stored, first), hi_unit = UnitOf(info, stored, last);
+    io::AdviseWillNeed(absl::MakeConstSpan(lo_unit.stored.data(),
+                                           hi_unit.stored.data() + hi_unit.stored.size() - lo_unit.stored.data()));
+  }
   if (info.compression == Compression::kNone) {
     if (!check) return RawView{stored.subspan(begin, end - begin), begin};
     BP_RETURN_IF_ERROR(ParallelFor(last - first + 1, threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {

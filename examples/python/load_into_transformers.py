@@ -30,17 +30,21 @@ def main() -> int:
     args = ap.parse_args()
 
     torch.manual_seed(0)
-    reference = AutoModelForCausalLM.from_pretrained(args.model_dir, torch_dtype=torch.float32).eval()
+    reference = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype=torch.float32).eval()
 
     config = AutoConfig.from_pretrained(args.model_dir)
-    candidate = AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32)  # random weights
+    candidate = AutoModelForCausalLM.from_config(config, dtype=torch.float32)  # random weights
     t0 = time.perf_counter()
     state = boltpack.load_file(args.bolt, framework="pt")
     t1 = time.perf_counter()
-    # Tied embeddings: lm_head.weight is embed_tokens.weight, absent from the file.
+    # Tied embeddings: the file holds one of the two names (which one depends
+    # on the writer); the other is the same tensor.
+    if getattr(config, "tie_word_embeddings", False):
+        pair = ("model.embed_tokens.weight", "lm_head.weight")
+        for have, want in (pair, pair[::-1]):
+            if have in state and want not in state:
+                state[want] = state[have]
     missing, unexpected = candidate.load_state_dict(state, strict=False)
-    candidate.tie_weights()
-    missing = [k for k in missing if not (config.tie_word_embeddings and k == "lm_head.weight")]
     if missing or unexpected:
         print(f"state dict mismatch: missing {missing}, unexpected {unexpected}", file=sys.stderr)
         return 1
