@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/buffer_pool.h"
 #include "python/errors.h"
 #include "python/metadata.h"
 
@@ -48,12 +49,13 @@ OpenModel::~OpenModel() {
 }
 
 ModelReader::ModelReader(const std::string& path, const std::string& view, const std::string& budget,
-                         bool verify) {
+                         bool verify, bool check) {
   auto model = std::make_shared<OpenModel>();
   model->path = path;
   {
     py::gil_scoped_release unlocked;
-    bp_status s = bp_open_view(path.c_str(), view.empty() ? nullptr : view.c_str(), &model->reader);
+    bp_status s = bp_open_flags(path.c_str(), view.empty() ? nullptr : view.c_str(), check ? 0 : BP_OPEN_NO_VERIFY,
+                                &model->reader);
     if (s != BP_OK) {
       py::gil_scoped_acquire locked;
       Check(s, nullptr);
@@ -239,6 +241,17 @@ py::tuple ModelReader::Stored(const std::string& name) const {
   return py::make_tuple(py::str(t.codec), params, streams);
 }
 
+py::array NewBuffer(uint64_t size) {
+  // A PooledBuffer: at a MiB and over, whole huge pages (a tensor's first
+  // write faults in 512 times fewer pages), and its memory goes back to the
+  // pool for the next array when this one dies.
+  auto* buffer = new PooledBuffer();
+  py::capsule owner(buffer, [](void* p) { delete static_cast<PooledBuffer*>(p); });
+  uint8_t* bytes = buffer->Get(size == 0 ? 1 : size);
+  if (bytes == nullptr) ThrowStatus(BP_ERR_RESOURCE, "out of memory for " + std::to_string(size) + " bytes");
+  return py::array(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(size)}, {1}, bytes, owner);
+}
+
 void ModelReader::Verify() const {
   const OpenModel& m = model();
   bp_status s = BP_OK;
@@ -251,8 +264,8 @@ void ModelReader::Verify() const {
 
 void RegisterReader(py::module_& m) {
   py::class_<ModelReader>(m, "_Reader")
-      .def(py::init<const std::string&, const std::string&, const std::string&, bool>(), py::arg("path"),
-           py::arg("view") = "", py::arg("budget") = "", py::arg("verify") = false)
+      .def(py::init<const std::string&, const std::string&, const std::string&, bool, bool>(), py::arg("path"),
+           py::arg("view") = "", py::arg("budget") = "", py::arg("verify") = false, py::arg("check") = true)
       .def("close", &ModelReader::Close)
       .def_property_readonly("closed", &ModelReader::closed)
       .def("names", &ModelReader::Names)
@@ -265,6 +278,8 @@ void RegisterReader(py::module_& m) {
       .def("plain_bytes", &ModelReader::PlainBytes)
       .def("stored", &ModelReader::Stored)
       .def("verify", &ModelReader::Verify);
+  m.def("new_buffer", &NewBuffer, py::arg("size"),
+        "A writable uint8 array of `size` bytes (contents unspecified) in huge pages where the system has them.");
 }
 
 }  // namespace boltpack::python

@@ -26,7 +26,9 @@ struct OpenModel {
 
 class ModelReader {
  public:
-  ModelReader(const std::string& path, const std::string& view, const std::string& budget, bool verify);
+  // verify: check every checksum now; check false: reads check none
+  // (BP_OPEN_NO_VERIFY).
+  ModelReader(const std::string& path, const std::string& view, const std::string& budget, bool verify, bool check);
 
   void Close();
   bool closed() const { return model_ == nullptr; }
@@ -61,6 +63,9 @@ class ModelReader {
 
   std::shared_ptr<OpenModel> model_;
 };
+
+// A writable uint8 array for a decode to write into (see reader.cc).
+pybind11::array NewBuffer(uint64_t size);
 
 void RegisterReader(pybind11::module_& m);
 

@@ -33,7 +33,7 @@ case "$mode" in
     # (DT_RPATH, which applies to the libraries loaded for it, not RUNPATH).
     ${CXX:-g++} -O2 -std=c++20 -shared -fPIC -fvisibility=hidden -DBOLTPACK_PY_READ_ONLY \
       -I"$ROOT" -I"$ROOT/include" $("$py" -m pybind11 --includes) \
-      "$ROOT"/python/{module,reader,errors,metadata}.cc \
+      "$ROOT"/python/{module,reader,errors,metadata}.cc "$ROOT/common/buffer_pool.cc" \
       -L"$out/lib" -lboltpack_read -Wl,--disable-new-dtags,-rpath,"\$ORIGIN/../../lib" -o "$dest/_boltpack$suffix"
     "$py" -c "import sys; sys.path.insert(0, '$out/py'); import boltpack; print('boltpack', boltpack.__version__, 'read-only' if not boltpack._boltpack.has_writer else '')"
     ;;

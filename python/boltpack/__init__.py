@@ -267,11 +267,11 @@ class SafeOpen:
     """An open model; use as ``with boltpack.safe_open(...) as f:``."""
 
     def __init__(self, path, framework: str = "np", device: str = "cpu", *, view: Optional[str] = None,
-                 budget: Optional[str] = None, verify: bool = False, threads: int = 0):
+                 budget: Optional[str] = None, verify: bool = False, threads: int = 0, check: bool = True):
         self._framework, self._device = _check_framework(framework, device)
         self._path = os.fspath(path)
         self._threads = int(threads)
-        self._reader = _boltpack._Reader(self._path, view or "", budget or "", bool(verify))
+        self._reader = _boltpack._Reader(self._path, view or "", budget or "", bool(verify), bool(check))
         self._budget = budget
 
     # ---- context manager --------------------------------------------------
@@ -305,7 +305,7 @@ class SafeOpen:
         # crash), so under "pt" a plain tensor is copied as it is checked.
         array = self._plain_view(name, dtype, shape) if self._framework == "np" else None
         if array is None:
-            array = np.empty(tuple(shape), dtype=_np_dtype(dtype))
+            array = _new_array(shape, _np_dtype(dtype))
             self._reader.decode_into(name, _DECODE_AS.get(dtype, "native"), _byte_view(array), self._threads)
         return _to_framework(array, dtype, self._framework, self._device)
 
@@ -348,9 +348,9 @@ class SafeOpen:
 
     def _decode_block(self, name: str, dtype: str, shape, r0, r1, c0, c1) -> np.ndarray:
         out_shape = (r1 - r0,) + tuple(shape[1:-1]) + ((c1 - c0,) if len(shape) >= 2 else ())
-        array = np.empty(out_shape, dtype=_np_dtype(dtype))
+        array = _new_array(out_shape, _np_dtype(dtype))
         if self._budget:
-            whole = np.empty(tuple(shape), dtype=_np_dtype(dtype))
+            whole = _new_array(shape, _np_dtype(dtype))
             self._reader.decode_into(name, _DECODE_AS.get(dtype, "native"), _byte_view(whole), self._threads)
             return whole[r0:r1, ..., c0:c1] if len(shape) >= 2 else whole[r0:r1]
         self._reader.decode_range_into(name, r0, r1, c0, c1, _DECODE_AS.get(dtype, "native"),
@@ -358,20 +358,32 @@ class SafeOpen:
         return array
 
 
+def _new_array(shape, dtype: np.dtype) -> np.ndarray:
+    """An uninitialized array for a decode, in the library's pooled huge pages."""
+    shape = tuple(int(d) for d in shape)
+    count = 1
+    for d in shape:
+        count *= d
+    return _boltpack.new_buffer(count * dtype.itemsize).view(dtype).reshape(shape)
+
+
 def _byte_view(array: np.ndarray) -> np.ndarray:
     return array.reshape(-1).view(np.uint8)
 
 
 def safe_open(path, framework: str = "np", device: str = "cpu", *, view: Optional[str] = None,
-              budget: Optional[str] = None, verify: bool = False, threads: int = 0) -> SafeOpen:
+              budget: Optional[str] = None, verify: bool = False, threads: int = 0,
+              check: bool = True) -> SafeOpen:
     """Opens a .bolt, GGUF (a split set by its first file) or safetensors file
     (or a sharded index .json).
 
     view: a .bolt file's view ("full", "draft", ...); budget: one of its
     elastic budgets (tensors cut to it). verify: check every checksum now
     (decodes check what they read either way). threads: for decoding, 0 = all.
+    check=False: reads check no checksum (for a file verified before); a raw
+    tensor's view then reads nothing until it is used, as safetensors' does.
     """
-    return SafeOpen(path, framework, device, view=view, budget=budget, verify=verify, threads=threads)
+    return SafeOpen(path, framework, device, view=view, budget=budget, verify=verify, threads=threads, check=check)
 
 
 def load_file(path, device: str = "cpu", *, framework: str = "pt", view: Optional[str] = None,

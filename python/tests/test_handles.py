@@ -110,3 +110,14 @@ def test_damaged_bytes_raise_checksum_error(cli, work, codec):
             f.verify()
         other = [n for n in f.keys() if n != name]
         f.get_tensor(other[0])  # the rest still reads
+
+
+def test_check_false_skips_checksums(cli, work):
+    damaged = work / "damaged-nocheck.bolt"
+    name = _damage_largest_tensor(cli, SAFETENSORS, damaged, "f32")
+    with boltpack.safe_open(damaged, check=False) as f:
+        a = f.get_tensor(name)  # opted out: the damaged bytes come back as they are
+        ref = read_safetensors(SAFETENSORS)[name][1]
+        assert a.shape == ref.shape and not np.array_equal(bits(a), bits(ref))
+    with boltpack.safe_open(damaged) as f, pytest.raises(boltpack.ChecksumError):
+        f.get_tensor(name)
