@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "codecs/float_convert.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define BOLTPACK_QUANT_AVX2 1
@@ -138,6 +140,67 @@ BOLTPACK_AVX2_TARGET inline __m128i CodesToBytes(__m256i a, __m256i b) {
 }
 
 #endif  // BOLTPACK_QUANT_AVX2
+
+// ---- decode outputs -----------------------------------------------------------
+//
+// A block decoder is written once, as a template over where its values go:
+// F32Out stores the f32 values; Bf16Out and F16Out round them to bf16 or f16
+// in registers, with float_convert.h's rules (the same bits as decoding to
+// f32 and then calling ConvertF32ToBF16 / ConvertF32ToF16), and store 16-bit
+// values. Scalar is the portable kernel's rounding; Store8 the AVX2 kernel's
+// store of 8 lanes.
+
+struct F32Out {
+  using T = float;
+  static T Scalar(float v) { return v; }
+#if BOLTPACK_QUANT_AVX2
+  BOLTPACK_AVX2_TARGET static void Store8(float* y, __m256 v) { _mm256_storeu_ps(y, v); }
+#endif
+};
+
+struct Bf16Out {
+  using T = uint16_t;
+  static T Scalar(float v) { return F32ToBF16(v); }
+#if BOLTPACK_QUANT_AVX2
+  // F32BitsToBF16Bits on 8 lanes (as float_convert.cc's F32ToBF16Avx2): the
+  // round-to-nearest-even add, the quieted-NaN select, then a pack of the
+  // low halves (every lane is below 2^16, so the unsigned pack is exact).
+  BOLTPACK_AVX2_TARGET static void Store8(uint16_t* y, __m256 v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)), 16);
+    const __m256i nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    // |u| > inf as a signed compare: both sides are below 2^31.
+    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                              _mm256_set1_epi32(0x7f800000));
+    const __m256i b = _mm256_blendv_epi8(rounded, nan, is_nan);
+    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y), packed);
+  }
+#endif
+};
+
+struct F16Out {
+  using T = uint16_t;
+  static T Scalar(float v) { return F32ToF16(v); }
+#if BOLTPACK_QUANT_AVX2
+  // VCVTPS2PH with immediate 0 rounds to nearest even whatever MXCSR says;
+  // it keeps NaN payload bits where float_convert.h writes sign | 0x7e00, so
+  // NaN lanes (rare: a NaN or infinite scale) are rewritten by the scalar rule.
+  BOLTPACK_AVX2_TARGET static void Store8(uint16_t* y, __m256 v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y), _mm256_cvtps_ph(v, 0));
+    const int nan_lanes = _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    if (__builtin_expect(nan_lanes != 0, 0)) {
+      float f[8];
+      _mm256_storeu_ps(f, v);
+      for (int i = 0; i < 8; ++i) {
+        if ((nan_lanes >> i) & 1) y[i] = F32ToF16(f[i]);
+      }
+    }
+  }
+#endif
+};
 
 }  // namespace boltpack::quant
 
