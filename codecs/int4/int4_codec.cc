@@ -52,6 +52,8 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* values, 
     uint16_t h;
     std::memcpy(&h, scales + 2 * b, 2);
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
+    // A finite d times -8..7 is finite; NaN or infinite d can give NaN.
+    const bool may_be_nan = (h & 0x7c00u) == 0x7c00u;
     for (int k = 0; k < kValueBytes; k += 16) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(values + k));
       const __m128i lo = _mm_sub_epi8(_mm_and_si128(v, m4), eight);
@@ -59,10 +61,10 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* values, 
       const __m128i a = _mm_unpacklo_epi8(lo, hi);  // elements 2k .. 2k+15
       const __m128i c = _mm_unpackhi_epi8(lo, hi);  // elements 2k+16 .. 2k+31
       typename Out::T* yy = y + 2 * k;
-      Out::Store8(yy + 0, _mm256_mul_ps(cvt(a), d));
-      Out::Store8(yy + 8, _mm256_mul_ps(cvt(_mm_srli_si128(a, 8)), d));
-      Out::Store8(yy + 16, _mm256_mul_ps(cvt(c), d));
-      Out::Store8(yy + 24, _mm256_mul_ps(cvt(_mm_srli_si128(c, 8)), d));
+      Out::Store16(yy + 0, _mm256_mul_ps(cvt(a), d),
+                  _mm256_mul_ps(cvt(_mm_srli_si128(a, 8)), d), may_be_nan);
+      Out::Store16(yy + 16, _mm256_mul_ps(cvt(c), d),
+                  _mm256_mul_ps(cvt(_mm_srli_si128(c, 8)), d), may_be_nan);
     }
   }
 }

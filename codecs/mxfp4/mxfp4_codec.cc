@@ -62,10 +62,12 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* in, uint
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 1));
     const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(q, m4));
     const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), m4));
-    Out::Store8(y + 0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), d));
-    Out::Store8(y + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), d));
-    Out::Store8(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), d));
-    Out::Store8(y + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), d));
+    // The e8m0 scale is finite (at most 2^127), so no product is NaN (some
+    // overflow to infinity, which the rounding keeps).
+    Out::Store16(y + 0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), d),
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), d), false);
+    Out::Store16(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), d),
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), d), false);
   }
 }
 #endif

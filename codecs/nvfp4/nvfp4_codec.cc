@@ -96,10 +96,11 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeGgmlAvx2(const uint8_t* in, 
       const __m256 d0 = _mm256_set1_ps(ue[in[2 * h]]);
       const __m256 d1 = _mm256_set1_ps(ue[in[2 * h + 1]]);
       typename Out::T* yy = y + 32 * h;
-      Out::Store8(yy + 0, _mm256_mul_ps(cvt(lo), d0));
-      Out::Store8(yy + 8, _mm256_mul_ps(cvt(hi), d0));
-      Out::Store8(yy + 16, _mm256_mul_ps(cvt(_mm_srli_si128(lo, 8)), d1));
-      Out::Store8(yy + 24, _mm256_mul_ps(cvt(_mm_srli_si128(hi, 8)), d1));
+      // ue4m3 scales are finite, and so is every product: never NaN.
+      Out::Store16(yy + 0, _mm256_mul_ps(cvt(lo), d0),
+                  _mm256_mul_ps(cvt(hi), d0), false);
+      Out::Store16(yy + 16, _mm256_mul_ps(cvt(_mm_srli_si128(lo, 8)), d1),
+                  _mm256_mul_ps(cvt(_mm_srli_si128(hi, 8)), d1), false);
     }
   }
 }
@@ -256,13 +257,17 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeTwoLevelAvx2(const uint8_t* 
   const __m256 neg = _mm256_loadu_ps(kE2M1Float + 8);
   const __m128i m4 = _mm_set1_epi8(0x0F);
   for (uint64_t b = 0; b < nb; ++b, values += 8, y += 16) {
-    const __m256 s = _mm256_set1_ps(e4[scales[b]] * ts);
+    const float scale = e4[scales[b]] * ts;
+    // NaN (code 0x7F) or overflowed scales can give NaN (times code 0); a
+    // finite one cannot.
+    const bool may_be_nan = !(std::fabs(scale) <= FLT_MAX);
+    const __m256 s = _mm256_set1_ps(scale);
     const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(values));
     const __m128i lo = _mm_and_si128(v, m4);
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
     const __m128i codes = _mm_unpacklo_epi8(lo, hi);  // element order
-    Out::Store8(y, _mm256_mul_ps(Lookup(codes, pos, neg), s));
-    Out::Store8(y + 8, _mm256_mul_ps(Lookup(_mm_srli_si128(codes, 8), pos, neg), s));
+    Out::Store16(y, _mm256_mul_ps(Lookup(codes, pos, neg), s),
+                _mm256_mul_ps(Lookup(_mm_srli_si128(codes, 8), pos, neg), s), may_be_nan);
   }
 }
 #endif

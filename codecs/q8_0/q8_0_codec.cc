@@ -39,13 +39,17 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* in, uint
     uint16_t h;
     std::memcpy(&h, in, 2);
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
+    // A finite d times an int8 is finite; NaN or infinite d can give NaN.
+    const bool may_be_nan = (h & 0x7c00u) == 0x7c00u;
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 2));
     const __m128i q0 = _mm256_castsi256_si128(q);
     const __m128i q1 = _mm256_extracti128_si256(q, 1);
-    Out::Store8(y + 0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0)), d));
-    Out::Store8(y + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q0, 8))), d));
-    Out::Store8(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1)), d));
-    Out::Store8(y + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q1, 8))), d));
+    Out::Store16(y + 0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0)), d),
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q0, 8))), d),
+                 may_be_nan);
+    Out::Store16(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1)), d),
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q1, 8))), d),
+                 may_be_nan);
   }
 }
 #endif
