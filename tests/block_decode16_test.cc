@@ -9,6 +9,7 @@
 // the f32 tile).
 #include <algorithm>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,6 +44,9 @@ constexpr Case kCases[] = {
     {"nvfp4", {1, 0, 1, 1}},       // e4m3fn, times the tensor scale
     {"int4-g128", {1, 0, 2, 1}},   // fp16 d
 };
+
+// gtest names a failing case by its codec.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.id; }
 
 const BlockCodec& Get(const std::string& id) {
   const Codec* c = FindCodec(id);
