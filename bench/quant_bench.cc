@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "boltpack/codec_registry.h"
+#include "codecs/block_common/block_codec.h"
 #include "codecs/encoded_record.h"
 #include "common/parallel_for.h"
 
@@ -70,6 +71,41 @@ void BM_Decode(benchmark::State& state, const std::string& id, OutputType out) {
                  kGgml.at(id).second + " M/s");
 }
 
+// The block kernels alone on 64 K weights, whose output (256 KiB of f32)
+// stays in L2: what each output costs in compute, without the DRAM writes
+// that bound a whole-tensor decode. `fused` is the codec's 16-bit kernel
+// (BlockCodec::DecodeBlocksBf16/F16); `tile` the base's f32 tile then
+// float_convert.h, the path every 16-bit decode took before the kernels.
+void BM_Kernel(benchmark::State& state, const std::string& id, OutputType out, bool fused) {
+  const BlockCodec& codec = dynamic_cast<const BlockCodec&>(*FindCodec(id));
+  constexpr uint64_t kCols = 4096, kKernelRows = 16, kElems = kKernelRows * kCols;
+  const std::vector<uint64_t> shape = {kKernelRows, kCols};
+  TensorSource src{"w", DType::kF32, shape,
+                   absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(Weights().data()), kElems * 4)};
+  const EncodedTensor enc = *codec.Encode(src, {}, ExecOptions{1});
+  const TensorInfo info = RecordFor("w", DType::kF32, shape, id, enc);
+  const BlockParams params = *codec.ParseStoredParams(info.codec_params);
+  const uint8_t* in[2] = {enc.streams[0].bytes.data(),
+                          enc.streams.size() > 1 ? enc.streams[1].bytes.data() : nullptr};
+  const uint64_t nb = kElems / codec.format().block_elems;
+  std::vector<float> y32(kElems);
+  std::vector<uint16_t> y16(kElems);
+  const bool avx2 = CpuHasAvx2Fma16c();
+  for (auto _ : state) {
+    if (out == OutputType::kF32) {
+      codec.DecodeBlocksF32(in, nb, y32.data(), params, avx2);
+    } else if (out == OutputType::kBF16) {
+      fused ? codec.DecodeBlocksBf16(in, nb, y16.data(), params, avx2)
+            : codec.BlockCodec::DecodeBlocksBf16(in, nb, y16.data(), params, avx2);
+    } else {
+      fused ? codec.DecodeBlocksF16(in, nb, y16.data(), params, avx2)
+            : codec.BlockCodec::DecodeBlocksF16(in, nb, y16.data(), params, avx2);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.counters["Mweights/s"] = benchmark::Counter(double(kElems) * state.iterations() / 1e6, benchmark::Counter::kIsRate);
+}
+
 // memcpy of the f32 output size: the ceiling a decoder writing f32 meets.
 void BM_MemcpyF32Baseline(benchmark::State& state) {
   std::vector<float> a(Weights()), b(kN);
@@ -96,6 +132,18 @@ const int kRegistered = [] {
       benchmark::RegisterBenchmark((std::string("BM_Decode/") + s + "/" + target.second).c_str(),
                                    [s, out](benchmark::State& st) { BM_Decode(st, s, out); })
           ->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+    }
+    benchmark::RegisterBenchmark((std::string("BM_Kernel/") + s + "/f32").c_str(),
+                                 [s](benchmark::State& st) { BM_Kernel(st, s, OutputType::kF32, true); })
+        ->Unit(benchmark::kMicrosecond);
+    for (const auto& target : {std::pair{OutputType::kBF16, "bf16"}, std::pair{OutputType::kF16, "f16"}}) {
+      for (bool fused : {false, true}) {
+        const OutputType out = target.first;
+        benchmark::RegisterBenchmark(
+            (std::string("BM_Kernel/") + s + "/" + target.second + (fused ? "/fused" : "/tile")).c_str(),
+            [s, out, fused](benchmark::State& st) { BM_Kernel(st, s, out, fused); })
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
   return 0;

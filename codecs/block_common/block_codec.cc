@@ -141,6 +141,65 @@ BlockCodec::BlockCodec(BlockFormat format) : format_(std::move(format)) {
   for (const auto& s : format_.streams) bytes_per_block_total_ += s.bytes_per_block;
 }
 
+namespace {
+
+// The default 16-bit decode: f32 tiles on the stack, then the rounding.
+template <typename Decode, typename Round>
+void DecodeThroughF32(const BlockFormat& format, const uint8_t* const* in, uint64_t nblocks,
+                      uint16_t* y, Decode decode_f32, Round round) {
+  constexpr uint64_t kTileFloats = 4096;
+  float stack_tile[kTileFloats];
+  const uint64_t B = format.block_elems;
+  // A (hypothetical) block larger than the stack tile gets one on the heap.
+  std::unique_ptr<float[]> heap_tile;
+  if (B > kTileFloats) heap_tile = std::make_unique_for_overwrite<float[]>(B);
+  float* tile = heap_tile ? heap_tile.get() : stack_tile;
+  const uint64_t tile_blocks = std::max<uint64_t>(1, kTileFloats / B);
+  for (uint64_t b = 0; b < nblocks; b += tile_blocks) {
+    const uint64_t nb = std::min(tile_blocks, nblocks - b);
+    const uint8_t* p[2] = {nullptr, nullptr};
+    for (size_t k = 0; k < format.streams.size() && k < 2; ++k) {
+      p[k] = in[k] + b * format.streams[k].bytes_per_block;
+    }
+    decode_f32(p, nb, tile);
+    round(tile, y + b * B, static_cast<size_t>(nb * B));
+  }
+}
+
+}  // namespace
+
+void BlockCodec::DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                                  const BlockParams& params, bool avx2) const {
+  DecodeThroughF32(
+      format_, in, nblocks, y,
+      [&](const uint8_t* const* p, uint64_t nb, float* t) { DecodeBlocksF32(p, nb, t, params, avx2); },
+      [](const float* t, uint16_t* to, size_t n) { ConvertF32ToBF16(t, to, n); });
+}
+
+void BlockCodec::DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                                 const BlockParams& params, bool avx2) const {
+  DecodeThroughF32(
+      format_, in, nblocks, y,
+      [&](const uint8_t* const* p, uint64_t nb, float* t) { DecodeBlocksF32(p, nb, t, params, avx2); },
+      [](const float* t, uint16_t* to, size_t n) { ConvertF32ToF16(t, to, n); });
+}
+
+void BlockCodec::DecodeBlocksTo(const uint8_t* const* in, uint64_t nblocks, OutputType out,
+                                uint8_t* y, const BlockParams& params, bool avx2) const {
+  switch (out) {
+    case OutputType::kF32:
+      DecodeBlocksF32(in, nblocks, reinterpret_cast<float*>(y), params, avx2);
+      break;
+    case OutputType::kBF16:
+      DecodeBlocksBf16(in, nblocks, reinterpret_cast<uint16_t*>(y), params, avx2);
+      break;
+    case OutputType::kF16:
+      DecodeBlocksF16(in, nblocks, reinterpret_cast<uint16_t*>(y), params, avx2);
+      break;
+    case OutputType::kNative: break;
+  }
+}
+
 absl::Status BlockCodec::Fail(const TensorInfo& info, const std::string& what) const {
   return absl::InvalidArgumentError(
       StrCat("tensor '", info.name, "' (codec '", format_.id, "'): ", what));
@@ -470,23 +529,23 @@ absl::Status BlockCodec::DecodeRange(const TensorInfo& info, const BlockParams& 
   auto read_to = [&](uint64_t b) {
     for (size_t k = 0; k < ns; ++k) progress->ReadTo(k, b * format_.streams[k].bytes_per_block);
   };
+  // Whole blocks into a buffer aligned for the output type: the kernels
+  // write dst directly (out_size is 4 or 2, a power of two).
   const bool aligned = e0 % B == 0 && e1 % B == 0;
-  if (out == OutputType::kF32 && aligned &&
-      reinterpret_cast<uintptr_t>(dst.data()) % alignof(float) == 0) {
-    float* y = reinterpret_cast<float*>(dst.data());
+  if (aligned && reinterpret_cast<uintptr_t>(dst.data()) % out_size == 0) {
     const uint64_t step = std::max<uint64_t>(1, kStepStoredBytes / bytes_per_block_total_);
     return ParallelFor(b1 - b0, threads, min_blocks, [&](uint64_t lo, uint64_t hi) {
       for (uint64_t b = lo; b < hi; b += step) {
         const uint64_t nb = std::min(step, hi - b);
         const uint8_t* p[2] = {nullptr, nullptr};
         in_at(b0 + b, p);
-        DecodeBlocksF32(p, nb, y + b * B, params, avx2);
+        DecodeBlocksTo(p, nb, out, dst.data() + b * B * out_size, params, avx2);
         if (progress != nullptr) read_to(b0 + b + nb);
       }
       return absl::OkStatus();
     });
   }
-  // Through a small f32 tile: partial blocks, f16/bf16 targets, unaligned dst.
+  // Through a small f32 tile: partial blocks, unaligned dst.
   const uint64_t tile_blocks = std::max<uint64_t>(1, 4096 / B);
   return ParallelFor(b1 - b0, threads, min_blocks, [&](uint64_t lo, uint64_t hi) {
     // Not zeroed: each tile is written whole before it is read, and zeroing

@@ -15,9 +15,12 @@
 //     encode naming its element; a first pass measures the tensor's amax
 //     only for codecs whose parameters need it (NeedsTensorAmax);
 //   - chunks of whole outer rows of about 1 MiB (of the largest stream);
-//   - decoding to f32 (the kernel), f16/bf16 (f32 then float_convert.h's
-//     rounding) and kNative (single-stream codecs: the stored blocks), in
-//     parallel over blocks; DecodeRows/RowRangeBytes for row ranges.
+//   - decoding to f32, bf16 and f16 (the kernels; bf16/f16 are the f32
+//     values rounded by float_convert.h's rules) and kNative (single-stream
+//     codecs: the stored blocks), in parallel over blocks; DecodeRows/
+//     RowRangeBytes for row ranges. A range that starts or ends inside a
+//     block, or an output buffer not aligned for its type, goes through an
+//     f32 tile instead (the same bits).
 //
 // Outer rows are shape[0]; for a tensor of rank >= 2 an outer row is a whole
 // number of blocks. A 1-D tensor is one innermost row of shape[0] elements:
@@ -124,11 +127,26 @@ class BlockCodec : public Codec {
   // the same bits. Any bytes are valid input.
   virtual void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
                                const BlockParams& params, bool avx2) const = 0;
+  // The same blocks to bf16 / f16: exactly the bits of DecodeBlocksF32
+  // followed by ConvertF32ToBF16 / ConvertF32ToF16, on either path. The
+  // default does just that through an f32 tile on the stack; a codec
+  // overrides it with a kernel that rounds in registers (quant_simd.h's
+  // Bf16Out, F16Out), which an engine loading bf16 onto a GPU wants as fast
+  // as the f32 decode.
+  virtual void DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                                const BlockParams& params, bool avx2) const;
+  virtual void DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                               const BlockParams& params, bool avx2) const;
   // kNative: single-stream codecs whose blocks are an engine's format.
   virtual bool HasNativeOutput() const { return format_.streams.size() == 1; }
 
  protected:
   absl::Status Fail(const TensorInfo& info, const std::string& what) const;
+
+  // Decodes nblocks blocks to `out` (kF32, kF16 or kBF16) at y, through the
+  // kernel of that type.
+  void DecodeBlocksTo(const uint8_t* const* in, uint64_t nblocks, OutputType out, uint8_t* y,
+                      const BlockParams& params, bool avx2) const;
 
  private:
   struct Geometry;

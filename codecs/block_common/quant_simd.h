@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "codecs/float_convert.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define BOLTPACK_QUANT_AVX2 1
@@ -138,6 +140,93 @@ BOLTPACK_AVX2_TARGET inline __m128i CodesToBytes(__m256i a, __m256i b) {
 }
 
 #endif  // BOLTPACK_QUANT_AVX2
+
+// ---- decode outputs -----------------------------------------------------------
+//
+// A block decoder is written once, as a template over where its values go:
+// F32Out stores the f32 values; Bf16Out and F16Out round them to bf16 or f16
+// in registers, with float_convert.h's rules (the same bits as decoding to
+// f32 and then calling ConvertF32ToBF16 / ConvertF32ToF16), and store 16-bit
+// values. Scalar is the portable kernel's rounding; Store16 the AVX2
+// kernel's store of 16 values, a to y[0..8) and b to y[8..16). A kernel
+// passes may_be_nan = false where it knows no lane is NaN (a finite scale
+// times the format's finite codes), which spares the 16-bit stores their
+// NaN check: a fifth of the bf16 store's instructions.
+
+struct F32Out {
+  using T = float;
+  static T Scalar(float v) { return v; }
+#if BOLTPACK_QUANT_AVX2
+  BOLTPACK_AVX2_TARGET static void Store16(float* y, __m256 a, __m256 b, bool /*may_be_nan*/) {
+    _mm256_storeu_ps(y, a);
+    _mm256_storeu_ps(y + 8, b);
+  }
+#endif
+};
+
+#if BOLTPACK_QUANT_AVX2
+// NaN lanes of a and b (bits 0-7 and 8-15), rare in decoded weights (only
+// a NaN or infinite scale makes them): the 16-bit stores below rewrite them
+// with the scalar rule afterwards, which keeps the NaN select off the
+// common path.
+BOLTPACK_AVX2_TARGET inline int NanLanes16(__m256 a, __m256 b) {
+  return _mm256_movemask_ps(_mm256_cmp_ps(a, a, _CMP_UNORD_Q)) |
+         (_mm256_movemask_ps(_mm256_cmp_ps(b, b, _CMP_UNORD_Q)) << 8);
+}
+
+template <typename Round>
+BOLTPACK_AVX2_TARGET inline void PatchNanLanes(uint16_t* y, __m256 a, __m256 b, int lanes, Round round) {
+  float f[16];
+  _mm256_storeu_ps(f, a);
+  _mm256_storeu_ps(f + 8, b);
+  for (int i = 0; i < 16; ++i) {
+    if ((lanes >> i) & 1) y[i] = round(f[i]);
+  }
+}
+
+// F32BitsToBF16Bits' round to nearest even on 8 lanes, for lanes that are not
+// NaN: (u + 0x7fff + ((u >> 16) & 1)) >> 16, below 2^16 in every lane.
+BOLTPACK_AVX2_TARGET inline __m256i RoundToBf16Bits(__m256 v) {
+  const __m256i u = _mm256_castps_si256(v);
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  return _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), 16);
+}
+#endif
+
+struct Bf16Out {
+  using T = uint16_t;
+  static T Scalar(float v) { return F32ToBF16(v); }
+#if BOLTPACK_QUANT_AVX2
+  BOLTPACK_AVX2_TARGET static void Store16(uint16_t* y, __m256 a, __m256 b, bool may_be_nan) {
+    // The unsigned pack is exact (every lane < 2^16); it works per 128-bit
+    // half (a0 b0 a1 b1), so the quarters are put back in order.
+    const __m256i packed = _mm256_packus_epi32(RoundToBf16Bits(a), RoundToBf16Bits(b));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), _mm256_permute4x64_epi64(packed, 0xd8));
+    if (__builtin_expect(may_be_nan, 0)) {
+      const int nan_lanes = NanLanes16(a, b);
+      if (nan_lanes != 0) PatchNanLanes(y, a, b, nan_lanes, F32ToBF16);
+    }
+  }
+#endif
+};
+
+struct F16Out {
+  using T = uint16_t;
+  static T Scalar(float v) { return F32ToF16(v); }
+#if BOLTPACK_QUANT_AVX2
+  // VCVTPS2PH with immediate 0 rounds to nearest even whatever MXCSR says,
+  // as float_convert.cc's F16C path does; it keeps NaN payload bits where
+  // float_convert.h writes sign | 0x7e00, so NaN lanes are rewritten.
+  BOLTPACK_AVX2_TARGET static void Store16(uint16_t* y, __m256 a, __m256 b, bool may_be_nan) {
+    const __m256i h = _mm256_set_m128i(_mm256_cvtps_ph(b, 0), _mm256_cvtps_ph(a, 0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), h);
+    if (__builtin_expect(may_be_nan, 0)) {
+      const int nan_lanes = NanLanes16(a, b);
+      if (nan_lanes != 0) PatchNanLanes(y, a, b, nan_lanes, F32ToF16);
+    }
+  }
+#endif
+};
 
 }  // namespace boltpack::quant
 

@@ -28,38 +28,43 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256 cvt(__m128i v8) {
 
 constexpr int kValueBytes = kInt4GroupElems / 2;
 
-void DecodePortable(const uint8_t* values, const uint8_t* scales, uint64_t nb, float* y) {
+// Out (quant_simd.h): f32, or bf16/f16 rounded from the same f32 values.
+template <class Out>
+void DecodePortable(const uint8_t* values, const uint8_t* scales, uint64_t nb, typename Out::T* y) {
   for (uint64_t b = 0; b < nb; ++b, values += kValueBytes, y += kInt4GroupElems) {
     uint16_t h;
     std::memcpy(&h, scales + 2 * b, 2);
     const float d = F16ToF32(h);
     for (int i = 0; i < kValueBytes; ++i) {
-      y[2 * i] = static_cast<float>((values[i] & 0x0F) - 8) * d;
-      y[2 * i + 1] = static_cast<float>((values[i] >> 4) - 8) * d;
+      y[2 * i] = Out::Scalar(static_cast<float>((values[i] & 0x0F) - 8) * d);
+      y[2 * i + 1] = Out::Scalar(static_cast<float>((values[i] >> 4) - 8) * d);
     }
   }
 }
 
 #if BOLTPACK_INT4_AVX2
+template <class Out>
 __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* values, const uint8_t* scales,
-                                                         uint64_t nb, float* y) {
+                                                         uint64_t nb, typename Out::T* y) {
   const __m128i m4 = _mm_set1_epi8(0x0F);
   const __m128i eight = _mm_set1_epi8(8);
   for (uint64_t b = 0; b < nb; ++b, values += kValueBytes, y += kInt4GroupElems) {
     uint16_t h;
     std::memcpy(&h, scales + 2 * b, 2);
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
+    // A finite d times -8..7 is finite; NaN or infinite d can give NaN.
+    const bool may_be_nan = (h & 0x7c00u) == 0x7c00u;
     for (int k = 0; k < kValueBytes; k += 16) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(values + k));
       const __m128i lo = _mm_sub_epi8(_mm_and_si128(v, m4), eight);
       const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), m4), eight);
       const __m128i a = _mm_unpacklo_epi8(lo, hi);  // elements 2k .. 2k+15
       const __m128i c = _mm_unpackhi_epi8(lo, hi);  // elements 2k+16 .. 2k+31
-      float* yy = y + 2 * k;
-      _mm256_storeu_ps(yy + 0, _mm256_mul_ps(cvt(a), d));
-      _mm256_storeu_ps(yy + 8, _mm256_mul_ps(cvt(_mm_srli_si128(a, 8)), d));
-      _mm256_storeu_ps(yy + 16, _mm256_mul_ps(cvt(c), d));
-      _mm256_storeu_ps(yy + 24, _mm256_mul_ps(cvt(_mm_srli_si128(c, 8)), d));
+      typename Out::T* yy = y + 2 * k;
+      Out::Store16(yy + 0, _mm256_mul_ps(cvt(a), d),
+                  _mm256_mul_ps(cvt(_mm_srli_si128(a, 8)), d), may_be_nan);
+      Out::Store16(yy + 16, _mm256_mul_ps(cvt(c), d),
+                  _mm256_mul_ps(cvt(_mm_srli_si128(c, 8)), d), may_be_nan);
     }
   }
 }
@@ -155,11 +160,25 @@ class Int4G128Codec : public BlockCodec {
 
   void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
                        const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::F32Out>(in, nblocks, y, avx2);
+  }
+  void DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                        const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::Bf16Out>(in, nblocks, y, avx2);
+  }
+  void DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                       const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::F16Out>(in, nblocks, y, avx2);
+  }
+
+ private:
+  template <class Out>
+  static void DecodeTo(const uint8_t* const* in, uint64_t nblocks, typename Out::T* y, bool avx2) {
 #if BOLTPACK_INT4_AVX2
-    if (avx2) return DecodeAvx2(in[0], in[1], nblocks, y);
+    if (avx2) return DecodeAvx2<Out>(in[0], in[1], nblocks, y);
 #endif
     (void)avx2;
-    DecodePortable(in[0], in[1], nblocks, y);
+    DecodePortable<Out>(in[0], in[1], nblocks, y);
   }
 };
 

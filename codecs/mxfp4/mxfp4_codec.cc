@@ -40,18 +40,21 @@ uint8_t Mxfp4SharedExponent(float amax) {
 
 namespace {
 
-void DecodePortable(const uint8_t* in, uint64_t nb, float* y) {
+// Out (quant_simd.h): f32, or bf16/f16 rounded from the same f32 values.
+template <class Out>
+void DecodePortable(const uint8_t* in, uint64_t nb, typename Out::T* y) {
   for (uint64_t b = 0; b < nb; ++b, in += kMxfp4BlockBytes, y += kMxfp4BlockElems) {
     const float d = E8m0ToF32Half(in[0]);
     for (int j = 0; j < 16; ++j) {
-      y[j] = static_cast<float>(kE2M1Doubled[in[1 + j] & 0x0F]) * d;
-      y[j + 16] = static_cast<float>(kE2M1Doubled[in[1 + j] >> 4]) * d;
+      y[j] = Out::Scalar(static_cast<float>(kE2M1Doubled[in[1 + j] & 0x0F]) * d);
+      y[j + 16] = Out::Scalar(static_cast<float>(kE2M1Doubled[in[1 + j] >> 4]) * d);
     }
   }
 }
 
 #if BOLTPACK_MXFP4_AVX2
-__attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* in, uint64_t nb, float* y) {
+template <class Out>
+__attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* in, uint64_t nb, typename Out::T* y) {
   const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kE2M1Doubled));
   const __m128i m4 = _mm_set1_epi8(0x0F);
   for (uint64_t b = 0; b < nb; ++b, in += kMxfp4BlockBytes, y += kMxfp4BlockElems) {
@@ -59,10 +62,12 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* in, uint
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 1));
     const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(q, m4));
     const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), m4));
-    _mm256_storeu_ps(y + 0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), d));
-    _mm256_storeu_ps(y + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), d));
-    _mm256_storeu_ps(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), d));
-    _mm256_storeu_ps(y + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), d));
+    // The e8m0 scale is finite (at most 2^127), so no product is NaN (some
+    // overflow to infinity, which the rounding keeps).
+    Out::Store16(y + 0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), d),
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), d), false);
+    Out::Store16(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), d),
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), d), false);
   }
 }
 #endif
@@ -137,11 +142,25 @@ class Mxfp4Codec : public BlockCodec {
 
   void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
                        const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::F32Out>(in[0], nblocks, y, avx2);
+  }
+  void DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                        const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::Bf16Out>(in[0], nblocks, y, avx2);
+  }
+  void DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                       const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::F16Out>(in[0], nblocks, y, avx2);
+  }
+
+ private:
+  template <class Out>
+  static void DecodeTo(const uint8_t* in, uint64_t nblocks, typename Out::T* y, bool avx2) {
 #if BOLTPACK_MXFP4_AVX2
-    if (avx2) return DecodeAvx2(in[0], nblocks, y);
+    if (avx2) return DecodeAvx2<Out>(in, nblocks, y);
 #endif
     (void)avx2;
-    DecodePortable(in[0], nblocks, y);
+    DecodePortable<Out>(in, nblocks, y);
   }
 };
 

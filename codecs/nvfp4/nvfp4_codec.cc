@@ -66,22 +66,26 @@ const std::array<float, 256>& E4m3fnTable() {
 
 // ---- nvfp4-ggml ---------------------------------------------------------------
 
-void DecodeGgmlPortable(const uint8_t* in, uint64_t nb, float* y) {
+// Out (quant_simd.h): f32, or bf16/f16 rounded from the same f32 values.
+template <class Out>
+void DecodeGgmlPortable(const uint8_t* in, uint64_t nb, typename Out::T* y) {
   const auto& ue = Ue4m3HalfTable();
   for (uint64_t b = 0; b < nb; ++b, in += kNvfp4GgmlBlockBytes) {
     for (int s = 0; s < 4; ++s, y += 16) {
       const float d = ue[in[s]];
       const uint8_t* q = in + 4 + 8 * s;
       for (int j = 0; j < 8; ++j) {
-        y[j] = static_cast<float>(kE2M1Doubled[q[j] & 0x0F]) * d;
-        y[j + 8] = static_cast<float>(kE2M1Doubled[q[j] >> 4]) * d;
+        y[j] = Out::Scalar(static_cast<float>(kE2M1Doubled[q[j] & 0x0F]) * d);
+        y[j + 8] = Out::Scalar(static_cast<float>(kE2M1Doubled[q[j] >> 4]) * d);
       }
     }
   }
 }
 
 #if BOLTPACK_NVFP4_AVX2
-__attribute__((target("avx2,fma,f16c"))) void DecodeGgmlAvx2(const uint8_t* in, uint64_t nb, float* y) {
+template <class Out>
+__attribute__((target("avx2,fma,f16c"))) void DecodeGgmlAvx2(const uint8_t* in, uint64_t nb,
+                                                             typename Out::T* y) {
   const auto& ue = Ue4m3HalfTable();
   const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kE2M1Doubled));
   const __m128i m4 = _mm_set1_epi8(0x0F);
@@ -92,11 +96,12 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeGgmlAvx2(const uint8_t* in, 
       const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), m4));
       const __m256 d0 = _mm256_set1_ps(ue[in[2 * h]]);
       const __m256 d1 = _mm256_set1_ps(ue[in[2 * h + 1]]);
-      float* yy = y + 32 * h;
-      _mm256_storeu_ps(yy + 0, _mm256_mul_ps(cvt(lo), d0));
-      _mm256_storeu_ps(yy + 8, _mm256_mul_ps(cvt(hi), d0));
-      _mm256_storeu_ps(yy + 16, _mm256_mul_ps(cvt(_mm_srli_si128(lo, 8)), d1));
-      _mm256_storeu_ps(yy + 24, _mm256_mul_ps(cvt(_mm_srli_si128(hi, 8)), d1));
+      typename Out::T* yy = y + 32 * h;
+      // ue4m3 scales are finite, and so is every product: never NaN.
+      Out::Store16(yy + 0, _mm256_mul_ps(cvt(lo), d0),
+                  _mm256_mul_ps(cvt(hi), d0), false);
+      Out::Store16(yy + 16, _mm256_mul_ps(cvt(_mm_srli_si128(lo, 8)), d1),
+                  _mm256_mul_ps(cvt(_mm_srli_si128(hi, 8)), d1), false);
     }
   }
 }
@@ -176,11 +181,25 @@ class Nvfp4GgmlCodec : public BlockCodec {
 
   void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
                        const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::F32Out>(in[0], nblocks, y, avx2);
+  }
+  void DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                        const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::Bf16Out>(in[0], nblocks, y, avx2);
+  }
+  void DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                       const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::F16Out>(in[0], nblocks, y, avx2);
+  }
+
+ private:
+  template <class Out>
+  static void DecodeTo(const uint8_t* in, uint64_t nblocks, typename Out::T* y, bool avx2) {
 #if BOLTPACK_NVFP4_AVX2
-    if (avx2) return DecodeGgmlAvx2(in[0], nblocks, y);
+    if (avx2) return DecodeGgmlAvx2<Out>(in, nblocks, y);
 #endif
     (void)avx2;
-    DecodeGgmlPortable(in[0], nblocks, y);
+    DecodeGgmlPortable<Out>(in, nblocks, y);
   }
 };
 
@@ -208,14 +227,15 @@ absl::StatusOr<float> NumericParam(const MetaValue& v) {
   return f;
 }
 
-void DecodeTwoLevelPortable(const uint8_t* values, const uint8_t* scales, uint64_t nb, float* y,
-                            float ts) {
+template <class Out>
+void DecodeTwoLevelPortable(const uint8_t* values, const uint8_t* scales, uint64_t nb,
+                            typename Out::T* y, float ts) {
   const auto& e4 = E4m3fnTable();
   for (uint64_t b = 0; b < nb; ++b, values += 8, y += 16) {
     const float s = e4[scales[b]] * ts;
     for (int i = 0; i < 8; ++i) {
-      y[2 * i] = kE2M1Float[values[i] & 0x0F] * s;
-      y[2 * i + 1] = kE2M1Float[values[i] >> 4] * s;
+      y[2 * i] = Out::Scalar(kE2M1Float[values[i] & 0x0F] * s);
+      y[2 * i + 1] = Out::Scalar(kE2M1Float[values[i] >> 4] * s);
     }
   }
 }
@@ -229,21 +249,26 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256 Lookup(__m128i codes8, __
   return _mm256_blendv_ps(p, n, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
 }
 
+template <class Out>
 __attribute__((target("avx2,fma,f16c"))) void DecodeTwoLevelAvx2(const uint8_t* values,
                                                                  const uint8_t* scales, uint64_t nb,
-                                                                 float* y, float ts) {
+                                                                 typename Out::T* y, float ts) {
   const auto& e4 = E4m3fnTable();
   const __m256 pos = _mm256_loadu_ps(kE2M1Float);
   const __m256 neg = _mm256_loadu_ps(kE2M1Float + 8);
   const __m128i m4 = _mm_set1_epi8(0x0F);
   for (uint64_t b = 0; b < nb; ++b, values += 8, y += 16) {
-    const __m256 s = _mm256_set1_ps(e4[scales[b]] * ts);
+    const float scale = e4[scales[b]] * ts;
+    // NaN (code 0x7F) or overflowed scales can give NaN (times code 0); a
+    // finite one cannot.
+    const bool may_be_nan = !(std::fabs(scale) <= FLT_MAX);
+    const __m256 s = _mm256_set1_ps(scale);
     const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(values));
     const __m128i lo = _mm_and_si128(v, m4);
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
     const __m128i codes = _mm_unpacklo_epi8(lo, hi);  // element order
-    _mm256_storeu_ps(y, _mm256_mul_ps(Lookup(codes, pos, neg), s));
-    _mm256_storeu_ps(y + 8, _mm256_mul_ps(Lookup(_mm_srli_si128(codes, 8), pos, neg), s));
+    Out::Store16(y, _mm256_mul_ps(Lookup(codes, pos, neg), s),
+                _mm256_mul_ps(Lookup(_mm_srli_si128(codes, 8), pos, neg), s), may_be_nan);
   }
 }
 #endif
@@ -399,11 +424,26 @@ class Nvfp4Codec : public BlockCodec {
 
   void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
                        const BlockParams& params, bool avx2) const override {
+    DecodeTo<quant::F32Out>(in, nblocks, y, params, avx2);
+  }
+  void DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                        const BlockParams& params, bool avx2) const override {
+    DecodeTo<quant::Bf16Out>(in, nblocks, y, params, avx2);
+  }
+  void DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                       const BlockParams& params, bool avx2) const override {
+    DecodeTo<quant::F16Out>(in, nblocks, y, params, avx2);
+  }
+
+ private:
+  template <class Out>
+  static void DecodeTo(const uint8_t* const* in, uint64_t nblocks, typename Out::T* y,
+                       const BlockParams& params, bool avx2) {
 #if BOLTPACK_NVFP4_AVX2
-    if (avx2) return DecodeTwoLevelAvx2(in[0], in[1], nblocks, y, params.tensor_scale);
+    if (avx2) return DecodeTwoLevelAvx2<Out>(in[0], in[1], nblocks, y, params.tensor_scale);
 #endif
     (void)avx2;
-    DecodeTwoLevelPortable(in[0], in[1], nblocks, y, params.tensor_scale);
+    DecodeTwoLevelPortable<Out>(in[0], in[1], nblocks, y, params.tensor_scale);
   }
 };
 

@@ -19,30 +19,37 @@
 namespace boltpack {
 namespace {
 
-void DecodePortable(const uint8_t* in, uint64_t nb, float* y) {
+// Out (quant_simd.h): f32, or bf16/f16 rounded from the same f32 values.
+template <class Out>
+void DecodePortable(const uint8_t* in, uint64_t nb, typename Out::T* y) {
   for (uint64_t b = 0; b < nb; ++b, in += kQ8_0BlockBytes, y += kQ8_0BlockElems) {
     uint16_t h;
     std::memcpy(&h, in, 2);
     const float d = F16ToF32(h);
     for (int j = 0; j < kQ8_0BlockElems; ++j) {
-      y[j] = static_cast<float>(static_cast<int8_t>(in[2 + j])) * d;
+      y[j] = Out::Scalar(static_cast<float>(static_cast<int8_t>(in[2 + j])) * d);
     }
   }
 }
 
 #if BOLTPACK_Q8_AVX2
-__attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* in, uint64_t nb, float* y) {
+template <class Out>
+__attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* in, uint64_t nb, typename Out::T* y) {
   for (uint64_t b = 0; b < nb; ++b, in += kQ8_0BlockBytes, y += kQ8_0BlockElems) {
     uint16_t h;
     std::memcpy(&h, in, 2);
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
+    // A finite d times an int8 is finite; NaN or infinite d can give NaN.
+    const bool may_be_nan = (h & 0x7c00u) == 0x7c00u;
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 2));
     const __m128i q0 = _mm256_castsi256_si128(q);
     const __m128i q1 = _mm256_extracti128_si256(q, 1);
-    _mm256_storeu_ps(y + 0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0)), d));
-    _mm256_storeu_ps(y + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q0, 8))), d));
-    _mm256_storeu_ps(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1)), d));
-    _mm256_storeu_ps(y + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q1, 8))), d));
+    Out::Store16(y + 0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0)), d),
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q0, 8))), d),
+                 may_be_nan);
+    Out::Store16(y + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1)), d),
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q1, 8))), d),
+                 may_be_nan);
   }
 }
 #endif
@@ -145,11 +152,25 @@ class Q8_0Codec : public BlockCodec {
 
   void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
                        const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::F32Out>(in[0], nblocks, y, avx2);
+  }
+  void DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                        const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::Bf16Out>(in[0], nblocks, y, avx2);
+  }
+  void DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
+                       const BlockParams& /*params*/, bool avx2) const override {
+    DecodeTo<quant::F16Out>(in[0], nblocks, y, avx2);
+  }
+
+ private:
+  template <class Out>
+  static void DecodeTo(const uint8_t* in, uint64_t nblocks, typename Out::T* y, bool avx2) {
 #if BOLTPACK_Q8_AVX2
-    if (avx2) return DecodeAvx2(in[0], nblocks, y);
+    if (avx2) return DecodeAvx2<Out>(in, nblocks, y);
 #endif
     (void)avx2;
-    DecodePortable(in[0], nblocks, y);
+    DecodePortable<Out>(in, nblocks, y);
   }
 };
 
