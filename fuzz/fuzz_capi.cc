@@ -185,6 +185,37 @@ void ExerciseDecodes(const bp_reader* r, size_t t, const struct bp_tensor_info& 
   }
 }
 
+// The checked zero-copy elements and the codec parameters' JSON: a checked
+// view holds exactly bp_decode's native bytes; the JSON's length is the
+// same asked with no buffer and with one, and it comes NUL-terminated.
+void ExerciseElements(const bp_reader* r, size_t t) {
+  const void* data = nullptr;
+  uint64_t size = 0;
+  if (Ok(bp_tensor_elements(r, t, &data, &size), r)) {
+    if (size > 0 && data == nullptr) __builtin_trap();
+    uint64_t native = 0;
+    if (size <= kMaxDecodeBytes && Ok(bp_decoded_size(r, t, BP_OUT_NATIVE, &native), r)) {
+      std::vector<uint8_t> dst(native);
+      if (Ok(bp_decode(r, t, BP_OUT_NATIVE, dst.data(), native, 1), r) &&
+          (native != size || (size > 0 && std::memcmp(dst.data(), data, size) != 0))) {
+        __builtin_trap();
+      }
+    }
+  } else if (data != nullptr || size != 0) {
+    __builtin_trap();
+  }
+  size_t length = 0;
+  const bp_status probe = bp_tensor_codec_params(r, t, nullptr, 0, &length);
+  if (probe != BP_ERR_OUT_OF_RANGE) {
+    Ok(probe, r);  // checks the message
+    return;
+  }
+  std::vector<char> json(length + 1, 'x');
+  size_t again = 0;
+  if (!Ok(bp_tensor_codec_params(r, t, json.data(), json.size(), &again), r)) __builtin_trap();
+  if (again != length || json[length] != '\0' || json[0] != '{' || json[length - 1] != '}') __builtin_trap();
+}
+
 void ExerciseTensor(const bp_reader* r, size_t t, const Control& c) {
   struct bp_tensor_info info;
   if (!Ok(bp_tensor_info(r, t, &info), r)) return;
@@ -208,6 +239,7 @@ void ExerciseTensor(const bp_reader* r, size_t t, const Control& c) {
       (void)sink;
     }
   }
+  ExerciseElements(r, t);
   ExerciseDecodes(r, t, info, c);
 }
 
