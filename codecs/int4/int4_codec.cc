@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "boltpack/codec_registry.h"
+#include "codecs/block_common/block_kernels.h"
 #include "codecs/block_common/quant_simd.h"
 #include "codecs/float_convert.h"
 #include "common/str_cat.h"
@@ -130,10 +131,10 @@ __attribute__((target("avx2,fma,f16c"))) uint64_t EncodeAvx2(const float* x, uin
 }
 #endif
 
-class Int4G128Codec : public BlockCodec {
+class Int4G128Codec : public TemplatedBlockCodec<Int4G128Codec> {
  public:
   Int4G128Codec()
-      : BlockCodec(BlockFormat{"int4-g128",
+      : TemplatedBlockCodec(BlockFormat{"int4-g128",
                                "symmetric int4 in [-7, 7], fp16 scale per 128 values of a row",
                                kInt4GroupElems,
                                {{"values", kValueBytes}, {"scales", 2}},
@@ -158,22 +159,11 @@ class Int4G128Codec : public BlockCodec {
                " makes its fp16 scale overflow (int4-g128 holds |x| up to about 458000)"));
   }
 
-  void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
-                       const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::F32Out>(in, nblocks, y, avx2);
-  }
-  void DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
-                        const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::Bf16Out>(in, nblocks, y, avx2);
-  }
-  void DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
-                       const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::F16Out>(in, nblocks, y, avx2);
-  }
-
  private:
+  friend class TemplatedBlockCodec<Int4G128Codec>;
   template <class Out>
-  static void DecodeTo(const uint8_t* const* in, uint64_t nblocks, typename Out::T* y, bool avx2) {
+  static void DecodeTo(const uint8_t* const* in, uint64_t nblocks, typename Out::T* y,
+                       const BlockParams& /*params*/, bool avx2) {
 #if BOLTPACK_INT4_AVX2
     if (avx2) return DecodeAvx2<Out>(in[0], in[1], nblocks, y);
 #endif

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "boltpack/codec_registry.h"
+#include "codecs/block_common/block_kernels.h"
 #include "codecs/block_common/quant_simd.h"
 #include "codecs/float_convert.h"
 
@@ -118,10 +119,10 @@ __attribute__((target("avx2,fma,f16c"))) uint64_t EncodeAvx2(const float* x, uin
 }
 #endif
 
-class Mxfp4Codec : public BlockCodec {
+class Mxfp4Codec : public TemplatedBlockCodec<Mxfp4Codec> {
  public:
   Mxfp4Codec()
-      : BlockCodec(BlockFormat{"mxfp4",
+      : TemplatedBlockCodec(BlockFormat{"mxfp4",
                                "ggml MXFP4 blocks (32 E2M1 values + E8M0 exponent), ggml-exact",
                                kMxfp4BlockElems,
                                {{"blocks", kMxfp4BlockBytes}},
@@ -140,22 +141,12 @@ class Mxfp4Codec : public BlockCodec {
     return absl::InvalidArgumentError("codec 'mxfp4': a block holds NaN or infinity");
   }
 
-  void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
-                       const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::F32Out>(in[0], nblocks, y, avx2);
-  }
-  void DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
-                        const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::Bf16Out>(in[0], nblocks, y, avx2);
-  }
-  void DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
-                       const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::F16Out>(in[0], nblocks, y, avx2);
-  }
-
  private:
+  friend class TemplatedBlockCodec<Mxfp4Codec>;
   template <class Out>
-  static void DecodeTo(const uint8_t* in, uint64_t nblocks, typename Out::T* y, bool avx2) {
+  static void DecodeTo(const uint8_t* const* streams, uint64_t nblocks, typename Out::T* y,
+                       const BlockParams& /*params*/, bool avx2) {
+    const uint8_t* in = streams[0];
 #if BOLTPACK_MXFP4_AVX2
     if (avx2) return DecodeAvx2<Out>(in, nblocks, y);
 #endif

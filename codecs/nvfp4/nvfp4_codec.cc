@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "boltpack/codec_registry.h"
+#include "codecs/block_common/block_kernels.h"
 #include "codecs/block_common/quant_simd.h"
 #include "codecs/codec_params.h"
 #include "codecs/float_convert.h"
@@ -156,10 +157,10 @@ __attribute__((target("avx2,fma,f16c"))) uint64_t EncodeGgmlAvx2(const float* x,
 }
 #endif
 
-class Nvfp4GgmlCodec : public BlockCodec {
+class Nvfp4GgmlCodec : public TemplatedBlockCodec<Nvfp4GgmlCodec> {
  public:
   Nvfp4GgmlCodec()
-      : BlockCodec(BlockFormat{
+      : TemplatedBlockCodec(BlockFormat{
             "nvfp4-ggml",
             "ggml NVFP4 blocks (GGUF type 40: 64 E2M1 values, 4 UE4M3 sub-scales), ggml-exact",
             kNvfp4GgmlBlockElems,
@@ -179,22 +180,12 @@ class Nvfp4GgmlCodec : public BlockCodec {
     return absl::InvalidArgumentError("codec 'nvfp4-ggml': a block holds NaN or infinity");
   }
 
-  void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
-                       const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::F32Out>(in[0], nblocks, y, avx2);
-  }
-  void DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
-                        const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::Bf16Out>(in[0], nblocks, y, avx2);
-  }
-  void DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
-                       const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::F16Out>(in[0], nblocks, y, avx2);
-  }
-
  private:
+  friend class TemplatedBlockCodec<Nvfp4GgmlCodec>;
   template <class Out>
-  static void DecodeTo(const uint8_t* in, uint64_t nblocks, typename Out::T* y, bool avx2) {
+  static void DecodeTo(const uint8_t* const* streams, uint64_t nblocks, typename Out::T* y,
+                       const BlockParams& /*params*/, bool avx2) {
+    const uint8_t* in = streams[0];
 #if BOLTPACK_NVFP4_AVX2
     if (avx2) return DecodeGgmlAvx2<Out>(in, nblocks, y);
 #endif
@@ -339,10 +330,10 @@ __attribute__((target("avx2,fma,f16c"))) uint64_t EncodeTwoLevelAvx2(const float
 }
 #endif
 
-class Nvfp4Codec : public BlockCodec {
+class Nvfp4Codec : public TemplatedBlockCodec<Nvfp4Codec> {
  public:
   Nvfp4Codec()
-      : BlockCodec(BlockFormat{"nvfp4",
+      : TemplatedBlockCodec(BlockFormat{"nvfp4",
                                "NVIDIA NVFP4 as ModelOpt: E2M1 values, E4M3 scale per 16, fp32 "
                                "tensor scale",
                                kNvfp4BlockElems,
@@ -422,20 +413,8 @@ class Nvfp4Codec : public BlockCodec {
     return absl::InvalidArgumentError("codec 'nvfp4': a block holds NaN or infinity");
   }
 
-  void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
-                       const BlockParams& params, bool avx2) const override {
-    DecodeTo<quant::F32Out>(in, nblocks, y, params, avx2);
-  }
-  void DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
-                        const BlockParams& params, bool avx2) const override {
-    DecodeTo<quant::Bf16Out>(in, nblocks, y, params, avx2);
-  }
-  void DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
-                       const BlockParams& params, bool avx2) const override {
-    DecodeTo<quant::F16Out>(in, nblocks, y, params, avx2);
-  }
-
  private:
+  friend class TemplatedBlockCodec<Nvfp4Codec>;
   template <class Out>
   static void DecodeTo(const uint8_t* const* in, uint64_t nblocks, typename Out::T* y,
                        const BlockParams& params, bool avx2) {

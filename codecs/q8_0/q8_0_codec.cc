@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "boltpack/codec_registry.h"
+#include "codecs/block_common/block_kernels.h"
 #include "codecs/block_common/quant_simd.h"
 #include "codecs/float_convert.h"
 #include "common/str_cat.h"
@@ -122,10 +123,10 @@ __attribute__((target("avx2,fma,f16c"))) uint64_t EncodeAvx2(const float* x, uin
 }
 #endif
 
-class Q8_0Codec : public BlockCodec {
+class Q8_0Codec : public TemplatedBlockCodec<Q8_0Codec> {
  public:
   Q8_0Codec()
-      : BlockCodec(BlockFormat{std::string(kQ8_0CodecId),
+      : TemplatedBlockCodec(BlockFormat{std::string(kQ8_0CodecId),
                                "ggml Q8_0 blocks (32 values: fp16 d + 32 int8), ggml-exact",
                                kQ8_0BlockElems,
                                {{"blocks", kQ8_0BlockBytes}},
@@ -150,22 +151,12 @@ class Q8_0Codec : public BlockCodec {
         " makes its fp16 scale overflow (q8_0 holds |x| up to about 8.3e6)"));
   }
 
-  void DecodeBlocksF32(const uint8_t* const* in, uint64_t nblocks, float* y,
-                       const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::F32Out>(in[0], nblocks, y, avx2);
-  }
-  void DecodeBlocksBf16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
-                        const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::Bf16Out>(in[0], nblocks, y, avx2);
-  }
-  void DecodeBlocksF16(const uint8_t* const* in, uint64_t nblocks, uint16_t* y,
-                       const BlockParams& /*params*/, bool avx2) const override {
-    DecodeTo<quant::F16Out>(in[0], nblocks, y, avx2);
-  }
-
  private:
+  friend class TemplatedBlockCodec<Q8_0Codec>;
   template <class Out>
-  static void DecodeTo(const uint8_t* in, uint64_t nblocks, typename Out::T* y, bool avx2) {
+  static void DecodeTo(const uint8_t* const* streams, uint64_t nblocks, typename Out::T* y,
+                       const BlockParams& /*params*/, bool avx2) {
+    const uint8_t* in = streams[0];
 #if BOLTPACK_Q8_AVX2
     if (avx2) return DecodeAvx2<Out>(in, nblocks, y);
 #endif
