@@ -4,13 +4,16 @@
 # inspect, verify, convert back and check every tensor bit for bit; then a
 # quantization recipe, lossless bf16 with a draft view, an elastic file cut
 # to 75% FFN width and exported to GGUF, checked for llama.cpp and run by
-# llama.cpp itself (node-llama-cpp from npm; skipped when npm is offline).
+# llama.cpp itself (node-llama-cpp from npm; skipped when npm is offline);
+# last, the Python module is installed for Debian's python3 (cmake --install
+# into /usr/local/lib/python3.11/dist-packages) and reads the files.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 "$ROOT/scripts/setup.sh"
 BUILD="$ROOT/build"
 echo "== build (Release)"
-"$ROOT/scripts/build.sh" "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBOLTPACK_TESTS=OFF | tail -n 3
+"$ROOT/scripts/build.sh" "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBOLTPACK_TESTS=OFF \
+  -DBOLTPACK_PYTHON=ON -DPython3_EXECUTABLE=/usr/bin/python3 | tail -n 3
 BP="$BUILD/bolt-pack"
 OUT="$ROOT/out"
 mkdir -p "$OUT"
@@ -59,3 +62,25 @@ ls -l "$MODEL" "$OUT"/tinystories*
 
 echo "== llama.cpp runs the GGUF files bolt-pack wrote (round trips, Q8_0, FFN slices)"
 "$ROOT/scripts/llama_cpp_check.sh" "$BP" "$BUILD/llama_cpp"
+
+echo "== Python: import boltpack (installed for /usr/bin/python3), safetensors' API over the .bolt files"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+$SUDO cmake --install "$BUILD" --component Python | tail -n 1
+(cd / && /usr/bin/python3 - "$OUT" "$MODEL" <<'PY'
+import sys
+import numpy as np
+import boltpack
+out, model = sys.argv[1], sys.argv[2]
+with boltpack.safe_open(f"{out}/tinystories.bolt") as f, boltpack.safe_open(model) as ref:
+    same = all(np.array_equal(f.get_tensor(n), ref.get_tensor(n)) for n in ref.keys())
+    rows = f.get_slice("lm_head.weight")[0:4, 0:8]
+    print(f"boltpack {boltpack.__version__}: {len(f.keys())} tensors, bit-identical to the safetensors file: {same}; "
+          f"lm_head.weight[0:4, 0:8] has shape {rows.shape}")
+with boltpack.safe_open(f"{out}/tinystories-spec.bolt", framework="pt", view="draft") as f:
+    print("draft view of the Cassandra file:", f.views(), f.get_tensor("model.norm.weight").dtype)
+with boltpack.safe_open(f"{out}/tinystories-elastic.bolt", budget="ffn50") as f:
+    print("budget ffn50:", f.get_slice("blk.0.ffn_up.weight").get_shape(), "of", boltpack.safe_open(
+        f"{out}/tinystories-elastic.bolt").get_slice("blk.0.ffn_up.weight").get_shape())
+PY
+)

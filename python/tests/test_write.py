@@ -114,3 +114,29 @@ def test_save_and_load_bytes():
     data = boltpack.save(tensors)
     loaded = boltpack.load(data, framework="np")
     assert np.array_equal(loaded["a"], tensors["a"])
+
+
+def test_recipe_and_elastic_as_the_cli(cli, work):
+    """save_file(recipe=, elastic=) writes what `bolt-pack convert` writes from the same tensors."""
+    from conftest import ELASTIC_JSON, GGUF_F16, SOURCE
+    recipe = SOURCE / "recipes" / "tinystories-656k.textproto"
+    with boltpack.safe_open(GGUF_F16) as f:
+        tensors = {n: f.get_tensor(n) for n in f.offset_keys()}
+        meta = f.metadata()
+    ours = work / "recipe-saved.bolt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the recipe's fallbacks (iq2_xxs -> q8_0) warn
+        boltpack.save_file(tensors, ours, recipe=str(recipe))
+    theirs = work / "recipe-cli.bolt"
+    cli("convert", GGUF_F16, "-o", theirs, "--recipe", recipe)
+    with boltpack.safe_open(ours) as a, boltpack.safe_open(theirs) as b:
+        assert a.keys() == b.keys()
+        for n in a.keys():
+            assert a.info(n)["codec"] == b.info(n)["codec"], n
+            assert np.array_equal(bits(a.get_tensor(n)), bits(b.get_tensor(n))), n
+    elastic = work / "elastic-saved.bolt"
+    boltpack.save_file(tensors, elastic, metadata={k: v for k, v in meta.items() if not k.startswith("gguf.")},
+                       elastic=str(ELASTIC_JSON))
+    with boltpack.safe_open(elastic, budget="ffn50") as f:
+        assert "ffn50" in f.budgets()
+        assert f.get_slice("blk.0.ffn_up.weight").get_shape() == [192, 128]
