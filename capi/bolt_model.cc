@@ -6,6 +6,7 @@
 
 #include "capi/model.h"
 #include "common/status_macros.h"
+#include "common/str_cat.h"
 
 namespace boltpack::capi {
 namespace {
@@ -33,6 +34,12 @@ class BoltModel final : public Model {
   }
   absl::Status Decode(size_t t, OutputType out, absl::Span<uint8_t> dst, const ExecOptions& exec) const override {
     return reader_->Decode(t, out, dst, exec);
+  }
+  absl::StatusOr<Location> StreamLocation(size_t t, size_t s) const override {
+    const auto info = reader_->tensors()[t];
+    if (s >= info.streams.size()) return absl::OutOfRangeError(StrCat(reader_->path(), ": no stream #", s));
+    BP_ASSIGN_OR_RETURN(std::string path, reader_->ShardPath(info.streams[s].shard));
+    return Location{std::move(path), info.streams[s].offset};
   }
   const Reader* bolt() const override { return reader_.get(); }
 

@@ -7,6 +7,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 #include <new>
 #include <string>
 #include <string_view>
@@ -47,6 +48,14 @@ struct bp_reader {
   // time it is asked, so the C API keeps the ones it handed out.
   mutable std::mutex described_mu;
   mutable absl::flat_hash_map<size_t, std::unique_ptr<const boltpack::TensorInfo>> described;
+  // Strings handed out that no record holds (bp_stream_location's paths),
+  // each kept once, valid until bp_close.
+  mutable std::mutex interned_mu;
+  mutable std::unordered_set<std::string> interned;  // nodes: the strings never move
+  const char* Intern(std::string s) const {
+    std::lock_guard<std::mutex> lock(interned_mu);
+    return interned.insert(std::move(s)).first->c_str();
+  }
   const boltpack::TensorInfo& Described(size_t tensor) const {
     std::lock_guard<std::mutex> lock(described_mu);
     auto& slot = described[tensor];
@@ -65,6 +74,8 @@ bp_status NullArg(const bp_reader* r, const char* fn, const char* arg);
 const std::string& PathOf(const bp_reader* r);
 // Checks a tensor index; on failure records the error.
 bp_status CheckTensor(const bp_reader* r, size_t tensor);
+// Checks a tensor index and a stream index of it; on failure records the error.
+bp_status CheckStream(const bp_reader* r, size_t tensor, size_t stream);
 // "<file>: tensor <name>", for messages.
 std::string TensorWhere(const bp_reader* r, size_t tensor);
 bool ToOutputType(bp_output out, boltpack::OutputType* type);

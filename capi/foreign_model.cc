@@ -38,6 +38,7 @@ struct ForeignTensor {
   absl::Span<const uint8_t> bytes;
   const GgmlType* ggml_type = nullptr;  // GGUF only
   std::string_view file;
+  uint64_t file_offset = 0;  // of `bytes` in `file`
 };
 
 // The element codec a safetensors dtype is stored as ("raw" keeps the
@@ -62,6 +63,10 @@ class ForeignModel final : public Model {
     return tensors_[t].dtype;
   }
   TensorInfo Describe(size_t t) const override;
+  absl::StatusOr<Location> StreamLocation(size_t t, size_t s) const override {
+    if (s != 0) return absl::OutOfRangeError(StrCat(Where(t), ": no stream #", s));
+    return Location{std::string(tensors_[t].file), tensors_[t].file_offset};
+  }
   // The record a decode uses; fails where the codec cannot hold the bytes.
   absl::StatusOr<TensorInfo> Record(size_t t) const;
   const Metadata& metadata() const override { return metadata_; }
@@ -106,6 +111,7 @@ absl::Status ForeignModel::AddGguf(std::unique_ptr<io::GgufModel> model) {
     t.bytes = model->TensorBytes(i);
     t.ggml_type = g.type;
     t.file = model->files()[g.shard];
+    t.file_offset = g.file_offset;
     tensors_.push_back(std::move(t));
   }
   gguf_ = std::move(model);
@@ -123,6 +129,7 @@ absl::Status ForeignModel::AddSafetensors(std::unique_ptr<io::SafetensorsModel> 
     t.dtype = s.dtype;
     t.bytes = model->TensorBytes(i);
     t.file = model->files()[s.file_index];
+    t.file_offset = model->FileOffset(i);
     tensors_.push_back(std::move(t));
   }
   safetensors_ = std::move(model);

@@ -49,6 +49,13 @@ class Model {
   // The whole tensor (also when the output has no whole bytes per row).
   virtual absl::Status Decode(size_t tensor, OutputType out, absl::Span<uint8_t> dst,
                               const ExecOptions& exec) const = 0;
+  // The file holding stream `stream` of `tensor` and the offset of its
+  // stored bytes in it (for a caller that maps the file itself).
+  struct Location {
+    std::string path;
+    uint64_t offset = 0;
+  };
+  virtual absl::StatusOr<Location> StreamLocation(size_t tensor, size_t stream) const = 0;
   // The .bolt reader behind this model; nullptr for GGUF and safetensors.
   virtual const Reader* bolt() const { return nullptr; }
 };

@@ -2,7 +2,8 @@
 // place when the file stores them as they are (bp_tensor_elements, checked
 // against the checksum first), and its codec's parameters
 // (bp_tensor_codec_params), which a kernel that takes stored blocks
-// directly needs beside them (nvfp4's tensor_scale, ...).
+// directly needs beside them (nvfp4's tensor_scale, ...), and where a
+// stream lies in its file (bp_stream_location), for a caller that maps it.
 #include <cstring>
 
 #include "boltpack/boltpack.h"
@@ -83,6 +84,20 @@ bp_status bp_tensor_codec_params(const bp_reader* r, size_t tensor, char* buffer
                          json.size() + 1, " bytes with its NUL, the buffer has ", capacity));
     }
     std::memcpy(buffer, json.c_str(), json.size() + 1);
+    return BP_OK;
+  });
+}
+
+bp_status bp_stream_location(const bp_reader* r, size_t tensor, size_t stream, const char** path, uint64_t* offset) {
+  return Guard(r, "bp_stream_location", [&]() -> bp_status {
+    if (r == nullptr) return NullArg(r, "bp_stream_location", "reader");
+    if (path == nullptr) return NullArg(r, "bp_stream_location", "path");
+    if (offset == nullptr) return NullArg(r, "bp_stream_location", "offset");
+    if (bp_status st = CheckStream(r, tensor, stream); st != BP_OK) return st;
+    auto where = r->reader->StreamLocation(tensor, stream);
+    if (!where.ok()) return Fail(r, where.status());
+    *path = r->Intern(std::move(where->path));
+    *offset = where->offset;
     return BP_OK;
   });
 }

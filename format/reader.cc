@@ -345,6 +345,14 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::OpenBuffer(absl::Span<const uint
 }
 
 const std::string& Reader::path() const { return impl_->path; }
+
+absl::StatusOr<std::string> Reader::ShardPath(uint32_t shard) const {
+  if (shard == 0) return impl_->path;
+  if (shard > impl_->sibling_files.size()) {
+    return absl::OutOfRangeError(StrCat(impl_->path, ": no shard #", shard));
+  }
+  return impl_->sibling_files[shard - 1]->path();
+}
 FormatVersion Reader::version() const { return {impl_->header.format_major, impl_->header.format_minor}; }
 bool Reader::mapped() const { return impl_->file != nullptr; }
 void Reader::ReleaseManifestPages() const {

@@ -185,6 +185,19 @@ void ExerciseDecodes(const bp_reader* r, size_t t, const struct bp_tensor_info& 
   }
 }
 
+// The file at `path` holds `bytes` (their first 64) at `offset`.
+void ExpectBytesAt(const char* path, uint64_t offset, const uint8_t* bytes, uint64_t size) {
+  if (path == nullptr) __builtin_trap();
+  FILE* f = std::fopen(path, "rb");
+  if (f == nullptr) __builtin_trap();
+  uint8_t got[64];
+  const size_t n = size < sizeof(got) ? static_cast<size_t>(size) : sizeof(got);
+  const bool same = fseeko(f, static_cast<off_t>(offset), SEEK_SET) == 0 && std::fread(got, 1, n, f) == n &&
+                    std::memcmp(got, bytes, n) == 0;
+  std::fclose(f);
+  if (!same) __builtin_trap();
+}
+
 // The checked zero-copy elements and the codec parameters' JSON: a checked
 // view holds exactly bp_decode's native bytes; the JSON's length is the
 // same asked with no buffer and with one, and it comes NUL-terminated.
@@ -238,6 +251,12 @@ void ExerciseTensor(const bp_reader* r, size_t t, const Control& c) {
       volatile uint8_t sink = static_cast<const uint8_t*>(data)[size - 1];
       (void)sink;
     }
+    // Where the stream lies: its file holds the same first bytes there.
+    const char* path = nullptr;
+    uint64_t offset = 0;
+    const bool located = Ok(bp_stream_location(r, t, s, &path, &offset), r);
+    if (located != has) __builtin_trap();
+    if (located && mapped && size > 0) ExpectBytesAt(path, offset, static_cast<const uint8_t*>(data), size);
   }
   ExerciseElements(r, t);
   ExerciseDecodes(r, t, info, c);

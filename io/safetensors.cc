@@ -262,6 +262,7 @@ bool IsPlainFileName(std::string_view name) {
 struct SafetensorsModel::Impl {
   std::vector<std::unique_ptr<MappedFile>> maps;
   std::vector<absl::Span<const uint8_t>> buffers;  // per file
+  std::vector<uint64_t> data_offsets;               // per file: where its buffer starts in it
   std::vector<SafetensorsTensor> tensors;
   std::vector<std::pair<std::string, std::string>> metadata;
   std::vector<std::string> files;
@@ -276,6 +277,12 @@ const std::vector<std::pair<std::string, std::string>>& SafetensorsModel::metada
 }
 const std::vector<std::string>& SafetensorsModel::files() const { return impl_->files; }
 
+uint64_t SafetensorsModel::FileOffset(size_t i) const {
+  if (i >= impl_->tensors.size()) return 0;
+  const SafetensorsTensor& t = impl_->tensors[i];
+  return impl_->data_offsets[t.file_index] + t.data_begin;
+}
+
 absl::Span<const uint8_t> SafetensorsModel::TensorBytes(size_t i) const {
   if (i >= impl_->tensors.size()) return {};
   const SafetensorsTensor& t = impl_->tensors[i];
@@ -287,6 +294,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsModel>> SafetensorsModel::OpenBuffer(
   BP_ASSIGN_OR_RETURN(ParsedFile parsed, ParseSafetensors(bytes, display_name, 0));
   auto impl = std::make_unique<Impl>();
   impl->buffers.push_back(parsed.buffer);
+  impl->data_offsets.push_back(static_cast<uint64_t>(parsed.buffer.data() - bytes.data()));
   impl->tensors = std::move(parsed.tensors);
   impl->metadata = std::move(parsed.metadata);
   impl->files.push_back(std::move(display_name));
@@ -300,6 +308,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsModel>> SafetensorsModel::Open(const s
     BP_ASSIGN_OR_RETURN(ParsedFile parsed, ParseSafetensors(map->bytes(), path, 0));
     auto impl = std::make_unique<Impl>();
     impl->buffers.push_back(parsed.buffer);
+    impl->data_offsets.push_back(static_cast<uint64_t>(parsed.buffer.data() - map->bytes().data()));
     impl->tensors = std::move(parsed.tensors);
     impl->metadata = std::move(parsed.metadata);
     impl->files.push_back(path);
@@ -375,6 +384,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsModel>> SafetensorsModel::Open(const s
     }
     if (s == 0) impl->metadata = std::move(parsed.metadata);
     impl->buffers.push_back(parsed.buffer);
+    impl->data_offsets.push_back(static_cast<uint64_t>(parsed.buffer.data() - map->bytes().data()));
     impl->files.push_back(std::move(shard_path));
     impl->maps.push_back(std::move(map));
   }

@@ -29,7 +29,7 @@ struct SafetensorsTensor {
   DType dtype = DType::kUnspecified;
   std::vector<uint64_t> shape;
   size_t file_index = 0;    // which shard file holds it
-  uint64_t data_begin = 0;  // relative to that file's byte buffer
+  uint64_t data_begin = 0;  // relative to that file's data section (after the header)
   uint64_t data_end = 0;
 };
 
@@ -52,6 +52,8 @@ class SafetensorsModel {
   const std::vector<std::string>& files() const;
   // Zero-copy bytes of tensor `i`.
   absl::Span<const uint8_t> TensorBytes(size_t i) const;
+  // Where tensor `i`'s bytes start in its file (files()[file_index]).
+  uint64_t FileOffset(size_t i) const;
 
   struct Impl;
 

@@ -216,6 +216,15 @@ py::object ModelReader::PlainBytes(const std::string& name) const {
   return MappedBytes(data, size);
 }
 
+py::tuple ModelReader::Location(const std::string& name) const {
+  const OpenModel& m = model();
+  size_t index = ParentIndex(Find(name));
+  const char* path = nullptr;
+  uint64_t offset = 0;
+  Check(bp_stream_location(m.reader, index, 0, &path, &offset), m.reader);
+  return py::make_tuple(py::str(path), offset);
+}
+
 py::tuple ModelReader::Stored(const std::string& name) const {
   const OpenModel& m = model();
   size_t index = ParentIndex(Find(name));
@@ -276,6 +285,7 @@ void RegisterReader(py::module_& m) {
       .def("decode_into", &ModelReader::DecodeInto)
       .def("decode_range_into", &ModelReader::DecodeRangeInto)
       .def("plain_bytes", &ModelReader::PlainBytes)
+      .def("location", &ModelReader::Location)
       .def("stored", &ModelReader::Stored)
       .def("verify", &ModelReader::Verify);
   m.def("new_buffer", &NewBuffer, py::arg("size"),

@@ -48,6 +48,8 @@ class ModelReader {
   // read-only uint8 array over them in the mapping, checked against the
   // checksum; None when it is stored otherwise (or cut by a budget).
   pybind11::object PlainBytes(const std::string& name) const;
+  // (path, offset) of the file holding the tensor's first stream.
+  pybind11::tuple Location(const std::string& name) const;
   // (codec, params dict, [(role, compression, raw length, uint8 array into
   // the mapping)]).
   pybind11::tuple Stored(const std::string& name) const;

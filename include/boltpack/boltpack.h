@@ -350,6 +350,16 @@ BP_API bp_status bp_stream_data(const bp_reader* r, size_t tensor, size_t stream
  * until bp_close: never write or free it. */
 BP_API bp_status bp_tensor_elements(const bp_reader* r, size_t tensor, const void** data, uint64_t* size);
 
+/* Where stream `stream` of tensor `tensor` lies: *path, the file that holds
+ * it (the .bolt file, or its shard, GGUF split file or safetensors shard),
+ * and *offset, where its stored bytes start in that file. For a caller that
+ * maps the file itself, e.g. copy-on-write for a framework that has no
+ * read-only tensors. Those bytes are not checked here (bp_tensor_elements
+ * checks them). */
+/* Threads: any. Ownership: *path belongs to r, valid until bp_close. */
+BP_API bp_status bp_stream_location(const bp_reader* r, size_t tensor, size_t stream, const char** path,
+                                    uint64_t* offset);
+
 /* The codec parameters of tensor `tensor` as a JSON object (keys in stored
  * order; numbers as JSON numbers, non-finite floats as the strings "nan",
  * "inf" and "-inf"; arrays as JSON arrays), e.g. {"tensor_scale":0.0021}

@@ -93,6 +93,9 @@ class Reader {
   Reader& operator=(const Reader&) = delete;
 
   const std::string& path() const;
+  // The path of shard `shard` (0: path(), the file holding the manifest);
+  // StreamInfo::offset is absolute in that file. OUT_OF_RANGE past the last.
+  absl::StatusOr<std::string> ShardPath(uint32_t shard) const;
   // Whether the bytes are a read-only mapping of the file (Open), whose
   // pages a long pass may drop from the address space as it goes (they
   // come back from the page cache if touched again); false over a caller's

@@ -69,6 +69,17 @@ _NP_DTYPES = {
     "U8": np.uint8,
     "BOOL": np.bool_,
 }
+# Safetensors dtype names -> torch dtypes, for tensors over a file mapping.
+_TORCH_DTYPES = {}
+
+
+def _init_torch_dtypes():
+    torch = _torch()
+    _TORCH_DTYPES.update({"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+                          "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
+                          "U8": torch.uint8, "BOOL": torch.bool})
+
+
 # The library's output for a logical dtype: floats decode to themselves,
 # everything else is its stored elements ("native").
 _DECODE_AS = {"F32": "f32", "F16": "f16", "BF16": "bf16"}
@@ -269,9 +280,12 @@ class SafeOpen:
     def __init__(self, path, framework: str = "np", device: str = "cpu", *, view: Optional[str] = None,
                  budget: Optional[str] = None, verify: bool = False, threads: int = 0, check: bool = True):
         self._framework, self._device = _check_framework(framework, device)
+        if self._framework == "pt" and not _TORCH_DTYPES:
+            _init_torch_dtypes()
         self._path = os.fspath(path)
         self._threads = int(threads)
         self._reader = _boltpack._Reader(self._path, view or "", budget or "", bool(verify), bool(check))
+        self._storages = {}  # path -> copy-on-write torch storage of the file (framework="pt")
         self._budget = budget
 
     # ---- context manager --------------------------------------------------
@@ -284,6 +298,7 @@ class SafeOpen:
     def close(self) -> None:
         """Closes the file; arrays still viewing its mapping keep it open."""
         self._reader.close()
+        self._storages = {}  # tensors over a storage keep it alive
 
     # ---- safetensors' API -------------------------------------------------
     def keys(self) -> List[str]:
@@ -301,8 +316,10 @@ class SafeOpen:
     def get_tensor(self, name: str):
         """The whole tensor, decoded (and checked) into a new array or tensor."""
         shape, dtype, _, _ = self._reader.info(name)
-        # torch has no read-only tensors (a write into the mapping would
-        # crash), so under "pt" a plain tensor is copied as it is checked.
+        if self._framework == "pt" and self._device == "cpu":
+            tensor = self._plain_torch(name, dtype, shape)
+            if tensor is not None:
+                return tensor
         array = self._plain_view(name, dtype, shape) if self._framework == "np" else None
         if array is None:
             array = _new_array(shape, _np_dtype(dtype))
@@ -345,6 +362,28 @@ class SafeOpen:
         if raw.ctypes.data % np_dtype.alignment != 0:
             return None
         return raw.view(np_dtype).reshape(tuple(shape))
+
+    def _plain_torch(self, name: str, dtype: str, shape):
+        """Zero copy under torch, which has no read-only tensors: the elements
+        checked in place (as _plain_view), then a tensor over a copy-on-write
+        mapping of the same file pages (UntypedStorage.from_file, shared=False,
+        as safetensors maps them): writes stay the process's own, never the
+        file's."""
+        raw = self._reader.plain_bytes(name)  # checks the checksum (unless check=False)
+        if raw is None or dtype not in _TORCH_DTYPES:
+            return None
+        path, offset = self._reader.location(name)
+        torch = _torch()
+        itemsize = torch.empty(0, dtype=_TORCH_DTYPES[dtype]).element_size()
+        if offset % itemsize != 0:
+            return None
+        storage = self._storages.get(path)
+        if storage is None:
+            storage = torch.UntypedStorage.from_file(path, False, os.path.getsize(path))
+            self._storages[path] = storage
+        t = torch.empty(0, dtype=torch.uint8)
+        t.set_(storage, offset, (raw.size,))
+        return t.view(_TORCH_DTYPES[dtype]).view(tuple(int(d) for d in shape))
 
     def _decode_block(self, name: str, dtype: str, shape, r0, r1, c0, c1) -> np.ndarray:
         out_shape = (r1 - r0,) + tuple(shape[1:-1]) + ((c1 - c0,) if len(shape) >= 2 else ())

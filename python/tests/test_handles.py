@@ -121,3 +121,20 @@ def test_check_false_skips_checksums(cli, work):
         assert a.shape == ref.shape and not np.array_equal(bits(a), bits(ref))
     with boltpack.safe_open(damaged) as f, pytest.raises(boltpack.ChecksumError):
         f.get_tensor(name)
+
+
+def test_torch_plain_tensor_is_a_copy_on_write_view(work, bolt_model):
+    torch = pytest.importorskip("torch")
+    ref = read_safetensors(SAFETENSORS)
+    name = max(ref, key=lambda n: ref[n][1].size)
+    before = bolt_model.read_bytes()
+    with boltpack.safe_open(bolt_model, framework="pt") as f:
+        t = f.get_tensor(name)
+        assert torch.equal(t, torch.from_numpy(ref[name][1].copy()))
+        t += 1  # private pages: the file stays as it was
+    assert bolt_model.read_bytes() == before
+    with boltpack.safe_open(bolt_model, framework="pt") as f:  # as safetensors, a handle maps the file once
+        assert torch.equal(f.get_tensor(name), torch.from_numpy(ref[name][1].copy()))
+    with boltpack.safe_open(SAFETENSORS, framework="pt") as f:  # a safetensors file: its own offsets
+        for n, (_, expected) in ref.items():
+            assert torch.equal(f.get_tensor(n), torch.from_numpy(expected.copy())), n
