@@ -15,6 +15,9 @@
 # The exported names: every BP_API declaration of the C header, so a new
 # function is exported without a second list to keep in step.
 file(STRINGS ${PROJECT_SOURCE_DIR}/include/boltpack/boltpack.h _bp_api_lines REGEX "^BP_API ")
+# Read at configure time: an edit of the header configures again, so that a
+# function added to it is exported by the next build, not by the next cmake.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/include/boltpack/boltpack.h)
 set(BOLTPACK_READ_EXPORTS "")
 foreach(_line IN LISTS _bp_api_lines)
   if(_line MATCHES "(bp_[a-z0-9_]+)\\(")
