@@ -155,13 +155,15 @@ def main():
             ("boltpack raw, np, check=False: zero-copy views (map; read nothing)", raw,
              boltpack_all(raw, t, "np", check=False)),
             ("boltpack raw, np: checked zero-copy views", raw, boltpack_all(raw, t, "np")),
-            (f"boltpack raw, pt: checked copy (threads={t})", raw, boltpack_all(raw, t)),
-            ("boltpack raw, pt: checked copy (threads=all)", raw, boltpack_all(raw, 0)),
+            ("boltpack raw, pt, check=False: copy-on-write tensors (map; read nothing)", raw,
+             boltpack_all(raw, t, check=False)),
+            ("boltpack raw, pt: checked copy-on-write tensors", raw, boltpack_all(raw, t)),
             (f"boltpack bf16-huffman, pt (threads={t})", huff, boltpack_all(huff, t)),
             ("boltpack bf16-huffman, pt (threads=all)", huff, boltpack_all(huff, 0))]
     if torch.cuda.is_available():  # what an engine does next: every byte to the GPU
         rows += [("safetensors + .to(cuda)", st, safetensors_all(st, "cuda")),
-                 ("boltpack raw + .to(cuda) (threads=all)", raw, boltpack_all(raw, 0, device="cuda")),
+                 ("boltpack raw + .to(cuda) (checked)", raw, boltpack_all(raw, 0, device="cuda")),
+                 ("boltpack raw + .to(cuda) (check=False)", raw, boltpack_all(raw, 0, device="cuda", check=False)),
                  ("boltpack bf16-huffman + .to(cuda) (threads=all)", huff, boltpack_all(huff, 0, device="cuda"))]
     print("| reader | file | best of %d | GB/s of bf16 |" % args.repeat)
     print("|---|---|---|---|")
