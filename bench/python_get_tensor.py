@@ -90,14 +90,14 @@ def safetensors_all(path, device=None):
     return load
 
 
-def boltpack_all(path, threads, framework="pt", device=None, check=True):
+def boltpack_all(path, threads, framework="pt", device=None, check=True, open_device="cpu"):
     def load():
         kept = {}  # every tensor stays alive, as a model's state dict does
-        with boltpack.safe_open(path, framework=framework, threads=threads, check=check) as f:
+        with boltpack.safe_open(path, framework=framework, device=open_device, threads=threads, check=check) as f:
             for k in f.keys():
                 t = f.get_tensor(k)
                 kept[k] = t.to(device) if device else t
-        if device:
+        if device or open_device != "cpu":
             torch.cuda.synchronize()
         return sum(t.numel() if framework == "pt" else t.size for t in kept.values())
 
@@ -164,6 +164,7 @@ def main():
         rows += [("safetensors + .to(cuda)", st, safetensors_all(st, "cuda")),
                  ("boltpack raw + .to(cuda) (checked)", raw, boltpack_all(raw, 0, device="cuda")),
                  ("boltpack raw + .to(cuda) (check=False)", raw, boltpack_all(raw, 0, device="cuda", check=False)),
+                 ("boltpack raw, safe_open(device=cuda) (checked)", raw, boltpack_all(raw, 0, open_device="cuda")),
                  ("boltpack bf16-huffman + .to(cuda) (threads=all)", huff, boltpack_all(huff, 0, device="cuda"))]
     print("| reader | file | best of %d | GB/s of bf16 |" % args.repeat)
     print("|---|---|---|---|")
