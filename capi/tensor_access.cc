@@ -44,10 +44,8 @@ bp_status bp_tensor_elements(const bp_reader* r, size_t tensor, const void** dat
                   StrCat(TensorWhere(r, tensor), ": stored by codec \"", t.codec_id,
                          "\", not as its elements (decode it)"));
     }
-    const std::optional<uint64_t> elements = boltpack::CheckedProduct(t.shape);
     const std::optional<uint64_t> bytes =
-        elements ? boltpack::CheckedMul(*elements, static_cast<uint64_t>(boltpack::DTypeSize(t.dtype)))
-                 : std::nullopt;
+        boltpack::CheckedByteSize(t.shape, static_cast<uint64_t>(boltpack::DTypeSize(t.dtype)));
     auto span = r->reader->StoredStream(tensor, 0);
     if (!span.ok()) return Fail(r, span.status());
     if (!bytes || *bytes != span->size()) {  // the reader's validation forbids it

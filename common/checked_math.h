@@ -33,6 +33,13 @@ inline std::optional<uint64_t> CheckedProduct(absl::Span<const uint64_t> dims) {
 }
 
 // Rounds `value` up to a multiple of `alignment` (a power of two).
+// Bytes of `elements` values of `element_size` bytes each, when the count
+// of a shape and its product with the size both fit 64 bits.
+inline std::optional<uint64_t> CheckedByteSize(absl::Span<const uint64_t> shape, uint64_t element_size) {
+  const std::optional<uint64_t> elements = CheckedProduct(shape);
+  return elements ? CheckedMul(*elements, element_size) : std::nullopt;
+}
+
 inline std::optional<uint64_t> AlignUp(uint64_t value, uint64_t alignment) {
   auto padded = CheckedAdd(value, alignment - 1);
   if (!padded) return std::nullopt;

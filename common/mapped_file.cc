@@ -118,14 +118,16 @@ void ReleaseMappedPages(absl::Span<const uint8_t> bytes) {
   (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
-void AdviseWillNeed(absl::Span<const uint8_t> bytes) {
+void AdviseMappedPages(absl::Span<const uint8_t> bytes, int advice) {
   if (bytes.empty()) return;
   const uintptr_t page = 4096;
   // Every page that holds one of the bytes.
   const uintptr_t first = reinterpret_cast<uintptr_t>(bytes.data()) & ~(page - 1);
   const uintptr_t last = (reinterpret_cast<uintptr_t>(bytes.data() + bytes.size()) + page - 1) & ~(page - 1);
-  (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_WILLNEED);
+  (void)::madvise(reinterpret_cast<void*>(first), last - first, advice);
 }
+
+void AdviseWillNeed(absl::Span<const uint8_t> bytes) { AdviseMappedPages(bytes, MADV_WILLNEED); }
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);

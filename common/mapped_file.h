@@ -64,6 +64,9 @@ void ReleaseMappedPages(absl::Span<const uint8_t> bytes);
 // pages in without it). Advice only: nothing happens over memory that is
 // not a file mapping, or when it fails.
 void AdviseWillNeed(absl::Span<const uint8_t> bytes);
+// madvise(`advice`) over every page that holds one of `bytes`. Advice only,
+// as above.
+void AdviseMappedPages(absl::Span<const uint8_t> bytes, int advice);
 
 }  // namespace boltpack::io
 

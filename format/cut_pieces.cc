@@ -145,11 +145,7 @@ void StreamCutPieces::ReadAhead() {
   const StreamInfo& info = source_.stream;
   auto advise = [&](uint64_t begin, uint64_t end, int advice) {
     if (end <= begin) return;
-    const uintptr_t page = 4096;
-    auto first = reinterpret_cast<uintptr_t>(stored_.data() + begin) & ~(page - 1);
-    auto last = (reinterpret_cast<uintptr_t>(stored_.data() + end) + page - 1) & ~(page - 1);
-    // Advice only: a failure (memory that is not a file mapping) changes nothing.
-    (void)::madvise(reinterpret_cast<void*>(first), last - first, advice);
+    io::AdviseMappedPages(stored_.subspan(begin, end - begin), advice);
   };
   if (!ahead_started_) {
     ahead_started_ = true;

@@ -501,8 +501,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
       return TensorError(path, t.name, absl::StrCat("shape has ", t.shape.size(),
                                                     " dims, more than the limit of ", kMaxSafetensorsDims));
     }
-    std::optional<uint64_t> elements = CheckedProduct(t.shape);
-    std::optional<uint64_t> bytes = elements ? CheckedMul(*elements, static_cast<uint64_t>(esize)) : std::nullopt;
+    std::optional<uint64_t> bytes = CheckedByteSize(t.shape, static_cast<uint64_t>(esize));
     if (!bytes) return TensorError(path, t.name, "byte size overflows 64 bits");
     sizes.push_back(*bytes);
   }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,10 +17,8 @@ namespace py = pybind11;
 namespace boltpack::python {
 namespace {
 
-DType DTypeFromName(const std::string& name) {
-  for (int d = 1; d <= kMaxDType; ++d) {
-    if (DTypeName(static_cast<DType>(d)) == name) return static_cast<DType>(d);
-  }
+DType DTypeOf(const std::string& name) {
+  if (std::optional<DType> d = DTypeFromName(name)) return *d;
   ThrowStatus(BP_ERR_INVALID_ARGUMENT, "unknown dtype '" + name + "' (safetensors spelling: F32, BF16, I64, ...)");
 }
 
@@ -102,7 +101,7 @@ HeldTensors HoldTensors(const py::list& items) {
     if (t.size() != 4) ThrowStatus(BP_ERR_INVALID_ARGUMENT, "save: each tensor is (name, dtype, shape, buffer)");
     tools::MemoryTensor m;
     m.name = t[0].cast<std::string>();
-    m.dtype = DTypeFromName(t[1].cast<std::string>());
+    m.dtype = DTypeOf(t[1].cast<std::string>());
     m.shape = t[2].cast<std::vector<uint64_t>>();
     py::buffer_info info = t[3].cast<py::buffer>().request();
     const uint64_t size = static_cast<uint64_t>(info.size) * static_cast<uint64_t>(info.itemsize);

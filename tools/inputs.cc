@@ -215,9 +215,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::FromMemory(std::vector<MemoryTen
     if (m.dtype == DType::kUnspecified || m.shape.size() > format::kMaxDims) {
       return absl::InvalidArgumentError(StrCat(where, ": no dtype, or more than ", format::kMaxDims, " dimensions"));
     }
-    const std::optional<uint64_t> elements = CheckedProduct(m.shape);
-    const std::optional<uint64_t> bytes =
-        elements ? CheckedMul(*elements, static_cast<uint64_t>(DTypeSize(m.dtype))) : std::nullopt;
+    const std::optional<uint64_t> bytes = CheckedByteSize(m.shape, static_cast<uint64_t>(DTypeSize(m.dtype)));
     if (!bytes || *bytes != m.bytes.size()) {
       return absl::InvalidArgumentError(StrCat(where, ": ", m.bytes.size(), " bytes do not hold its shape of ",
                                                DTypeName(m.dtype), " elements"));

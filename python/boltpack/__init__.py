@@ -443,8 +443,9 @@ def _tensor_item(name: str, value) -> Tuple[str, str, List[int], Any]:
         t = value.detach().to("cpu").contiguous()
         if t.dtype == torch.bfloat16:
             return name, "BF16", list(t.shape), t.view(torch.int16).numpy()
-        names = {torch.float32: "F32", torch.float16: "F16", torch.float64: "F64", torch.int64: "I64",
-                 torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL"}
+        if not _TORCH_DTYPES:
+            _init_torch_dtypes()
+        names = {v: k for k, v in _TORCH_DTYPES.items()}
         if t.dtype not in names:
             raise BoltpackError(f"tensor {name!r}: torch dtype {t.dtype} cannot be saved")
         return name, names[t.dtype], list(t.shape), t.numpy()
