@@ -301,6 +301,29 @@ absl::StatusOr<std::unique_ptr<SafetensorsModel>> SafetensorsModel::OpenBuffer(
   return std::unique_ptr<SafetensorsModel>(new SafetensorsModel(std::move(impl)));
 }
 
+// For a .json input without a "weight_map": which Hugging Face file it
+// looks like and what to pass instead (every .json input is read as a shard
+// index, and a config.json passed next to the weights is a common slip).
+static std::string NotAnIndex(const JsonValue& json) {
+  std::string what;
+  if (json.Find("architectures") != nullptr || json.Find("model_type") != nullptr) {
+    what = "a model config (config.json)";
+  } else if (json.Find("model") != nullptr && json.Find("added_tokens") != nullptr) {
+    what = "a tokenizer (tokenizer.json)";
+  } else if (json.Find("tokenizer_class") != nullptr || json.Find("added_tokens_decoder") != nullptr) {
+    what = "a tokenizer config (tokenizer_config.json)";
+  } else if (json.Find("bos_token") != nullptr || json.Find("eos_token") != nullptr) {
+    what = "a special tokens map (special_tokens_map.json)";
+  } else if (json.Find("_from_model_config") != nullptr || json.Find("max_new_tokens") != nullptr) {
+    what = "a generation config (generation_config.json)";
+  }
+  const char* instead =
+      "pass the checkpoint folder that holds it (bolt-pack convert DIR -o OUT reads config.json, the weights and "
+      "the tokenizer files), or the weights alone (model.safetensors or model.safetensors.index.json)";
+  if (what.empty()) return absl::StrCat("missing \"weight_map\": not a safetensors shard index; ", instead);
+  return absl::StrCat("is ", what, ", not a safetensors shard index (no \"weight_map\"); ", instead);
+}
+
 absl::StatusOr<std::unique_ptr<SafetensorsModel>> SafetensorsModel::Open(const std::string& path) {
   bool is_index = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   if (!is_index) {
@@ -330,7 +353,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsModel>> SafetensorsModel::Open(const s
     return Invalid(path, "\"metadata\" is not an object");
   }
   const JsonValue* weight_map = index->Find("weight_map");
-  if (weight_map == nullptr) return Invalid(path, "missing \"weight_map\"");
+  if (weight_map == nullptr) return Invalid(path, NotAnIndex(*index));
   if (!weight_map->is_object()) return Invalid(path, "\"weight_map\" is not an object");
 
   std::string dir = std::filesystem::path(path).parent_path().string();

@@ -29,7 +29,8 @@ CodecPlan PlanCodecs(const Inputs& in, const std::vector<CodecRule>& rules,
   std::vector<std::shared_ptr<const CodecRule>> as_given(rules.size()), as_fallback(rules.size());
   for (const auto& t : in.tensors()) {
     const CodecRule* rule = FindRule(rules, t.name);
-    if (rule == nullptr || rule->codec_id == kKeepCodec) {
+    const bool float_1d = t.shape.size() < 2 && t.dtype == DType::kF32;
+    if (rule == nullptr || rule->codec_id == kKeepCodec || (float_1d && in.hf_folder())) {
       plan.push_back(nullptr);
       continue;
     }

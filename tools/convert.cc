@@ -66,6 +66,10 @@ absl::StatusOr<absl::Span<const float>> ImportanceFor(const io::Imatrix* imatrix
   return imatrix->For(t.name, t.shape);
 }
 
+// A Hugging Face folder's keys with the general.file_type its GGUF export
+// will say (defined with the GGUF export below).
+Metadata HfFolderBoltMetadata(const Inputs& in, const CodecPlan& plan);
+
 absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args,
                            const io::Imatrix* imatrix, const io::ElasticAuthoring* elastic,
                            const ElasticManifest* carried) {
@@ -84,7 +88,10 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
   BP_ASSIGN_OR_RETURN(auto writer, Writer::Create(args.output, options));
   if (elastic != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(elastic->manifest));
   if (carried != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(*carried));
-  for (const auto& [key, value] : in.metadata()) BP_RETURN_IF_ERROR(writer->AddMetadata(key, value));
+  const Metadata hf = in.hf_folder() ? HfFolderBoltMetadata(in, plan) : Metadata();
+  for (const auto& [key, value] : in.hf_folder() ? hf : in.metadata()) {
+    BP_RETURN_IF_ERROR(writer->AddMetadata(key, value));
+  }
   Progress progress("convert", in.total_bytes());
   ExecOptions exec;
   exec.threads = args.threads;
@@ -384,6 +391,18 @@ void UpdateGgufFileType(const Inputs& in, const std::vector<const io::GgmlType*>
   }
 }
 
+Metadata HfFolderBoltMetadata(const Inputs& in, const CodecPlan& plan) {
+  Metadata kv = in.metadata();
+  std::vector<const io::GgmlType*> types;
+  for (const auto& t : in.tensors()) {
+    absl::StatusOr<const io::GgmlType*> type = GgufTypeOf(t, PlannedRule(plan, in, t));
+    if (!type.ok()) return kv;  // no GGUF export as it stands: no file type to tell
+    types.push_back(*type);
+  }
+  UpdateGgufFileType(in, types, &kv);
+  return kv;
+}
+
 absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& args,
                            const io::Imatrix* imatrix, uint64_t split_max_bytes) {
   bool split_output = split_max_bytes > 0 || args.split_max_tensors > 0;
@@ -433,7 +452,9 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
       decls.push_back(io::GgufTensorDecl{io::Nvfp4ScaleTensorName(t.name), scale_ne, 0});
     }
   }
-  if (plan.any()) {
+  // A Hugging Face folder has no file type yet; llama.cpp's converter
+  // writes one.
+  if (plan.any() || in.hf_folder()) {
     UpdateGgufFileType(in, types, &kv);
   }
   in.ReleaseHeaders();  // the declarations hold the names now

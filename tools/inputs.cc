@@ -1,6 +1,7 @@
 #include "tools/inputs.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <unordered_set>
 
 #include "absl/container/flat_hash_set.h"
@@ -52,7 +53,7 @@ void ReleaseTensorPages(const Reader& reader, size_t tensor) {
 }
 
 void Inputs::Release(const InputTensor& t) const {
-  if (!memory_.empty()) return;  // a caller's memory, not a mapping of ours
+  if (!memory_.empty() || t.owned) return;  // memory, not a mapping of ours
   if (t.kind == InputKind::kBolt) {
     ReleaseTensorPages(*t.reader, t.index);
   } else {
@@ -76,7 +77,18 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
       in->metadata_files_.push_back(path_of_meta);
     }
   };
-  for (const auto& path : paths) {
+  const bool folder = paths.size() == 1 && std::filesystem::is_directory(paths[0]);
+  if (folder) {
+    BP_RETURN_IF_ERROR(in->AddHfFolder(paths[0]));
+  } else {
+    for (const auto& path : paths) {
+      if (std::filesystem::is_directory(path)) {
+        return absl::InvalidArgumentError(StrCat(path, ": a Hugging Face checkpoint folder is converted on its own, ",
+                                                 "not with other inputs"));
+      }
+    }
+  }
+  for (const auto& path : folder ? std::vector<std::string>() : paths) {
     path_of_meta = path;
     std::string ext = Extension(path);
     if (ext == ".safetensors" || ext == ".json") {
@@ -189,7 +201,8 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
   }
   // Names in one file are unique (each parser checks; a split GGUF checks
   // across its shards), so one such input needs no set (35 MB for 1M names).
-  if (paths.size() == 1 && Extension(paths[0]) != ".json") return in;
+  // A folder's names are new (mapped to GGUF's), so they are checked.
+  if (paths.size() == 1 && !folder && Extension(paths[0]) != ".json") return in;
   // Views of the names, which stay put now that every input is read: a node
   // and a copy per name cost 1M tensors 100 MB and a third of inspect's time.
   absl::flat_hash_set<std::string_view> names;

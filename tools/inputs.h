@@ -3,6 +3,7 @@
 #ifndef BOLTPACK_TOOLS_INPUTS_H_
 #define BOLTPACK_TOOLS_INPUTS_H_
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -41,6 +42,10 @@ struct InputTensor {
   uint32_t index = 0;  // in its reader or model (at most format::kMaxTensors)
   DType dtype = DType::kUnspecified;
   InputKind kind = InputKind::kSafetensors;
+  // kSafetensors: `bytes` is a buffer the Inputs own (a Q or K projection
+  // of a Hugging Face folder, its rows reordered for llama.cpp), not a file
+  // mapping: Release leaves it alone.
+  bool owned = false;
 
   uint64_t element_count() const;
   // The codec a tensor keeps when no rule matches (its source form).
@@ -59,7 +64,9 @@ struct MemoryTensor {
 class Inputs {
  public:
   // Opens every path by its extension (.safetensors, .json index, .bolt);
-  // .bolt files with `bolt_options`.
+  // .bolt files with `bolt_options`. A folder is a Hugging Face checkpoint
+  // (config.json, model.safetensors or its shard index, tokenizer files),
+  // read with GGUF names and keys (tools/hf_input.cc); it is the only input.
   static absl::StatusOr<std::unique_ptr<Inputs>> Open(const std::vector<std::string>& paths,
                                                       const ReaderOptions& bolt_options = {});
 
@@ -87,6 +94,11 @@ class Inputs {
   // The .bolt readers opened, in the order of their paths (inspect reads a
   // file's facts from its reader rather than opening the file again).
   const std::vector<std::unique_ptr<Reader>>& readers() const { return readers_; }
+  // Whether the input is a Hugging Face checkpoint folder, converted as
+  // llama.cpp's converter does: a rule leaves float 1-D tensors (norms,
+  // biases) in F32 whatever the output type, so '*=f16' gives its GGUF,
+  // and a GGUF output gets general.file_type.
+  bool hf_folder() const { return hf_folder_; }
   // Every file read, so the output can refuse to overwrite one.
   const std::vector<std::string>& files() const { return files_; }
   uint64_t total_bytes() const;
@@ -101,7 +113,15 @@ class Inputs {
   void ReleaseHeaders() const;
 
  private:
+  // A Hugging Face checkpoint folder (tools/hf_input.cc).
+  absl::Status AddHfFolder(const std::string& dir);
+
   std::vector<std::unique_ptr<io::SafetensorsModel>> safetensors_;
+  // Names and bytes that no input file holds: a Hugging Face folder's GGUF
+  // names (a deque, so views of them stay put) and its reordered Q/K rows.
+  std::deque<std::string> owned_names_;
+  std::vector<std::vector<uint8_t>> owned_bytes_;
+  bool hf_folder_ = false;
   std::vector<MemoryTensor> memory_;  // FromMemory's, which tensors_ view
   // A label for FromMemory's tensors; a node, so that the views of it stay put.
   std::unique_ptr<std::string> memory_label_;

@@ -32,6 +32,18 @@ const CLI::Validator kRegularFile(
     },
     "FILE");
 
+// A convert input: a model file as above, or a Hugging Face checkpoint
+// folder (config.json, weights, tokenizer files).
+const CLI::Validator kFileOrFolder(
+    [](std::string& path) -> std::string {
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0) return "File does not exist: " + path;
+      if (S_ISDIR(st.st_mode)) return std::string();
+      absl::Status regular = boltpack::io::CheckRegularFile(path);
+      return regular.ok() ? std::string() : std::string(regular.message());
+    },
+    "FILE|DIR");
+
 int main(int argc, char** argv) {
   using namespace boltpack::tools;
   // Past a file-size limit (ulimit -f) the kernel would kill the process
@@ -53,7 +65,11 @@ int main(int argc, char** argv) {
 
   ConvertArgs convert;
   auto* c = app.add_subcommand("convert", "Convert between .safetensors, .gguf and .bolt (the output format follows -o's extension)");
-  c->add_option("inputs", convert.inputs, "Input files (.safetensors, .safetensors.index.json, .gguf, .bolt)")->required()->check(kRegularFile);
+  c->add_option("inputs", convert.inputs,
+                "Input files (.safetensors, .safetensors.index.json, .gguf, .bolt), or one Hugging Face checkpoint "
+                "folder (config.json, weights, tokenizer files; tensors get GGUF names)")
+      ->required()
+      ->check(kFileOrFolder);
   c->add_option("-o,--output", convert.output, "Output file (.bolt, .safetensors or .gguf)")->required();
   c->add_option("--codec", convert.codec_rules,
                 "PATTERN=CODEC[:key=value,...]; first matching rule wins; '*' matches any characters")->take_all();

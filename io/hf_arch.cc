@@ -1,0 +1,77 @@
+#include "io/hf_arch.h"
+
+#include <array>
+
+#include "common/str_cat.h"
+#include "io/hf_arch_tables.h"
+
+namespace boltpack::io {
+namespace {
+
+// The layer number of a "model.layers.N." name: the digits and where they
+// start, or nullopt when the name has no layer.
+struct LayerRef {
+  size_t begin = 0;
+  size_t end = 0;
+};
+std::optional<LayerRef> FindLayer(std::string_view name) {
+  constexpr std::string_view kLayers = "layers.";
+  size_t at = name.find(kLayers);
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t begin = at + kLayers.size();
+  size_t end = begin;
+  while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+  // At most 9 digits: a layer number is far below 10^9 (and a longer run
+  // of digits is not a layer number a table means).
+  if (end == begin || end - begin > 9 || end == name.size() || name[end] != '.') return std::nullopt;
+  return LayerRef{begin, end};
+}
+
+std::string Replace(std::string_view pattern, std::string_view bid) {
+  std::string out(pattern);
+  size_t at = out.find("{bid}");
+  if (at != std::string::npos) out.replace(at, 5, bid);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<const HfArch*> FindHfArch(const JsonValue& config, const std::string& path) {
+  const JsonValue* archs = config.Find("architectures");
+  if (archs == nullptr || !archs->is_array() || archs->array().empty() || !archs->array()[0].is_string()) {
+    return absl::InvalidArgumentError(
+        StrCat(path, ": no \"architectures\" list naming the model class (e.g. [\"LlamaForCausalLM\"])"));
+  }
+  const std::string& name = archs->array()[0].string_value();
+  std::string known;
+  for (absl::Span<const HfArch> family : {LlamaArchs(), QwenArchs()}) {
+    for (const HfArch& a : family) {
+      if (a.hf_class == name) return &a;
+      known += StrCat(known.empty() ? "" : ", ", a.hf_class);
+    }
+  }
+  return absl::NotFoundError(StrCat(path, ": architecture \"", name, "\" has no GGUF mapping in bolt-pack (known: ",
+                                    known, ")"));
+}
+
+std::optional<HfMapped> MapHfTensorName(const HfArch& arch, std::string_view name) {
+  std::string_view suffix;
+  for (std::string_view s : {std::string_view(".weight"), std::string_view(".bias")}) {
+    if (name.size() > s.size() && name.substr(name.size() - s.size()) == s) suffix = s;
+  }
+  std::string_view stem = name.substr(0, name.size() - suffix.size());
+  std::string pattern(stem);
+  std::string_view bid;
+  if (std::optional<LayerRef> layer = FindLayer(stem)) {
+    bid = stem.substr(layer->begin, layer->end - layer->begin);
+    pattern.replace(layer->begin, layer->end - layer->begin, "{bid}");
+  }
+  for (const HfTensorRule& rule : arch.tensors) {
+    if (rule.hf != pattern) continue;
+    if (rule.gguf.empty()) return HfMapped{"", &rule};  // a tensor llama.cpp does without
+    return HfMapped{StrCat(Replace(rule.gguf, bid), suffix), &rule};
+  }
+  return std::nullopt;
+}
+
+}  // namespace boltpack::io

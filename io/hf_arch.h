@@ -1,0 +1,90 @@
+// What a Hugging Face checkpoint of one architecture becomes in GGUF: the
+// tensor names llama.cpp expects, the rows it wants reordered and the
+// `{arch}.*` hyperparameters it reads, one table per architecture
+// (io/hf_arch_*.cc). The facts are llama.cpp's (gguf-py/gguf/constants.py,
+// tensor_mapping.py and convert_hf_to_gguf.py); the code is ours.
+#ifndef BOLTPACK_IO_HF_ARCH_H_
+#define BOLTPACK_IO_HF_ARCH_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "boltpack/types.h"
+#include "io/json.h"
+
+namespace boltpack::io {
+
+// llama.cpp's rotary embedding pairs element i with i + head_dim/2 of a
+// head (HF's rotate_half) in some architectures and neighbours in others;
+// its converter reorders the rows of Q and K so that llama's kernels (which
+// pair neighbours) compute what the checkpoint meant.
+enum class HfPermute : uint8_t {
+  kNone,
+  kQueryHeads,  // rows in num_attention_heads groups
+  kKeyHeads,    // rows in num_key_value_heads groups
+};
+
+// One HF tensor name (without .weight/.bias; "{bid}" stands for the layer
+// number) and the GGUF name it becomes.
+struct HfTensorRule {
+  std::string_view hf;
+  std::string_view gguf;
+  HfPermute permute = HfPermute::kNone;
+};
+
+enum class HfValue : uint8_t { kU32, kF32 };
+
+// A `{arch}.<key>` hyperparameter read from config.json's first present
+// field of `fields` (a comma-separated list).
+struct HfHparam {
+  std::string_view key;     // without the "{arch}." prefix
+  std::string_view fields;  // config.json names, first present wins
+  HfValue type = HfValue::kU32;
+};
+
+struct HfArch {
+  std::string_view hf_class;  // config.json "architectures"[0]
+  std::string_view gguf;      // general.architecture
+  absl::Span<const HfTensorRule> tensors;
+  // llama writes vocab_size and rope.dimension_count (LlamaModel), the
+  // Qwen family leaves them to llama.cpp.
+  bool writes_vocab_and_rope_dims = false;
+};
+
+// The table of config.json's architecture; NotFound naming it (and the
+// ones known) otherwise. `path` is for messages.
+absl::StatusOr<const HfArch*> FindHfArch(const JsonValue& config, const std::string& path);
+
+// The GGUF name of HF tensor `name` ("model.layers.3.self_attn.q_proj.weight"
+// -> "blk.3.attn_q.weight") and the rule that matched; nullopt when no rule
+// of `arch` names it.
+struct HfMapped {
+  std::string name;
+  const HfTensorRule* rule = nullptr;
+};
+std::optional<HfMapped> MapHfTensorName(const HfArch& arch, std::string_view name);
+
+// Reorders the rows of a Q or K projection (weight [rows, ...] or bias
+// [rows]) as llama.cpp's LlamaModel.permute does: viewed as
+// [heads, 2, rows/heads/2, rest], the two middle axes swap. `bytes` holds
+// the tensor row-major, `row_bytes` per row. InvalidArgument when rows is
+// not a multiple of 2 * heads.
+absl::StatusOr<std::vector<uint8_t>> PermuteRotaryRows(absl::Span<const uint8_t> bytes, uint64_t rows,
+                                                       uint64_t row_bytes, uint64_t heads);
+
+// general.architecture and the `{arch}.*` keys of config.json, in the
+// order llama.cpp's converter writes them.
+absl::StatusOr<Metadata> HfHyperparameters(const HfArch& arch, const JsonValue& config, const std::string& path);
+
+// A config.json integer field (nullopt when absent or null; an error when
+// not a non-negative integer).
+absl::StatusOr<std::optional<uint64_t>> ConfigUint(const JsonValue& config, std::string_view field,
+                                                    const std::string& path);
+
+}  // namespace boltpack::io
+
+#endif  // BOLTPACK_IO_HF_ARCH_H_

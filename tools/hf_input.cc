@@ -1,0 +1,132 @@
+// A Hugging Face checkpoint folder as an input: its weights under GGUF
+// names (io/hf_arch.h), Q/K rows in llama.cpp's order, config.json's
+// hyperparameters and the tokenizer as GGUF keys, so that any output
+// (.gguf directly, .bolt for a later slice) is what llama.cpp loads.
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+
+#include "common/escape.h"
+#include "common/mapped_file.h"
+#include "common/status_macros.h"
+#include "common/str_cat.h"
+#include "io/hf_arch.h"
+#include "io/hf_tokenizer.h"
+#include "tools/inputs.h"
+
+namespace boltpack::tools {
+namespace {
+
+constexpr uint64_t kMaxConfigBytes = 16 << 20;  // config.json is a few KB
+
+absl::StatusOr<io::JsonValue> ReadConfig(const std::string& path) {
+  if (!std::filesystem::exists(path)) {
+    return absl::NotFoundError(StrCat(path, ": not found; a Hugging Face checkpoint folder holds config.json and ",
+                                      "model.safetensors (or model.safetensors.index.json)"));
+  }
+  BP_ASSIGN_OR_RETURN(std::string text, io::ReadRegularFile(path, kMaxConfigBytes));
+  absl::StatusOr<io::JsonValue> config = io::ParseJson(text);
+  if (!config.ok()) return absl::Status(config.status().code(), StrCat(path, ": ", config.status().message()));
+  if (!config->is_object()) return absl::InvalidArgumentError(StrCat(path, ": not a JSON object"));
+  return config;
+}
+
+// The weights: the shard index when there is one, else the single file.
+absl::StatusOr<std::string> WeightsPath(const std::string& dir) {
+  for (const char* name : {"model.safetensors.index.json", "model.safetensors"}) {
+    std::string p = StrCat(dir, "/", name);
+    if (std::filesystem::exists(p)) return p;
+  }
+  return absl::NotFoundError(StrCat(dir, ": neither model.safetensors nor model.safetensors.index.json (only ",
+                                    "safetensors weights are read; convert .bin checkpoints to safetensors first)"));
+}
+
+// Heads of the groups a Q or K projection's rows are reordered in.
+absl::StatusOr<uint64_t> PermuteHeads(io::HfPermute p, const io::JsonValue& config, const std::string& path) {
+  BP_ASSIGN_OR_RETURN(std::optional<uint64_t> heads, io::ConfigUint(config, "num_attention_heads", path));
+  if (!heads || *heads == 0) return absl::InvalidArgumentError(StrCat(path, ": no \"num_attention_heads\""));
+  if (p == io::HfPermute::kQueryHeads) return *heads;
+  BP_ASSIGN_OR_RETURN(std::optional<uint64_t> kv, io::ConfigUint(config, "num_key_value_heads", path));
+  return kv && *kv != 0 ? *kv : *heads;  // llama.cpp: n_head_kv, else n_head
+}
+
+bool TiedEmbeddings(const io::JsonValue& config) {
+  const io::JsonValue* tie = config.Find("tie_word_embeddings");
+  return tie != nullptr && tie->is_bool() && tie->bool_value();
+}
+
+}  // namespace
+
+absl::Status Inputs::AddHfFolder(const std::string& dir) {
+  const std::string config_path = StrCat(dir, "/config.json");
+  BP_ASSIGN_OR_RETURN(io::JsonValue config, ReadConfig(config_path));
+  BP_ASSIGN_OR_RETURN(const io::HfArch* arch, io::FindHfArch(config, config_path));
+  BP_ASSIGN_OR_RETURN(std::string weights, WeightsPath(dir));
+  BP_ASSIGN_OR_RETURN(auto model, io::SafetensorsModel::Open(weights));
+  files_.push_back(config_path);
+  for (const auto& f : model->files()) files_.push_back(f);
+  // llama.cpp's converter reads tensors sorted by name within each file
+  // (safe_open's keys()); the same order gives the same GGUF.
+  const auto& st = model->tensors();
+  std::vector<size_t> order(st.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return st[a].file_index != st[b].file_index ? st[a].file_index < st[b].file_index : st[a].name < st[b].name;
+  });
+  const bool has_embedding = std::any_of(st.begin(), st.end(), [&](const auto& t) {
+    auto m = io::MapHfTensorName(*arch, t.name);
+    return m && m->name == "token_embd.weight";
+  });
+  const bool tied = TiedEmbeddings(config);
+  tensors_.reserve(st.size());
+  for (size_t i : order) {
+    const io::SafetensorsTensor& s = st[i];
+    const std::string& file = model->files()[s.file_index];
+    std::optional<io::HfMapped> mapped = io::MapHfTensorName(*arch, s.name);
+    if (!mapped) {
+      return absl::InvalidArgumentError(StrCat(file, ": tensor ", QuoteForDisplay(s.name), " has no GGUF name in the ",
+                                               arch->gguf, " mapping (", arch->hf_class, ")"));
+    }
+    if (mapped->name.empty()) continue;  // llama.cpp does without it
+    if (mapped->name == "output.weight" && tied) {
+      // Tied embeddings: llama.cpp reads token_embd for the output too. A
+      // checkpoint that saved only lm_head (safetensors drops the alias)
+      // gives it as the embedding.
+      if (has_embedding) continue;
+      mapped->name = "token_embd.weight";
+    }
+    InputTensor t;
+    t.name = owned_names_.emplace_back(std::move(mapped->name));
+    t.dtype = s.dtype;
+    t.shape = s.shape;
+    t.kind = InputKind::kSafetensors;
+    t.file_path = &model->files()[s.file_index];
+    t.bytes = model->TensorBytes(i);
+    if (mapped->rule->permute != io::HfPermute::kNone) {
+      if (s.shape.empty() || s.shape[0] == 0) {
+        return absl::InvalidArgumentError(StrCat(file, ": tensor ", QuoteForDisplay(s.name), " has no rows to reorder"));
+      }
+      BP_ASSIGN_OR_RETURN(uint64_t heads, PermuteHeads(mapped->rule->permute, config, config_path));
+      auto permuted = io::PermuteRotaryRows(t.bytes, s.shape[0], t.bytes.size() / s.shape[0], heads);
+      if (!permuted.ok()) {
+        return absl::InvalidArgumentError(StrCat(file, ": tensor ", QuoteForDisplay(s.name), ": ", permuted.status().message()));
+      }
+      t.bytes = owned_bytes_.emplace_back(std::move(*permuted));
+      t.owned = true;
+    }
+    tensors_.push_back(std::move(t));
+  }
+  safetensors_.push_back(std::move(model));
+  BP_ASSIGN_OR_RETURN(metadata_, io::HfHyperparameters(*arch, config, config_path));
+  std::string name = dir;
+  while (name.size() > 1 && name.back() == '/') name.pop_back();  // "models/x/" names x
+  metadata_.emplace_back("general.name", MetaValue::String(std::filesystem::path(name).filename().string()));
+  metadata_.emplace_back("general.quantization_version", MetaValue::Uint(ValueType::kUint32, 2));
+  BP_ASSIGN_OR_RETURN(Metadata tokenizer, io::HfTokenizerMetadata(dir, config, &files_));
+  for (auto& kv : tokenizer) metadata_.push_back(std::move(kv));
+  metadata_files_.assign(metadata_.size(), config_path);
+  hf_folder_ = true;
+  return absl::OkStatus();
+}
+
+}  // namespace boltpack::tools
