@@ -90,6 +90,12 @@ for g in "$F16" "$Q8_LLAMA" tinystories-656k-q8_0.from-infer-zero.gguf; do
   echo "   $g -> $b.bolt -> $b.roundtrip.gguf: byte-identical"
   JOBS+=("same:$DATA/$g,$OUT/$b.roundtrip.gguf")
 done
+# The Hugging Face folder (issue 20): converted by bolt-pack it must be
+# llama.cpp's own conversion, so llama.cpp generates the same tokens.
+HF=TinyStories-656K.from-hf-folder.f16.gguf
+"$BP" convert "$DATA" -o "$OUT/$HF" --codec '*=f16'
+"$BP" verify --target llama.cpp --strict "$OUT/$HF" || fail "$HF: verify --target llama.cpp failed"
+JOBS+=("same:$DATA/$F16,$OUT/$HF")
 # llama.cpp keeps 1-D tensors (the RMSNorm weights) in F32; its CPU backend
 # aborts on a Q8_0 norm weight (binary_op: unsupported types ... src1: q8_0),
 # so bolt-pack's quantizing codecs leave 1-D tensors in float as well.

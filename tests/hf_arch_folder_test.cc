@@ -1,0 +1,175 @@
+// Tiny Hugging Face folders (random-free: element i of a tensor is i) of
+// each architecture table: names, which tensors are reordered, tied and
+// untied embeddings, sharded weights, and the `{arch}.*` keys.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "gtest/gtest.h"
+#include "io/gguf.h"
+#include "io/hf_arch.h"
+#include "io/safetensors.h"
+#include "tests/test_util.h"
+
+namespace boltpack {
+namespace {
+
+using testing::MakeTempDir;
+using testing::RunCli;
+
+struct Spec {
+  std::string name;
+  std::vector<uint64_t> shape;
+};
+
+std::vector<uint8_t> Elements(const Spec& s) {
+  uint64_t n = 1;
+  for (uint64_t d : s.shape) n *= d;
+  std::vector<uint8_t> bytes(n * 4);
+  for (uint64_t i = 0; i < n; ++i) {
+    const float f = static_cast<float>(i);
+    std::memcpy(bytes.data() + 4 * i, &f, 4);
+  }
+  return bytes;
+}
+
+void WriteSafetensors(const std::string& path, const std::vector<Spec>& specs) {
+  std::vector<io::SafetensorsTensorDecl> decls;
+  for (const auto& s : specs) decls.push_back({s.name, DType::kF32, s.shape});
+  auto w = io::SafetensorsWriter::Create(path, {}, std::move(decls), {}, false);
+  ASSERT_TRUE(w.ok()) << w.status();
+  for (const auto& s : specs) ASSERT_TRUE((*w)->WriteNext(Elements(s)).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+}
+
+void WriteText(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+// One decoder layer, hidden 8, 2 query heads and 1 KV head of 4.
+std::vector<Spec> LayerTensors(bool qk_norm) {
+  std::vector<Spec> s = {
+      {"model.embed_tokens.weight", {6, 8}},
+      {"model.layers.0.input_layernorm.weight", {8}},
+      {"model.layers.0.self_attn.q_proj.weight", {8, 8}},
+      {"model.layers.0.self_attn.k_proj.weight", {4, 8}},
+      {"model.layers.0.self_attn.v_proj.weight", {4, 8}},
+      {"model.layers.0.self_attn.o_proj.weight", {8, 8}},
+      {"model.layers.0.post_attention_layernorm.weight", {8}},
+      {"model.layers.0.mlp.gate_proj.weight", {16, 8}},
+      {"model.layers.0.mlp.up_proj.weight", {16, 8}},
+      {"model.layers.0.mlp.down_proj.weight", {8, 16}},
+      {"model.norm.weight", {8}},
+      {"lm_head.weight", {6, 8}},
+  };
+  if (qk_norm) {
+    s.push_back({"model.layers.0.self_attn.q_norm.weight", {4}});
+    s.push_back({"model.layers.0.self_attn.k_norm.weight", {4}});
+  }
+  return s;
+}
+
+std::string Config(const std::string& arch, bool tied) {
+  return R"({"architectures": [")" + arch + R"("], "num_hidden_layers": 1, "hidden_size": 8,
+    "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 16, "vocab_size": 6,
+    "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "tie_word_embeddings": )" +
+         (tied ? "true" : "false") + "}";
+}
+
+struct Converted {
+  std::unique_ptr<io::GgufModel> model;
+  std::map<std::string, size_t> index;  // name -> tensor
+};
+
+Converted Convert(const std::string& dir) {
+  const std::string out = MakeTempDir() + "/m.gguf";
+  auto r = RunCli({"convert", dir, "-o", out});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  Converted c;
+  auto m = io::GgufModel::Open(out);
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return c;
+  c.model = std::move(*m);
+  for (size_t i = 0; i < c.model->tensors().size(); ++i) c.index[std::string(c.model->tensors()[i].name)] = i;
+  return c;
+}
+
+std::vector<uint8_t> BytesOf(const Converted& c, const std::string& name) {
+  auto b = c.model->TensorBytes(c.index.at(name));
+  return {b.begin(), b.end()};
+}
+
+const MetaValue* Key(const Converted& c, std::string_view key) {
+  for (const auto& [k, v] : c.model->metadata()) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+TEST(HfArchFolder, Qwen3KeepsRowsAndMapsQkNorms) {
+  const std::string dir = MakeTempDir();
+  WriteSafetensors(dir + "/model.safetensors", LayerTensors(true));
+  WriteText(dir + "/config.json", Config("Qwen3ForCausalLM", false));
+  Converted c = Convert(dir);
+  ASSERT_NE(c.model, nullptr);
+  EXPECT_EQ(c.index.size(), 14u);
+  for (const char* n : {"blk.0.attn_q_norm.weight", "blk.0.attn_k_norm.weight", "output.weight", "token_embd.weight"}) {
+    EXPECT_TRUE(c.index.count(n)) << n;
+  }
+  // NEOX rotary in llama.cpp: Q is written as the checkpoint has it.
+  EXPECT_EQ(BytesOf(c, "blk.0.attn_q.weight"), Elements({"", {8, 8}}));
+  EXPECT_EQ(Key(c, "general.architecture")->s, "qwen3");
+  EXPECT_EQ(Key(c, "qwen3.attention.head_count_kv")->u, 1u);
+  EXPECT_EQ(Key(c, "qwen3.rope.freq_base")->f32, 1000000.0f);
+  EXPECT_EQ(Key(c, "qwen3.vocab_size"), nullptr);  // llama's key, not Qwen's
+  EXPECT_EQ(Key(c, "general.file_type")->u, 0u);   // ALL_F32
+}
+
+TEST(HfArchFolder, LlamaShardedUntiedPermutesQAndK) {
+  const std::string dir = MakeTempDir();
+  std::vector<Spec> all = LayerTensors(false);
+  std::vector<Spec> first(all.begin(), all.begin() + 6), second(all.begin() + 6, all.end());
+  WriteSafetensors(dir + "/model-00001-of-00002.safetensors", first);
+  WriteSafetensors(dir + "/model-00002-of-00002.safetensors", second);
+  std::string map;
+  for (const auto& s : first) map += "\"" + s.name + "\": \"model-00001-of-00002.safetensors\",";
+  for (const auto& s : second) map += "\"" + s.name + "\": \"model-00002-of-00002.safetensors\",";
+  map.pop_back();
+  WriteText(dir + "/model.safetensors.index.json", R"({"metadata": {}, "weight_map": {)" + map + "}}");
+  WriteText(dir + "/config.json", Config("LlamaForCausalLM", false));
+  Converted c = Convert(dir);
+  ASSERT_NE(c.model, nullptr);
+  EXPECT_TRUE(c.index.count("output.weight"));  // untied: the head is its own tensor
+  const std::vector<uint8_t> q = Elements({"", {8, 8}}), k = Elements({"", {4, 8}});
+  EXPECT_EQ(BytesOf(c, "blk.0.attn_q.weight"), *io::PermuteRotaryRows(q, 8, 32, 2));
+  EXPECT_EQ(BytesOf(c, "blk.0.attn_k.weight"), *io::PermuteRotaryRows(k, 4, 32, 1));  // by the KV heads
+  EXPECT_EQ(BytesOf(c, "blk.0.attn_v.weight"), Elements({"", {4, 8}}));
+  EXPECT_EQ(Key(c, "llama.rope.dimension_count")->u, 4u);
+  EXPECT_EQ(Key(c, "llama.vocab_size")->u, 6u);
+}
+
+TEST(HfArchFolder, TiedEmbeddingsWriteNoOutput) {
+  const std::string dir = MakeTempDir();
+  WriteSafetensors(dir + "/model.safetensors", LayerTensors(false));
+  WriteText(dir + "/config.json", Config("MistralForCausalLM", true));
+  Converted c = Convert(dir);
+  ASSERT_NE(c.model, nullptr);
+  EXPECT_FALSE(c.index.count("output.weight"));
+  EXPECT_TRUE(c.index.count("token_embd.weight"));
+  EXPECT_EQ(Key(c, "general.architecture")->s, "llama");
+}
+
+TEST(HfArchFolder, UnmappedTensorIsNamed) {
+  const std::string dir = MakeTempDir();
+  std::vector<Spec> s = LayerTensors(false);
+  s.push_back({"model.layers.0.mlp.experts.0.w1.weight", {2, 2}});
+  WriteSafetensors(dir + "/model.safetensors", s);
+  WriteText(dir + "/config.json", Config("LlamaForCausalLM", false));
+  auto r = RunCli({"convert", dir, "-o", MakeTempDir() + "/m.gguf"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("\"model.layers.0.mlp.experts.0.w1.weight\" has no GGUF name in the llama mapping"),
+            std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace boltpack
