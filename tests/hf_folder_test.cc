@@ -39,8 +39,8 @@ const MetaValue* Find(const Metadata& m, std::string_view key) {
 
 // `got` has the reference's tensors (names, order, types, ne, bytes) and
 // its keys and values, provenance aside.
-void ExpectLikeReference(const std::string& got_path) {
-  auto ref = io::GgufModel::Open(Reference());
+void ExpectLikeReference(const std::string& got_path, const std::string& ref_path = Reference()) {
+  auto ref = io::GgufModel::Open(ref_path);
   auto got = io::GgufModel::Open(got_path);
   ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_TRUE(got.ok()) << got.status();
@@ -84,6 +84,25 @@ TEST(HfFolder, TinyStoriesThroughBoltToGguf) {
   auto r2 = RunCli({"convert", dir + "/t.bolt", "-o", dir + "/t.gguf"});
   ASSERT_EQ(r2.exit_code, 0) << r2.output;
   ExpectLikeReference(dir + "/t.gguf");
+}
+
+TEST(HfFolder, ElasticSliceFromTheFolderIsTheReferencesSlice) {
+  // The publisher's path: the elastic manifest (GGUF names) binds to the
+  // folder's tensors as to llama.cpp's GGUF, and a budget sliced from
+  // either .bolt is the same GGUF.
+  const std::string dir = MakeTempDir();
+  const std::string elastic = SourceDir() + "/recipes/tinystories-656k-elastic.json";
+  auto a = RunCli({"convert", TinyFolder(), "-o", dir + "/a.bolt", "--codec", "*=f16", "--elastic", elastic});
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto b = RunCli({"convert", Reference(), "-o", dir + "/b.bolt", "--elastic", elastic});
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  for (const char* budget : {"ffn50", "heads50"}) {
+    SCOPED_TRACE(budget);
+    const std::string sa = dir + "/a_" + budget + ".gguf", sb = dir + "/b_" + budget + ".gguf";
+    ASSERT_EQ(RunCli({"slice", dir + "/a.bolt", "--budget", budget, "-o", sa}).exit_code, 0);
+    ASSERT_EQ(RunCli({"slice", dir + "/b.bolt", "--budget", budget, "-o", sb}).exit_code, 0);
+    ExpectLikeReference(sa, sb);
+  }
 }
 
 TEST(HfFolder, TinyStoriesToSafetensorsHasGgufNames) {
