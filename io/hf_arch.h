@@ -80,6 +80,11 @@ absl::StatusOr<std::vector<uint8_t>> PermuteRotaryRows(absl::Span<const uint8_t>
 // order llama.cpp's converter writes them.
 absl::StatusOr<Metadata> HfHyperparameters(const HfArch& arch, const JsonValue& config, const std::string& path);
 
+// Llama 3 rope scaling (rope_scaling.rope_type "llama3") as the factors of
+// the rope_freqs.weight tensor llama.cpp reads (head_dim / 2 of them);
+// empty for any other config.
+absl::StatusOr<std::vector<float>> Llama3RopeFactors(const JsonValue& config, const std::string& path);
+
 // A config.json integer field (nullopt when absent or null; an error when
 // not a non-negative integer).
 absl::StatusOr<std::optional<uint64_t>> ConfigUint(const JsonValue& config, std::string_view field,

@@ -67,9 +67,10 @@ absl::Status AddLlamaKeys(const HfArch& arch, const JsonValue& config, const std
   return absl::OkStatus();
 }
 
-// rope_scaling: linear and yarn carry over as keys; llama3 needs a
-// rope_freqs tensor this version does not compute, so it is refused rather
-// than converted into a model that runs wrong past its original context.
+// rope_scaling: linear and yarn carry over as keys; llama3 is a tensor
+// (rope_freqs.weight, Llama3RopeFactors), no key; another type is refused
+// rather than converted into a model that runs wrong past its original
+// context.
 absl::Status AddRopeScaling(const HfArch& arch, const JsonValue& config, const std::string& path, Metadata* kv) {
   const JsonValue* rs = config.Find("rope_scaling");
   if (rs == nullptr || rs->is_null()) return absl::OkStatus();
@@ -81,9 +82,10 @@ absl::Status AddRopeScaling(const HfArch& arch, const JsonValue& config, const s
     return absl::InvalidArgumentError(StrCat(path, ": \"rope_scaling\" needs a string \"rope_type\" and a \"factor\""));
   }
   const std::string& t = type->string_value();
+  if (t == "llama3" && arch.writes_vocab_and_rope_dims) return absl::OkStatus();
   if (t != "linear" && t != "yarn") {
     return absl::UnimplementedError(StrCat(path, ": rope_scaling type \"", t,
-                                           "\" is not converted yet (linear and yarn are)"));
+                                           "\" is not converted yet (linear, yarn and, for llama, llama3 are)"));
   }
   kv->emplace_back(StrCat(arch.gguf, ".rope.scaling.type"), MetaValue::String(t));
   kv->emplace_back(StrCat(arch.gguf, ".rope.scaling.factor"),

@@ -158,6 +158,23 @@ TEST(HfArchFolder, TiedEmbeddingsWriteNoOutput) {
   EXPECT_EQ(Key(c, "general.architecture")->s, "llama");
 }
 
+TEST(HfArchFolder, Llama3RopeScalingWritesRopeFreqsFirst) {
+  const std::string dir = MakeTempDir();
+  WriteSafetensors(dir + "/model.safetensors", LayerTensors(false));
+  std::string config = Config("LlamaForCausalLM", true);
+  config.pop_back();
+  config += R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+      "high_freq_factor": 4.0, "original_max_position_embeddings": 8}})";
+  WriteText(dir + "/config.json", config);
+  Converted c = Convert(dir);
+  ASSERT_NE(c.model, nullptr);
+  ASSERT_TRUE(c.index.count("rope_freqs.weight"));
+  EXPECT_EQ(c.index.at("rope_freqs.weight"), 0u);
+  EXPECT_EQ(c.model->tensors()[0].Shape(), (std::vector<uint64_t>{2}));  // head_dim 4 / 2
+  EXPECT_EQ(c.model->tensors()[0].type->id, 0);                        // F32
+  EXPECT_EQ(Key(c, "llama.rope.scaling.type"), nullptr);
+}
+
 TEST(HfArchFolder, UnmappedTensorIsNamed) {
   const std::string dir = MakeTempDir();
   std::vector<Spec> s = LayerTensors(false);

@@ -253,10 +253,40 @@ TEST(HfArch, HyperparametersFromConfig) {
   EXPECT_EQ(Find(*kv, "llama.attention.head_count_kv"), nullptr);  // absent in config: left out
   auto bad = io::ParseJson(R"({"num_hidden_layers": -1})");
   EXPECT_FALSE(io::HfHyperparameters(**arch, *bad, "c").ok());
-  auto llama3 = io::ParseJson(R"({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}})");
-  auto refused = io::HfHyperparameters(**arch, *llama3, "c");
+  auto dynamic = io::ParseJson(R"({"rope_scaling": {"rope_type": "dynamic", "factor": 8.0}})");
+  auto refused = io::HfHyperparameters(**arch, *dynamic, "c");
   EXPECT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("\"llama3\""), std::string::npos);
+  EXPECT_NE(refused.status().message().find("\"dynamic\""), std::string::npos);
+  // llama3 is a tensor (Llama3RopeFactors), not keys.
+  auto llama3 = io::ParseJson(R"({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}})");
+  auto kv3 = io::HfHyperparameters(**arch, *llama3, "c");
+  ASSERT_TRUE(kv3.ok()) << kv3.status();
+  EXPECT_EQ(Find(*kv3, "llama.rope.scaling.type"), nullptr);
+}
+
+TEST(HfArch, Llama3RopeFactorsAsTheConverterComputesThem) {
+  // Llama 3.1 8B's rope_scaling: 64 pairs; the fastest rotate unscaled, the
+  // slowest by `factor`, the middle band smoothly between.
+  auto config = io::ParseJson(R"({"hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 500000.0,
+      "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                       "original_max_position_embeddings": 8192}})");
+  auto f = io::Llama3RopeFactors(*config, "c");
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_EQ(f->size(), 64u);
+  EXPECT_EQ((*f)[0], 1.0f);
+  EXPECT_EQ((*f)[63], 8.0f);
+  int middle = 0;
+  for (float x : *f) {
+    EXPECT_GE(x, 1.0f);
+    EXPECT_LE(x, 8.0f);
+    middle += x > 1.0f && x < 8.0f;
+  }
+  EXPECT_GT(middle, 0);
+  for (size_t i = 1; i < f->size(); ++i) EXPECT_GE((*f)[i], (*f)[i - 1]);  // slower pairs scale more
+  EXPECT_TRUE(io::Llama3RopeFactors(*io::ParseJson("{}"), "c")->empty());
+  auto bad = io::ParseJson(R"({"head_dim": 8, "rope_scaling": {"rope_type": "llama3", "low_freq_factor": 4.0,
+      "high_freq_factor": 1.0}})");
+  EXPECT_FALSE(io::Llama3RopeFactors(*bad, "c").ok());
 }
 
 // A byte-level (GPT-2 style) tokenizer.json of five tokens.

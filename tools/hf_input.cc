@@ -3,6 +3,7 @@
 // hyperparameters and the tokenizer as GGUF keys, so that any output
 // (.gguf directly, .bolt for a later slice) is what llama.cpp loads.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 
@@ -57,6 +58,31 @@ bool TiedEmbeddings(const io::JsonValue& config) {
 
 }  // namespace
 
+// Llama 3's rope scaling becomes a tensor no file holds, first, where the
+// converter writes it (io::Llama3RopeFactors).
+absl::Status Inputs::AddRopeFreqs(const io::JsonValue& config, const std::string& config_path) {
+  BP_ASSIGN_OR_RETURN(std::vector<float> factors, io::Llama3RopeFactors(config, config_path));
+  if (factors.empty()) return absl::OkStatus();
+  std::vector<uint8_t>& bytes = owned_bytes_.emplace_back(factors.size() * sizeof(float));
+  for (size_t i = 0; i < factors.size(); ++i) {  // F32 elements, little-endian
+    uint32_t u;
+    std::memcpy(&u, &factors[i], 4);
+    for (int b = 0; b < 4; ++b) bytes[4 * i + b] = static_cast<uint8_t>(u >> (8 * b));
+  }
+  auto& shape = shapes_.emplace_back(std::make_unique<uint64_t[]>(1));
+  shape[0] = factors.size();
+  InputTensor t;
+  t.name = owned_names_.emplace_back("rope_freqs.weight");
+  t.dtype = DType::kF32;
+  t.shape = absl::MakeConstSpan(shape.get(), 1);
+  t.kind = InputKind::kSafetensors;
+  t.file_path = &owned_names_.emplace_back(config_path);  // a deque: the pointer stays valid
+  t.bytes = bytes;
+  t.owned = true;
+  tensors_.push_back(std::move(t));
+  return absl::OkStatus();
+}
+
 absl::Status Inputs::AddHfFolder(const std::string& dir) {
   const std::string config_path = StrCat(dir, "/config.json");
   BP_ASSIGN_OR_RETURN(io::JsonValue config, ReadConfig(config_path));
@@ -78,7 +104,8 @@ absl::Status Inputs::AddHfFolder(const std::string& dir) {
     return m && m->name == "token_embd.weight";
   });
   const bool tied = TiedEmbeddings(config);
-  tensors_.reserve(st.size());
+  tensors_.reserve(st.size() + 1);
+  if (arch->writes_vocab_and_rope_dims) BP_RETURN_IF_ERROR(AddRopeFreqs(config, config_path));
   for (size_t i : order) {
     const io::SafetensorsTensor& s = st[i];
     const std::string& file = model->files()[s.file_index];
