@@ -8,7 +8,8 @@ namespace boltpack::io {
 
 absl::StatusOr<std::vector<uint8_t>> PermuteRotaryRows(absl::Span<const uint8_t> bytes, uint64_t rows,
                                                        uint64_t row_bytes, uint64_t heads) {
-  if (heads == 0 || rows % (2 * heads) != 0) {
+  // heads <= rows first: 2 * heads cannot wrap (a hostile config's 2^63).
+  if (heads == 0 || heads > rows || rows % (2 * heads) != 0) {
     return absl::InvalidArgumentError(
         StrCat(rows, " rows do not split into ", heads, " heads of two rotary halves"));
   }

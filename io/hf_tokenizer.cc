@@ -315,6 +315,12 @@ absl::StatusOr<Metadata> HfTokenizerMetadata(const std::string& dir, const JsonV
                                              std::vector<std::string>* files) {
   const std::string path = StrCat(dir, "/tokenizer.json");
   BP_ASSIGN_OR_RETURN(std::optional<JsonValue> tok, ReadJsonIfPresent(path, files));
+  if (!tok && std::filesystem::exists(StrCat(dir, "/tokenizer.model"))) {
+    // Rather than a GGUF llama.cpp cannot tokenize for.
+    return absl::UnimplementedError(StrCat(dir, ": only tokenizer.model (SentencePiece) is there; bolt-pack reads ",
+                                           "tokenizer.json (transformers writes it: save_pretrained of the fast ",
+                                           "tokenizer)"));
+  }
   if (!tok) return Metadata();
   BP_ASSIGN_OR_RETURN(std::optional<JsonValue> tc, ReadJsonIfPresent(StrCat(dir, "/tokenizer_config.json"), files));
   BP_ASSIGN_OR_RETURN(std::optional<JsonValue> sm, ReadJsonIfPresent(StrCat(dir, "/special_tokens_map.json"), files));

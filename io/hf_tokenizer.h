@@ -20,7 +20,9 @@ namespace boltpack::io {
 //    route (every score -1000, no merges);
 //  - byte-level BPE (GPT-2 style, no byte_fallback): model "gpt2" with the
 //    merges; pre "default" unless a later version detects it.
-// No tokenizer.json: no keys (the output runs only with a tokenizer added).
+// No tokenizer.json: no keys (the output runs only with a tokenizer added);
+// an error when a SentencePiece tokenizer.model is there instead, which this
+// version does not read.
 absl::StatusOr<Metadata> HfTokenizerMetadata(const std::string& dir, const JsonValue& config,
                                              std::vector<std::string>* files);
 

@@ -234,6 +234,7 @@ TEST(HfArch, PermuteSwapsTheRotaryHalves) {
   EXPECT_EQ(*io::PermuteRotaryRows(two, 8, 1, 2), (std::vector<uint8_t>{0, 2, 1, 3, 4, 6, 5, 7}));
   EXPECT_FALSE(io::PermuteRotaryRows(two, 8, 1, 3).ok());
   EXPECT_FALSE(io::PermuteRotaryRows(two, 8, 2, 2).ok());  // bytes are not 8 rows of 2
+  EXPECT_FALSE(io::PermuteRotaryRows(two, 8, 1, uint64_t{1} << 63).ok());  // 2 * heads would wrap to 0
 }
 
 TEST(HfArch, HyperparametersFromConfig) {
@@ -345,9 +346,14 @@ TEST(HfTokenizer, UnknownPreTokenizerAndHostileIdsAreRefused) {
 TEST(HfTokenizer, NoTokenizerJsonGivesNoKeys) {
   auto config = io::ParseJson("{}");
   std::vector<std::string> files;
-  auto kv = io::HfTokenizerMetadata(MakeTempDir(), *config, &files);
+  const std::string dir = MakeTempDir();
+  auto kv = io::HfTokenizerMetadata(dir, *config, &files);
   ASSERT_TRUE(kv.ok());
   EXPECT_TRUE(kv->empty());
+  WriteText(dir + "/tokenizer.model", "sentencepiece");
+  kv = io::HfTokenizerMetadata(dir, *config, &files);
+  EXPECT_FALSE(kv.ok());
+  EXPECT_NE(kv.status().message().find("only tokenizer.model"), std::string::npos) << kv.status();
 }
 
 }  // namespace
