@@ -11,6 +11,7 @@
 #include "io/hf_arch.h"
 #include "io/hf_tokenizer.h"
 #include "io/json.h"
+#include "io/safetensors.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
@@ -105,13 +106,39 @@ TEST(HfFolder, ElasticSliceFromTheFolderIsTheReferencesSlice) {
   }
 }
 
-TEST(HfFolder, TinyStoriesToSafetensorsHasGgufNames) {
-  const std::string out = MakeTempDir() + "/t.safetensors";
-  auto r = RunCli({"convert", TinyFolder(), "-o", out});
+// Q's rows as llama.cpp wants them, in f32: the checkpoint's, reordered.
+std::vector<uint8_t> ReorderedQ(int layer) {
+  auto src = io::SafetensorsModel::Open(TinyFolder() + "/model.safetensors");
+  EXPECT_TRUE(src.ok());
+  const std::string name = "model.layers." + std::to_string(layer) + ".self_attn.q_proj.weight";
+  for (size_t i = 0; i < (*src)->tensors().size(); ++i) {
+    if ((*src)->tensors()[i].name == name) return *io::PermuteRotaryRows((*src)->TensorBytes(i), 128, 512, 8);
+  }
+  return {};
+}
+
+std::vector<uint8_t> SafetensorsBytes(const std::string& path, const std::string& name) {
+  auto m = io::SafetensorsModel::Open(path);
+  EXPECT_TRUE(m.ok()) << m.status();
+  for (size_t i = 0; i < (*m)->tensors().size(); ++i) {
+    if ((*m)->tensors()[i].name == name) return {(*m)->TensorBytes(i).begin(), (*m)->TensorBytes(i).end()};
+  }
+  ADD_FAILURE() << "no " << name << " in " << path;
+  return {};
+}
+
+TEST(HfFolder, TinyStoriesToSafetensorsHasGgufNamesAndRows) {
+  // Without rules, directly and through .bolt: every output path reorders Q.
+  const std::string dir = MakeTempDir();
+  auto r = RunCli({"convert", TinyFolder(), "-o", dir + "/t.safetensors"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto inspect = RunCli({"inspect", out});
+  auto inspect = RunCli({"inspect", dir + "/t.safetensors"});
   EXPECT_NE(inspect.output.find("blk.1.attn_q.weight"), std::string::npos) << inspect.output;
   EXPECT_EQ(inspect.output.find("self_attn"), std::string::npos) << inspect.output;
+  EXPECT_EQ(SafetensorsBytes(dir + "/t.safetensors", "blk.1.attn_q.weight"), ReorderedQ(1));
+  ASSERT_EQ(RunCli({"convert", TinyFolder(), "-o", dir + "/t.bolt"}).exit_code, 0);
+  ASSERT_EQ(RunCli({"convert", dir + "/t.bolt", "-o", dir + "/b.safetensors"}).exit_code, 0);
+  EXPECT_EQ(SafetensorsBytes(dir + "/b.safetensors", "blk.0.attn_q.weight"), ReorderedQ(0));
 }
 
 TEST(HfFolder, ConfigJsonNextToWeightsSaysWhatToPass) {

@@ -124,7 +124,9 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
       continue;
     }
     std::vector<uint8_t> decoded;
-    absl::Span<const uint8_t> bytes = t.bytes;
+    auto element = ElementBytes(t, &decoded);  // a Hugging Face Q or K reordered
+    if (!element.ok()) return PrefixError(element.status(), t);
+    absl::Span<const uint8_t> bytes = *element;
     if (t.kind == InputKind::kBolt || (t.kind == InputKind::kGguf && rule != nullptr)) {
       auto d = DecodeToLogical(t, args.threads);
       if (!d.ok()) return PrefixError(d.status(), t);
@@ -207,16 +209,18 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
     std::string source_codec = t.SourceCodec();
     bool plain = t.kind == InputKind::kSafetensors ||
                  (t.kind == InputKind::kGguf && TraitsOf(source_codec).element);
+    std::vector<uint8_t> logical;
+    auto element = ElementBytes(t, &logical);  // a Hugging Face Q or K reordered
+    if (!element.ok()) return PrefixError(element.status(), t);
     if (plain && d == t.dtype) {
-      BP_RETURN_IF_ERROR(writer->WriteNext(t.bytes));
+      BP_RETURN_IF_ERROR(writer->WriteNext(*element));
       Done(in, t, progress, t.bytes.size());
       continue;
     }
     std::vector<uint8_t> buf;
     if (t.kind != InputKind::kBolt) {
       // A float-to-float change of element type: the raw codecs do it.
-      std::vector<uint8_t> logical;
-      absl::Span<const uint8_t> bytes = t.bytes;
+      absl::Span<const uint8_t> bytes = *element;
       if (!plain) {
         auto l = DecodeToLogical(t, args.threads);
         if (!l.ok()) return PrefixError(l.status(), t);
@@ -293,7 +297,7 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
     out->bytes = out->owned;
     out->nvfp4_scale = g.tensor_scale;
   } else if (rule == nullptr && t.kind != InputKind::kBolt) {
-    out->bytes = t.bytes;
+    BP_ASSIGN_OR_RETURN(out->bytes, ElementBytes(t, &out->owned));  // a Hugging Face Q or K reordered
   } else if (rule == nullptr) {
     const auto shared = t.reader->SharedTensor(t.index);
     const TensorInfo& info = *shared;

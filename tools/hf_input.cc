@@ -51,6 +51,21 @@ absl::StatusOr<uint64_t> PermuteHeads(io::HfPermute p, const io::JsonValue& conf
   return kv && *kv != 0 ? *kv : *heads;  // llama.cpp: n_head_kv, else n_head
 }
 
+// The head groups of a Q or K projection's rows, checked here so that a
+// config that does not fit the weights fails before anything is written
+// (the rows are reordered when the tensor is, Inputs::ElementBytes).
+absl::StatusOr<uint32_t> RotaryHeads(io::HfPermute p, const io::SafetensorsTensor& s, const std::string& file,
+                                     const io::JsonValue& config, const std::string& config_path) {
+  const std::string where = StrCat(file, ": tensor ", QuoteForDisplay(s.name), ": ");
+  BP_ASSIGN_OR_RETURN(uint64_t heads, PermuteHeads(p, config, config_path));
+  const uint64_t rows = s.shape.empty() ? 0 : s.shape[0];
+  if (heads > rows || rows % (2 * heads) != 0) {
+    return absl::InvalidArgumentError(StrCat(where, rows, " rows do not split into ", heads,
+                                             " heads of two rotary halves (", config_path, ")"));
+  }
+  return static_cast<uint32_t>(heads);  // <= rows, which a tensor of a few GB keeps far below 2^32
+}
+
 bool TiedEmbeddings(const io::JsonValue& config) {
   const io::JsonValue* tie = config.Find("tie_word_embeddings");
   return tie != nullptr && tie->is_bool() && tie->bool_value();
@@ -130,16 +145,7 @@ absl::Status Inputs::AddHfFolder(const std::string& dir) {
     t.file_path = &model->files()[s.file_index];
     t.bytes = model->TensorBytes(i);
     if (mapped->rule->permute != io::HfPermute::kNone) {
-      if (s.shape.empty() || s.shape[0] == 0) {
-        return absl::InvalidArgumentError(StrCat(file, ": tensor ", QuoteForDisplay(s.name), " has no rows to reorder"));
-      }
-      BP_ASSIGN_OR_RETURN(uint64_t heads, PermuteHeads(mapped->rule->permute, config, config_path));
-      auto permuted = io::PermuteRotaryRows(t.bytes, s.shape[0], t.bytes.size() / s.shape[0], heads);
-      if (!permuted.ok()) {
-        return absl::InvalidArgumentError(StrCat(file, ": tensor ", QuoteForDisplay(s.name), ": ", permuted.status().message()));
-      }
-      t.bytes = owned_bytes_.emplace_back(std::move(*permuted));
-      t.owned = true;
+      BP_ASSIGN_OR_RETURN(t.rotary_heads, RotaryHeads(mapped->rule->permute, s, file, config, config_path));
     }
     tensors_.push_back(std::move(t));
   }

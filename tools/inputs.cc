@@ -12,6 +12,7 @@
 #include "common/str_cat.h"
 #include "format/output_rules.h"
 #include "io/gguf_record.h"
+#include "io/hf_arch.h"
 #include "common/limits.h"
 #include "common/mapped_file.h"
 
@@ -269,8 +270,27 @@ bool StoredNotDecoded(const TensorInfo& info) {
          codec->DecodedBytes(info, OutputType::kF32).status().code() == absl::StatusCode::kUnimplemented;
 }
 
+absl::StatusOr<absl::Span<const uint8_t>> ElementBytes(const InputTensor& t, std::vector<uint8_t>* scratch) {
+  if (t.kind != InputKind::kSafetensors || t.rotary_heads == 0) return t.bytes;
+  // The shape was checked when the folder was opened (rows split into the
+  // heads); a failure here names the tensor all the same.
+  const uint64_t rows = t.shape.empty() ? 0 : t.shape[0];
+  auto permuted = io::PermuteRotaryRows(t.bytes, rows, rows == 0 ? 0 : t.bytes.size() / rows, t.rotary_heads);
+  if (!permuted.ok()) {
+    return absl::InvalidArgumentError(StrCat(t.file(), ": tensor ", QuoteForDisplay(t.name), ": ",
+                                             permuted.status().message()));
+  }
+  *scratch = std::move(*permuted);
+  return absl::MakeConstSpan(*scratch);
+}
+
 absl::StatusOr<std::vector<uint8_t>> DecodeToLogical(const InputTensor& t, int threads) {
-  if (t.kind == InputKind::kSafetensors) return std::vector<uint8_t>(t.bytes.begin(), t.bytes.end());
+  if (t.kind == InputKind::kSafetensors) {
+    std::vector<uint8_t> scratch;
+    BP_ASSIGN_OR_RETURN(absl::Span<const uint8_t> bytes, ElementBytes(t, &scratch));
+    if (!scratch.empty()) return scratch;
+    return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  }
   if (t.kind == InputKind::kGguf) {
     std::string codec_id = t.SourceCodec();
     if (TraitsOf(codec_id).element) {

@@ -43,9 +43,15 @@ struct InputTensor {
   uint32_t index = 0;  // in its reader or model (at most format::kMaxTensors)
   DType dtype = DType::kUnspecified;
   InputKind kind = InputKind::kSafetensors;
-  // kSafetensors: `bytes` is a buffer the Inputs own (a Q or K projection
-  // of a Hugging Face folder, its rows reordered for llama.cpp), not a file
-  // mapping: Release leaves it alone.
+  // kSafetensors of a Hugging Face folder, nonzero for a Q or K projection:
+  // `bytes` are the file's rows, which the output takes reordered for
+  // llama.cpp's rotary layout in this many head groups (io::PermuteRotaryRows).
+  // ElementBytes reorders one tensor when it is written, so a conversion
+  // holds one such copy at a time, not every Q and K of the model.
+  uint32_t rotary_heads = 0;
+  // kSafetensors: `bytes` is a buffer the Inputs own (a tensor no file
+  // holds, such as Llama 3's rope_freqs), not a file mapping: Release
+  // leaves it alone.
   bool owned = false;
 
   uint64_t element_count() const;
@@ -120,7 +126,7 @@ class Inputs {
 
   std::vector<std::unique_ptr<io::SafetensorsModel>> safetensors_;
   // Names and bytes that no input file holds: a Hugging Face folder's GGUF
-  // names (a deque, so views of them stay put) and its reordered Q/K rows.
+  // names (a deque, so views of them stay put) and its rope_freqs.
   std::deque<std::string> owned_names_;
   std::vector<std::vector<uint8_t>> owned_bytes_;
   bool hf_folder_ = false;
@@ -166,6 +172,10 @@ absl::StatusOr<TensorInfo> GgufBlockRecord(const InputTensor& t);
 // tensor in this version (the ggml-* pass-through codecs): its bytes are
 // checked by checksum only, and `verify` reports it as "not decoded".
 bool StoredNotDecoded(const TensorInfo& info);
+
+// The element bytes a kSafetensors tensor is written with: `t.bytes`, or
+// (rotary_heads) its rows reordered into `scratch`. Any other kind: t.bytes.
+absl::StatusOr<absl::Span<const uint8_t>> ElementBytes(const InputTensor& t, std::vector<uint8_t>* scratch);
 
 // Decodes an input tensor into its logical element bytes (F32/F16/BF16 stay
 // themselves; other dtypes come out as their native bytes) for re-encoding.
