@@ -175,6 +175,28 @@ TEST(HfArchFolder, Llama3RopeScalingWritesRopeFreqsFirst) {
   EXPECT_EQ(Key(c, "llama.rope.scaling.type"), nullptr);
 }
 
+// What llama.cpp's loader needs of each architecture, as bolt-pack's
+// predictor of it (verify --target llama.cpp --strict) checks: keys, tensor
+// names and shapes, and a tokenizer.
+TEST(HfArchFolder, EachTableGivesAGgufLlamaCppAccepts) {
+  const std::string tokenizer = R"({"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true}],
+      "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+      "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "\u0120a": 3}, "merges": ["a b", "\u0120 a"]}})";
+  for (const char* arch : {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"}) {
+    SCOPED_TRACE(arch);
+    const std::string dir = MakeTempDir();
+    WriteSafetensors(dir + "/model.safetensors", LayerTensors(std::string(arch) == "Qwen3ForCausalLM"));
+    WriteText(dir + "/config.json", Config(arch, false));
+    WriteText(dir + "/tokenizer.json", tokenizer);
+    WriteText(dir + "/tokenizer_config.json", R"({"eos_token": "<|endoftext|>", "bos_token": null})");
+    const std::string out = MakeTempDir() + "/m.gguf";
+    auto r = RunCli({"convert", dir, "-o", out, "--codec", "*=f16"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto v = RunCli({"verify", "--target", "llama.cpp", "--strict", out});
+    EXPECT_EQ(v.exit_code, 0) << v.output;
+  }
+}
+
 TEST(HfArchFolder, UnmappedTensorIsNamed) {
   const std::string dir = MakeTempDir();
   std::vector<Spec> s = LayerTensors(false);
