@@ -63,6 +63,18 @@ void Put(HfVocab* v, uint64_t id, std::string text) {
   v->present[id] = true;
 }
 
+// An added token's type. A special one is a control token; the gpt2 route
+// (get_vocab_base) also takes "<|...|>" for one, as llama.cpp's
+// does_token_look_special does, and makes any other added token
+// user-defined; LlamaHfVocab makes only those past the base vocabulary
+// user-defined.
+int32_t AddedTokenType(const HfVocab& v, std::string_view text, bool special, bool in_vocab) {
+  const bool looks_special = text.size() >= 4 && text.substr(0, 2) == "<|" && text.substr(text.size() - 2) == "|>";
+  if (special || (!v.llama && looks_special)) return kControl;
+  if (v.llama && in_vocab) return kNormal;
+  return kUserDefined;
+}
+
 // model.vocab ({token: id}) and added_tokens ([{id, content, special}]).
 absl::Status ReadTokens(const JsonValue& tok, const std::string& path, HfVocab* v) {
   const JsonValue* model = tok.Find("model");
@@ -91,10 +103,7 @@ absl::Status ReadTokens(const JsonValue& tok, const std::string& path, HfVocab* 
     const bool is_special = special != nullptr && special->is_bool() && special->bool_value();
     const bool in_vocab = id < v->present.size() && v->present[id];
     if (!in_vocab) Put(v, id, content->string_value());
-    // An added token past the base vocabulary is user-defined text unless
-    // special; a special one is a control token either way.
-    if (is_special) v->types[id] = kControl;
-    else if (!in_vocab) v->types[id] = kUserDefined;
+    v->types[id] = AddedTokenType(*v, content->string_value(), is_special, in_vocab);
     v->added.emplace_back(content->string_value(), static_cast<int64_t>(id));
   }
   return absl::OkStatus();

@@ -317,9 +317,10 @@ TEST(HfArch, Llama3RopeFactorsAsTheConverterComputesThem) {
   EXPECT_FALSE(io::Llama3RopeFactors(*bad, "c").ok());
 }
 
-// A byte-level (GPT-2 style) tokenizer.json of five tokens.
+// A byte-level (GPT-2 style) tokenizer.json of six tokens and a hole.
 constexpr char kByteLevelTokenizer[] = R"({
-  "added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true}],
+  "added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true},
+                   {"id": 2, "content": "ab", "special": false}, {"id": 6, "content": "<|im_start|>"}],
   "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
   "model": {"type": "BPE", "byte_fallback": false, "vocab": {"a": 0, "b": 1, "ab": 2, "Ġa": 3},
             "merges": ["a b", ["Ġ", "a"]]}})";
@@ -328,7 +329,7 @@ TEST(HfTokenizer, ByteLevelBpeIsGpt2WithMerges) {
   const std::string dir = MakeTempDir();
   WriteText(dir + "/tokenizer.json", kByteLevelTokenizer);
   WriteText(dir + "/tokenizer_config.json", R"({"eos_token": "<|endoftext|>", "chat_template": "{{ x }}"})");
-  auto config = io::ParseJson(R"({"vocab_size": 6})");
+  auto config = io::ParseJson(R"({"vocab_size": 8})");
   std::vector<std::string> files;
   auto kv = io::HfTokenizerMetadata(dir, *config, &files);
   ASSERT_TRUE(kv.ok()) << kv.status();
@@ -336,12 +337,17 @@ TEST(HfTokenizer, ByteLevelBpeIsGpt2WithMerges) {
   EXPECT_EQ(Find(*kv, "tokenizer.ggml.model")->s, "gpt2");
   EXPECT_EQ(Find(*kv, "tokenizer.ggml.pre")->s, "gpt-2");
   const MetaValue* tokens = Find(*kv, "tokenizer.ggml.tokens");
-  ASSERT_EQ(tokens->array_size(), 6u);  // padded to the embedding's rows
+  ASSERT_EQ(tokens->array_size(), 8u);  // padded to the embedding's rows
   EXPECT_EQ(tokens->string_element(3), "Ġa");
   EXPECT_EQ(tokens->string_element(5), "[PAD5]");
+  EXPECT_EQ(tokens->string_element(6), "<|im_start|>");
   const MetaValue* types = Find(*kv, "tokenizer.ggml.token_type");
-  EXPECT_EQ(types->int_element(4), 3);  // control
-  EXPECT_EQ(types->int_element(5), 5);  // unused
+  EXPECT_EQ(types->int_element(0), 1);  // normal
+  EXPECT_EQ(types->int_element(2), 4);  // an added token of the vocab: user-defined
+  EXPECT_EQ(types->int_element(4), 3);  // special: control
+  EXPECT_EQ(types->int_element(5), 5);  // a hole: unused
+  EXPECT_EQ(types->int_element(6), 3);  // looks special: control
+  EXPECT_EQ(types->int_element(7), 5);
   EXPECT_EQ(Find(*kv, "tokenizer.ggml.scores"), nullptr);
   const MetaValue* merges = Find(*kv, "tokenizer.ggml.merges");
   ASSERT_EQ(merges->array_size(), 2u);
