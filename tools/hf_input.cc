@@ -66,6 +66,27 @@ absl::StatusOr<uint32_t> RotaryHeads(io::HfPermute p, const io::SafetensorsTenso
   return static_cast<uint32_t>(heads);  // <= rows, which a tensor of a few GB keeps far below 2^32
 }
 
+// llama.cpp's converter reads tensors sorted by name within each file
+// (safe_open's keys()), files in the index's order; the same order gives
+// the same GGUF.
+std::vector<size_t> ConverterOrder(const std::vector<io::SafetensorsTensor>& st) {
+  std::vector<size_t> order(st.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return st[a].file_index != st[b].file_index ? st[a].file_index < st[b].file_index : st[a].name < st[b].name;
+  });
+  return order;
+}
+
+// general.name: the folder's own name ("models/x/" and "x/." name x).
+std::string FolderName(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(dir, ec);
+  if (ec) p = std::filesystem::path(dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  return p.filename().string();
+}
+
 bool TiedEmbeddings(const io::JsonValue& config) {
   const io::JsonValue* tie = config.Find("tie_word_embeddings");
   return tie != nullptr && tie->is_bool() && tie->bool_value();
@@ -106,28 +127,35 @@ absl::Status Inputs::AddHfFolder(const std::string& dir) {
   BP_ASSIGN_OR_RETURN(auto model, io::SafetensorsModel::Open(weights));
   files_.push_back(config_path);
   for (const auto& f : model->files()) files_.push_back(f);
-  // llama.cpp's converter reads tensors sorted by name within each file
-  // (safe_open's keys()); the same order gives the same GGUF.
-  const auto& st = model->tensors();
-  std::vector<size_t> order(st.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return st[a].file_index != st[b].file_index ? st[a].file_index < st[b].file_index : st[a].name < st[b].name;
-  });
+  tensors_.reserve(model->tensors().size() + 1);
+  if (arch->writes_vocab_and_rope_dims) BP_RETURN_IF_ERROR(AddRopeFreqs(config, config_path));
+  BP_RETURN_IF_ERROR(AddHfTensors(*model, *arch, config, config_path));
+  safetensors_.push_back(std::move(model));
+  BP_ASSIGN_OR_RETURN(metadata_, io::HfHyperparameters(*arch, config, config_path));
+  metadata_.emplace_back("general.name", MetaValue::String(FolderName(dir)));
+  metadata_.emplace_back("general.quantization_version", MetaValue::Uint(ValueType::kUint32, 2));
+  BP_ASSIGN_OR_RETURN(Metadata tokenizer, io::HfTokenizerMetadata(dir, config, &files_));
+  for (auto& kv : tokenizer) metadata_.push_back(std::move(kv));
+  metadata_files_.assign(metadata_.size(), config_path);
+  hf_folder_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Inputs::AddHfTensors(const io::SafetensorsModel& model, const io::HfArch& arch,
+                                  const io::JsonValue& config, const std::string& config_path) {
+  const auto& st = model.tensors();
   const bool has_embedding = std::any_of(st.begin(), st.end(), [&](const auto& t) {
-    auto m = io::MapHfTensorName(*arch, t.name);
+    auto m = io::MapHfTensorName(arch, t.name);
     return m && m->name == "token_embd.weight";
   });
   const bool tied = TiedEmbeddings(config);
-  tensors_.reserve(st.size() + 1);
-  if (arch->writes_vocab_and_rope_dims) BP_RETURN_IF_ERROR(AddRopeFreqs(config, config_path));
-  for (size_t i : order) {
+  for (size_t i : ConverterOrder(st)) {
     const io::SafetensorsTensor& s = st[i];
-    const std::string& file = model->files()[s.file_index];
-    std::optional<io::HfMapped> mapped = io::MapHfTensorName(*arch, s.name);
+    const std::string& file = model.files()[s.file_index];
+    std::optional<io::HfMapped> mapped = io::MapHfTensorName(arch, s.name);
     if (!mapped) {
       return absl::InvalidArgumentError(StrCat(file, ": tensor ", QuoteForDisplay(s.name), " has no GGUF name in the ",
-                                               arch->gguf, " mapping (", arch->hf_class, ")"));
+                                               arch.gguf, " mapping (", arch.hf_class, ")"));
     }
     if (mapped->name.empty()) continue;  // llama.cpp does without it
     if (mapped->name == "output.weight" && tied) {
@@ -142,23 +170,13 @@ absl::Status Inputs::AddHfFolder(const std::string& dir) {
     t.dtype = s.dtype;
     t.shape = s.shape;
     t.kind = InputKind::kSafetensors;
-    t.file_path = &model->files()[s.file_index];
-    t.bytes = model->TensorBytes(i);
+    t.file_path = &file;  // the model's, which the Inputs keep
+    t.bytes = model.TensorBytes(i);
     if (mapped->rule->permute != io::HfPermute::kNone) {
       BP_ASSIGN_OR_RETURN(t.rotary_heads, RotaryHeads(mapped->rule->permute, s, file, config, config_path));
     }
     tensors_.push_back(std::move(t));
   }
-  safetensors_.push_back(std::move(model));
-  BP_ASSIGN_OR_RETURN(metadata_, io::HfHyperparameters(*arch, config, config_path));
-  std::string name = dir;
-  while (name.size() > 1 && name.back() == '/') name.pop_back();  // "models/x/" names x
-  metadata_.emplace_back("general.name", MetaValue::String(std::filesystem::path(name).filename().string()));
-  metadata_.emplace_back("general.quantization_version", MetaValue::Uint(ValueType::kUint32, 2));
-  BP_ASSIGN_OR_RETURN(Metadata tokenizer, io::HfTokenizerMetadata(dir, config, &files_));
-  for (auto& kv : tokenizer) metadata_.push_back(std::move(kv));
-  metadata_files_.assign(metadata_.size(), config_path);
-  hf_folder_ = true;
   return absl::OkStatus();
 }
 

@@ -14,6 +14,7 @@
 #include "boltpack/reader.h"
 #include "boltpack/types.h"
 #include "io/gguf.h"
+#include "io/hf_arch.h"
 #include "io/json.h"
 #include "io/safetensors.h"
 
@@ -123,6 +124,8 @@ class Inputs {
   // A Hugging Face checkpoint folder (tools/hf_input.cc).
   absl::Status AddHfFolder(const std::string& dir);
   absl::Status AddRopeFreqs(const io::JsonValue& config, const std::string& config_path);
+  absl::Status AddHfTensors(const io::SafetensorsModel& model, const io::HfArch& arch, const io::JsonValue& config,
+                            const std::string& config_path);
 
   std::vector<std::unique_ptr<io::SafetensorsModel>> safetensors_;
   // Names and bytes that no input file holds: a Hugging Face folder's GGUF
