@@ -34,12 +34,22 @@ std::vector<uint8_t> Elements(const Spec& s) {
   return bytes;
 }
 
-void WriteSafetensors(const std::string& path, const std::vector<Spec>& specs) {
+// The top half of each F32 element (the values are small integers, which
+// BF16 holds exactly).
+std::vector<uint8_t> Bf16(const std::vector<uint8_t>& f32) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i < f32.size(); i += 4) out.insert(out.end(), {f32[i + 2], f32[i + 3]});
+  return out;
+}
+
+void WriteSafetensors(const std::string& path, const std::vector<Spec>& specs, DType dtype = DType::kF32) {
   std::vector<io::SafetensorsTensorDecl> decls;
-  for (const auto& s : specs) decls.push_back({s.name, DType::kF32, s.shape});
+  for (const auto& s : specs) decls.push_back({s.name, dtype, s.shape});
   auto w = io::SafetensorsWriter::Create(path, {}, std::move(decls), {}, false);
   ASSERT_TRUE(w.ok()) << w.status();
-  for (const auto& s : specs) ASSERT_TRUE((*w)->WriteNext(Elements(s)).ok());
+  for (const auto& s : specs) {
+    ASSERT_TRUE((*w)->WriteNext(dtype == DType::kBF16 ? Bf16(Elements(s)) : Elements(s)).ok());
+  }
   ASSERT_TRUE((*w)->Finish().ok());
 }
 
@@ -194,6 +204,26 @@ TEST(HfArchFolder, EachTableGivesAGgufLlamaCppAccepts) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     auto v = RunCli({"verify", "--target", "llama.cpp", "--strict", out});
     EXPECT_EQ(v.exit_code, 0) << v.output;
+  }
+}
+
+TEST(HfArchFolder, Bf16CheckpointKeepsItsMatricesAndWritesNormsInF32) {
+  const std::string dir = MakeTempDir();
+  WriteSafetensors(dir + "/model.safetensors", LayerTensors(false), DType::kBF16);
+  WriteText(dir + "/config.json", Config("LlamaForCausalLM", false));
+  for (const char* rule : {"", "*=f16"}) {
+    SCOPED_TRACE(rule);
+    const std::string out = MakeTempDir() + "/m.gguf";
+    std::vector<std::string> args = {"convert", dir, "-o", out};
+    if (*rule != 0) args.insert(args.end(), {"--codec", rule});
+    auto r = RunCli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto m = io::GgufModel::Open(out);
+    ASSERT_TRUE(m.ok()) << m.status();
+    for (const auto& t : (*m)->tensors()) {
+      const int want = t.ne.size() < 2 ? 0 : (*rule != 0 ? 1 : 30);  // F32, F16, BF16
+      EXPECT_EQ(t.type->id, want) << t.name;
+    }
   }
 }
 

@@ -19,6 +19,8 @@ absl::Status CanTake(const std::string& codec_id, const CodecParams& params, con
   return codec->CanEncode(t.dtype, t.shape, params);
 }
 
+bool IsFloat(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
+
 }  // namespace
 
 CodecPlan PlanCodecs(const Inputs& in, const std::vector<CodecRule>& rules,
@@ -27,10 +29,18 @@ CodecPlan PlanCodecs(const Inputs& in, const std::vector<CodecRule>& rules,
   plan.reserve(in.tensors().size());
   // One shared copy of each rule and of its fallback form, made on first use.
   std::vector<std::shared_ptr<const CodecRule>> as_given(rules.size()), as_fallback(rules.size());
+  std::shared_ptr<const CodecRule> hf_f32;  // made on first use
   for (const auto& t : in.tensors()) {
     const CodecRule* rule = FindRule(rules, t.name);
-    const bool float_1d = t.shape.size() < 2 && t.dtype == DType::kF32;
-    if (rule == nullptr || rule->codec_id == kKeepCodec || (float_1d && in.hf_folder())) {
+    if (in.hf_folder() && t.shape.size() < 2 && IsFloat(t.dtype)) {
+      // llama.cpp's converter writes a checkpoint's 1-D tensors (norms,
+      // biases) in F32 whatever the output type or the checkpoint's dtype:
+      // its kernels take them so (a BF16 norm can abort the CPU backend).
+      if (t.dtype != DType::kF32 && hf_f32 == nullptr) hf_f32 = std::make_shared<const CodecRule>(CodecRule{"*", "f32"});
+      plan.push_back(t.dtype == DType::kF32 ? nullptr : hf_f32);
+      continue;
+    }
+    if (rule == nullptr || rule->codec_id == kKeepCodec) {
       plan.push_back(nullptr);
       continue;
     }

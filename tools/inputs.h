@@ -103,9 +103,9 @@ class Inputs {
   // file's facts from its reader rather than opening the file again).
   const std::vector<std::unique_ptr<Reader>>& readers() const { return readers_; }
   // Whether the input is a Hugging Face checkpoint folder, converted as
-  // llama.cpp's converter does: a rule leaves float 1-D tensors (norms,
-  // biases) in F32 whatever the output type, so '*=f16' gives its GGUF,
-  // and a GGUF output gets general.file_type.
+  // llama.cpp's converter does: float 1-D tensors (norms, biases) are
+  // planned F32 whatever the rules (tools/codec_plan.cc), so '*=f16' gives
+  // its GGUF, and a GGUF output gets general.file_type.
   bool hf_folder() const { return hf_folder_; }
   // Every file read, so the output can refuse to overwrite one.
   const std::vector<std::string>& files() const { return files_; }
