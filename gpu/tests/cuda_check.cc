@@ -93,8 +93,8 @@ bool CheckDecode(const bp_reader* r, size_t tensor, const bp_cuda_tensor& t, con
 }
 
 // The GEMV's tolerance: each product w*x is exact in f32 (fmaf of an f32
-// weight and a bf16 x), so the error is the f32 sum's: a lane adds cols/256
-// groups of 8 in sequence, then 5 butterfly steps, at most
+// weight and a bf16 x), so the error is the f32 sum's: a lane adds cols/32
+// products in sequence, then 5 butterfly steps, at most
 // (cols/32 + 5) roundings of at most 2^-24 of the partial sums, bounded by
 // sum |w||x|.
 double Tolerance(uint64_t cols, double abs_sum) { return (double(cols) / 32 + 5) * std::ldexp(1.0, -24) * abs_sum; }
