@@ -357,27 +357,52 @@ void SetU32(Metadata* kv, std::string_view key, uint64_t value) {
   else it->second = std::move(v);
 }
 
-// A re-encoded model is no longer the source's file type: as llama-quantize
-// does, the export writes general.file_type naming the type of most matrix
-// weights (1-D tensors stay float, as llama-quantize keeps them), and
-// general.quantization_version 2 when quantized tensors are present. The
-// file type goes when llama.h has no name for it, so llama.cpp guesses it
-// instead of printing a wrong one.
-void UpdateGgufFileType(const Inputs& in, const std::vector<const io::GgmlType*>& types, Metadata* kv) {
-  std::map<int, uint64_t> weights_by_type;
+// The llama_ftype of the type holding most matrix weights (1-D tensors stay
+// float, as llama-quantize keeps them; -1 where llama.h has no name for
+// it, nullopt without matrices), and whether any tensor is quantized.
+struct GgufMix {
+  std::optional<int> ftype;
   bool quantized = false;
+};
+
+GgufMix MixOf(const Inputs& in, const std::vector<const io::GgmlType*>& types) {
+  std::map<int, uint64_t> weights_by_type;
+  GgufMix mix;
   for (size_t i = 0; i < in.tensors().size(); ++i) {
     const auto& t = in.tensors()[i];
     if (t.shape.size() >= 2) weights_by_type[types[i]->id] += t.element_count();
-    quantized |= types[i]->block_size > 1;
+    mix.quantized |= types[i]->block_size > 1;
   }
-  if (weights_by_type.empty()) return;
+  if (weights_by_type.empty()) return mix;
   auto most = std::max_element(weights_by_type.begin(), weights_by_type.end(),
                                [](const auto& a, const auto& b) { return a.second < b.second; });
-  const int ftype = LlamaFileType(most->first);
-  if (quantized) SetU32(kv, "general.quantization_version", 2);  // GGML_QNT_VERSION
-  if (ftype >= 0) {
-    SetU32(kv, "general.file_type", static_cast<uint64_t>(ftype));
+  mix.ftype = LlamaFileType(most->first);
+  return mix;
+}
+
+// Whether a plain export (no codec rules) must still rewrite the file
+// type: a .bolt made by a recipe convert exports its new mix, and the
+// general.file_type of the GGUF it came from (F16, say) would misname it.
+// Where the key agrees, is absent, or the mix has no llama_ftype name (a
+// llama-quantize Q4_K_M keeps its 15), the source's keys stay: a round trip
+// keeps every byte.
+bool FileTypeMisnamed(const Metadata& kv, const GgufMix& mix) {
+  if (!mix.ftype || *mix.ftype < 0) return false;
+  auto it = std::find_if(kv.begin(), kv.end(), [](const auto& e) { return e.first == "general.file_type"; });
+  if (it == kv.end()) return false;
+  return it->second.type != ValueType::kUint32 || it->second.u != static_cast<uint64_t>(*mix.ftype);
+}
+
+// A re-encoded model is no longer the source's file type: as llama-quantize
+// does, the export writes general.file_type naming the type of most matrix
+// weights, and general.quantization_version 2 when quantized tensors are
+// present. The file type goes when llama.h has no name for it, so
+// llama.cpp guesses it instead of printing a wrong one.
+void UpdateGgufFileType(const GgufMix& mix, Metadata* kv) {
+  if (!mix.ftype) return;
+  if (mix.quantized) SetU32(kv, "general.quantization_version", 2);  // GGML_QNT_VERSION
+  if (*mix.ftype >= 0) {
+    SetU32(kv, "general.file_type", static_cast<uint64_t>(*mix.ftype));
   } else {
     kv->erase(std::remove_if(kv->begin(), kv->end(), [](const auto& e) { return e.first == "general.file_type"; }),
               kv->end());
@@ -433,9 +458,10 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
       decls.push_back(io::GgufTensorDecl{io::Nvfp4ScaleTensorName(t.name), scale_ne, 0});
     }
   }
-  if (plan.any()) {
-    UpdateGgufFileType(in, types, &kv);
-  }
+  const GgufMix mix = MixOf(in, types);
+  if (plan.any() || FileTypeMisnamed(kv, mix)) UpdateGgufFileType(mix, &kv);
+  // The count written: two-level nvfp4 weights add their ".scale" tensors.
+  const size_t tensors_out = decls.size();
   in.ReleaseHeaders();  // the declarations hold the names now
   io::GgufWriterOptions options;
   options.version = version;
@@ -473,7 +499,11 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
     Done(in, t, progress, InputBytes(t));
   }
   progress.Finish();
-  if (!split) return writer->Finish();
+  if (!split) {
+    BP_RETURN_IF_ERROR(writer->Finish());
+    std::fprintf(stderr, "wrote %s (%zu tensors)\n", args.output.c_str(), tensors_out);
+    return absl::OkStatus();
+  }
   BP_RETURN_IF_ERROR(split->Finish());
   for (size_t k = 0; k < split->paths().size(); ++k) {
     std::fprintf(stderr, "wrote %s (%zu tensors)\n", split->paths()[k].c_str(), split->tensor_counts()[k]);
@@ -627,7 +657,7 @@ int RunConvert(const ConvertArgs& args) {
     std::fprintf(stderr, "bolt-pack: %s: %s\n", note.warning ? "warning" : "note", note.text.c_str());
   }
   if (!st.ok()) return Report(st);
-  if (prepared->split_max_bytes == 0 && args.split_max_tensors == 0) {  // a split output listed its files
+  if (prepared->ext != ".gguf") {  // a GGUF output counted what it wrote (its files, when split)
     std::fprintf(stderr, "wrote %s (%zu tensors)\n", args.output.c_str(), (*in)->tensors().size());
   }
   return 0;
