@@ -23,6 +23,7 @@
 #include "tools/commands.h"
 #include "tools/convert.h"
 #include "tools/elastic_convert.h"
+#include "tools/gguf_file_type.h"
 #include "tools/gguf_nvfp4.h"
 #include "tools/inputs.h"
 #include "io/metadata_json.h"
@@ -334,81 +335,6 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
   return absl::OkStatus();
 }
 
-// llama.cpp's `general.file_type` (enum llama_ftype) for the ggml type that
-// holds most weights of the matrices; -1 where llama.h has no such ftype.
-int LlamaFileType(int ggml_type) {
-  switch (ggml_type) {
-    case 0: return 0;    // ALL_F32
-    case 1: return 1;    // MOSTLY_F16
-    case 8: return 7;    // MOSTLY_Q8_0
-    case 16: return 19;  // MOSTLY_IQ2_XXS
-    case 30: return 32;  // MOSTLY_BF16
-    case 39: return 38;  // MOSTLY_MXFP4_MOE
-    case 40: return 39;  // MOSTLY_NVFP4
-    default: return -1;
-  }
-}
-
-// Sets `key` to a UINT32, in place if present, else appended.
-void SetU32(Metadata* kv, std::string_view key, uint64_t value) {
-  auto it = std::find_if(kv->begin(), kv->end(), [&](const auto& e) { return e.first == key; });
-  MetaValue v = MetaValue::Uint(ValueType::kUint32, value);
-  if (it == kv->end()) kv->emplace_back(std::string(key), std::move(v));
-  else it->second = std::move(v);
-}
-
-// The llama_ftype of the type holding most matrix weights (1-D tensors stay
-// float, as llama-quantize keeps them; -1 where llama.h has no name for
-// it, nullopt without matrices), and whether any tensor is quantized.
-struct GgufMix {
-  std::optional<int> ftype;
-  bool quantized = false;
-};
-
-GgufMix MixOf(const Inputs& in, const std::vector<const io::GgmlType*>& types) {
-  std::map<int, uint64_t> weights_by_type;
-  GgufMix mix;
-  for (size_t i = 0; i < in.tensors().size(); ++i) {
-    const auto& t = in.tensors()[i];
-    if (t.shape.size() >= 2) weights_by_type[types[i]->id] += t.element_count();
-    mix.quantized |= types[i]->block_size > 1;
-  }
-  if (weights_by_type.empty()) return mix;
-  auto most = std::max_element(weights_by_type.begin(), weights_by_type.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; });
-  mix.ftype = LlamaFileType(most->first);
-  return mix;
-}
-
-// Whether a plain export (no codec rules) must still rewrite the file
-// type: a .bolt made by a recipe convert exports its new mix, and the
-// general.file_type of the GGUF it came from (F16, say) would misname it.
-// Where the key agrees, is absent, or the mix has no llama_ftype name (a
-// llama-quantize Q4_K_M keeps its 15), the source's keys stay: a round trip
-// keeps every byte.
-bool FileTypeMisnamed(const Metadata& kv, const GgufMix& mix) {
-  if (!mix.ftype || *mix.ftype < 0) return false;
-  auto it = std::find_if(kv.begin(), kv.end(), [](const auto& e) { return e.first == "general.file_type"; });
-  if (it == kv.end()) return false;
-  return it->second.type != ValueType::kUint32 || it->second.u != static_cast<uint64_t>(*mix.ftype);
-}
-
-// A re-encoded model is no longer the source's file type: as llama-quantize
-// does, the export writes general.file_type naming the type of most matrix
-// weights, and general.quantization_version 2 when quantized tensors are
-// present. The file type goes when llama.h has no name for it, so
-// llama.cpp guesses it instead of printing a wrong one.
-void UpdateGgufFileType(const GgufMix& mix, Metadata* kv) {
-  if (!mix.ftype) return;
-  if (mix.quantized) SetU32(kv, "general.quantization_version", 2);  // GGML_QNT_VERSION
-  if (*mix.ftype >= 0) {
-    SetU32(kv, "general.file_type", static_cast<uint64_t>(*mix.ftype));
-  } else {
-    kv->erase(std::remove_if(kv->begin(), kv->end(), [](const auto& e) { return e.first == "general.file_type"; }),
-              kv->end());
-  }
-}
-
 absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& args,
                            const io::Imatrix* imatrix, uint64_t split_max_bytes) {
   bool split_output = split_max_bytes > 0 || args.split_max_tensors > 0;
@@ -458,8 +384,11 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
       decls.push_back(io::GgufTensorDecl{io::Nvfp4ScaleTensorName(t.name), scale_ne, 0});
     }
   }
-  const GgufMix mix = MixOf(in, types);
-  if (plan.any() || FileTypeMisnamed(kv, mix)) UpdateGgufFileType(mix, &kv);
+  // A re-encoded model is no longer the source's file type; nor is a .bolt
+  // a recipe convert re-encoded, exported plainly (its keys name the GGUF
+  // it came from): both get the keys llama-quantize writes.
+  const GgufMix mix = MixOf(decls);
+  if (plan.any() || FileTypeMisnamed(kv, mix)) SetGgufFileType(mix, &kv);
   // The count written: two-level nvfp4 weights add their ".scale" tensors.
   const size_t tensors_out = decls.size();
   in.ReleaseHeaders();  // the declarations hold the names now
