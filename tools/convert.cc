@@ -336,7 +336,7 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
 }
 
 absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& args,
-                           const io::Imatrix* imatrix, uint64_t split_max_bytes) {
+                           const io::Imatrix* imatrix, uint64_t split_max_bytes, size_t* tensors_written) {
   bool split_output = split_max_bytes > 0 || args.split_max_tensors > 0;
   std::vector<std::string> notes;
   AdaptNvfp4PlanForGguf(in, &plan, &notes);
@@ -390,7 +390,7 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
   const GgufMix mix = MixOf(decls);
   if (plan.any() || FileTypeMisnamed(kv, mix)) SetGgufFileType(mix, &kv);
   // The count written: two-level nvfp4 weights add their ".scale" tensors.
-  const size_t tensors_out = decls.size();
+  *tensors_written = decls.size();
   in.ReleaseHeaders();  // the declarations hold the names now
   io::GgufWriterOptions options;
   options.version = version;
@@ -428,11 +428,7 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
     Done(in, t, progress, InputBytes(t));
   }
   progress.Finish();
-  if (!split) {
-    BP_RETURN_IF_ERROR(writer->Finish());
-    std::fprintf(stderr, "wrote %s (%zu tensors)\n", args.output.c_str(), tensors_out);
-    return absl::OkStatus();
-  }
+  if (!split) return writer->Finish();
   BP_RETURN_IF_ERROR(split->Finish());
   for (size_t k = 0; k < split->paths().size(); ++k) {
     std::fprintf(stderr, "wrote %s (%zu tensors)\n", split->paths()[k].c_str(), split->tensor_counts()[k]);
@@ -554,7 +550,10 @@ absl::StatusOr<PreparedConvert> PrepareConvert(const ConvertArgs& args) {
 }
 
 absl::Status ConvertInputs(const Inputs& in, const ConvertArgs& args, const PreparedConvert& prepared,
-                           std::vector<ConvertNote>* notes) {
+                           std::vector<ConvertNote>* notes, size_t* tensors_written) {
+  size_t written = in.tensors().size();
+  if (tensors_written == nullptr) tensors_written = &written;
+  *tensors_written = written;
   BP_RETURN_IF_ERROR(CheckImportable(in));
   const std::string& ext = prepared.ext;
   BP_RETURN_IF_ERROR(CheckView(args, ext, in));
@@ -568,7 +567,9 @@ absl::Status ConvertInputs(const Inputs& in, const ConvertArgs& args, const Prep
   BP_RETURN_IF_ERROR(ResolveElastic(args, ext, in, plan, &carried, &elastic, notes));
   const io::Imatrix* imatrix = prepared.imatrix.get();
   if (ext == ".bolt") return ConvertToBolt(in, plan, resolved, imatrix, elastic.get(), carried ? &*carried : nullptr);
-  if (ext == ".gguf") return ConvertToGguf(in, std::move(plan), resolved, imatrix, prepared.split_max_bytes);
+  if (ext == ".gguf") {
+    return ConvertToGguf(in, std::move(plan), resolved, imatrix, prepared.split_max_bytes, tensors_written);
+  }
   return ConvertToSafetensors(in, plan, resolved);
 }
 
@@ -580,14 +581,15 @@ int RunConvert(const ConvertArgs& args) {
   auto in = Inputs::Open(args.inputs, bolt_options);
   if (!in.ok()) return Report(in.status());
   std::vector<ConvertNote> notes;
-  absl::Status st = ConvertInputs(**in, args, *prepared, &notes);
+  size_t written = 0;
+  absl::Status st = ConvertInputs(**in, args, *prepared, &notes, &written);
   // Notes first: a warning about fallbacks explains a failure after it.
   for (const auto& note : notes) {
     std::fprintf(stderr, "bolt-pack: %s: %s\n", note.warning ? "warning" : "note", note.text.c_str());
   }
   if (!st.ok()) return Report(st);
-  if (prepared->ext != ".gguf") {  // a GGUF output counted what it wrote (its files, when split)
-    std::fprintf(stderr, "wrote %s (%zu tensors)\n", args.output.c_str(), (*in)->tensors().size());
+  if (prepared->split_max_bytes == 0 && args.split_max_tensors == 0) {  // a split output listed its files
+    std::fprintf(stderr, "wrote %s (%zu tensors)\n", args.output.c_str(), written);
   }
   return 0;
 }
