@@ -642,6 +642,26 @@ TEST(LlamaCheckNemotronH, BrokenVariantsAreErrors) {
   }
 }
 
+// head_count_kv 0 marks a layer without attention in the hybrid
+// architectures; for one without rules here (granitehybrid) it is no error,
+// for llama it is.
+TEST(LlamaCheckNemotronH, KvHeadsZeroIsAnErrorOnlyWhereEveryLayerAttends) {
+  std::string dir = MakeTempDir();
+  Model m = TinyLlama();
+  *m.Find("llama.attention.head_count_kv") = Int32Array({2, 0});
+  auto r = Check(Write(m, dir + "/llama.gguf"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Has(r, "layer 1: head_count 4 is not a multiple of head_count_kv 0")) << r.output;
+  Model g;
+  for (auto& [k, v] : m.kv) {
+    g.kv.emplace_back(k.rfind("llama.", 0) == 0 ? "granitehybrid." + k.substr(6) : k, v);
+  }
+  *g.Find("general.architecture") = MetaValue::String("granitehybrid");
+  g.tensors = m.tensors;
+  auto u = Check(Write(g, dir + "/granite.gguf"));
+  EXPECT_FALSE(Has(u, "head_count_kv")) << u.output;
+}
+
 // A layer 0 with heads is all llama.cpp needs: per-layer head counts with a
 // nonzero first element load.
 TEST(LlamaCheckNemotronH, PerLayerHeadCountsWithHeadsOnLayerZeroPass) {

@@ -339,7 +339,7 @@ class Checker {
     }
     const bool any_used =
         std::any_of(n_expert_used_.begin(), n_expert_used_.end(), [](uint64_t n) { return n > 0; });
-    if (ne > 0 && !any_used) {
+    if (ne > 0 && !any_used && n_layer_) {  // without block_count: reported
       Error(K("expert_used_count"), "", StrCat("is missing or 0 while expert_count is ", ne, " (llama.cpp aborts)"));
     }
   }
@@ -378,12 +378,15 @@ class Checker {
   }
 
   // Each layer's head_count a multiple of its head_count_kv. head_count_kv
-  // 0 means no attention: in nemotron_h that is how the Mamba-2 and MoE
-  // layers are marked (n_gqa is 0 there); elsewhere heads need KV heads.
+  // 0 means no attention (n_gqa is 0 there): in nemotron_h that is how the
+  // Mamba-2 and MoE layers are marked, and other hybrid architectures
+  // without rules here (granitehybrid, jamba, ...) do the same; in the
+  // attention-only architectures listed, heads need KV heads.
   void CheckHeadRatios() {
+    const bool kv_zero_ok = spec_ == nullptr || nemotron_;
     for (size_t i = 0; i < n_head_.size() && i < n_head_kv_.size(); ++i) {
       const uint64_t h = n_head_[i], kv = n_head_kv_[i];
-      if (kv == 0 ? (h != 0 && !nemotron_) : h % kv != 0) {
+      if (kv == 0 ? (h != 0 && !kv_zero_ok) : h % kv != 0) {
         Error(K("attention.head_count_kv"), "", StrCat("layer ", i, ": head_count ", h,
                                                        " is not a multiple of head_count_kv ", kv));
         return;
