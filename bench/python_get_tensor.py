@@ -90,18 +90,49 @@ def safetensors_all(path, device=None):
     return load
 
 
-def boltpack_all(path, threads, framework="pt", device=None, check=True, open_device="cpu"):
+def boltpack_all(path, threads, framework="pt", device=None, check=True, open_device="cpu", keep=True):
+    """keep=False drops each tensor before the next: its pooled buffer is
+    reused, so the time is the decode's alone, without fresh pages."""
+
     def load():
         kept = {}  # every tensor stays alive, as a model's state dict does
+        n = 0
         with boltpack.safe_open(path, framework=framework, device=open_device, threads=threads, check=check) as f:
             for k in f.keys():
                 t = f.get_tensor(k)
-                kept[k] = t.to(device) if device else t
+                if keep:
+                    kept[k] = t.to(device) if device else t
+                else:
+                    n += t.numel() if framework == "pt" else t.size
+                    del t
         if device or open_device != "cpu":
             torch.cuda.synchronize()
-        return sum(t.numel() if framework == "pt" else t.size for t in kept.values())
+        return n + sum(t.numel() if framework == "pt" else t.size for t in kept.values())
 
     return load
+
+
+def first_touch(nbytes):
+    """What fresh memory costs one core: the kernel zeroes every page as it
+    is first written (the cost any loader that does not map the file pays)."""
+
+    def load():
+        a = np.empty(nbytes, dtype=np.uint8)
+        a[::4096] = 1  # one write per 4 KiB page faults it in
+        return nbytes // 2
+
+    return load
+
+
+def thp_settings():
+    out = []
+    for name in ("enabled", "defrag"):
+        try:
+            with open(f"/sys/kernel/mm/transparent_hugepage/{name}") as f:
+                out.append(f"{name}: {f.read().strip()}")
+        except OSError:
+            out.append(f"{name}: n/a")
+    return "; ".join(out)
 
 
 def slice_rows(path, fraction, opener):
@@ -150,6 +181,7 @@ def main():
     sizes = {p: os.path.getsize(p) for p in (st, raw, huff)}
     print(f"model: {nbytes / 2**30:.2f} GiB of bf16; files: safetensors {sizes[st] / 2**30:.3f} GiB, "
           f"raw .bolt {sizes[raw] / 2**30:.3f} GiB, bf16-huffman .bolt {sizes[huff] / 2**30:.3f} GiB")
+    print(f"transparent huge pages: {thp_settings()}")
     t = args.threads
     rows = [("safetensors safe_open(pt) + get_tensor (maps; reads and checks nothing)", st, safetensors_all(st)),
             ("boltpack raw, np, check=False: zero-copy views (map; read nothing)", raw,
@@ -158,7 +190,10 @@ def main():
             ("boltpack raw, pt, check=False: copy-on-write tensors (map; read nothing)", raw,
              boltpack_all(raw, t, check=False)),
             ("boltpack raw, pt: checked copy-on-write tensors", raw, boltpack_all(raw, t)),
+            ("first write to fresh memory of the model's size (page faults, zeroing)", st, first_touch(nbytes)),
             (f"boltpack bf16-huffman, pt (threads={t})", huff, boltpack_all(huff, t)),
+            (f"boltpack bf16-huffman, pt (threads={t}), each tensor dropped: decode alone", huff,
+             boltpack_all(huff, t, keep=False)),
             ("boltpack bf16-huffman, pt (threads=all)", huff, boltpack_all(huff, 0))]
     if torch.cuda.is_available():  # what an engine does next: every byte to the GPU
         rows += [("safetensors + .to(cuda)", st, safetensors_all(st, "cuda")),

@@ -1,6 +1,7 @@
 // What an engine reads of a tensor without decoding it: its elements in
 // place when the file stores them as they are (bp_tensor_elements, checked
-// against the checksum first), and its codec's parameters
+// against the checksum first), a stream's stored bytes checked the same way
+// (bp_stream_data_checked: what a GPU upload copies), and its codec's parameters
 // (bp_tensor_codec_params), which a kernel that takes stored blocks
 // directly needs beside them (nvfp4's tensor_scale, ...), and where a
 // stream lies in its file (bp_stream_location), for a caller that maps it.
@@ -29,6 +30,31 @@ bool StoredAsElements(const boltpack::TensorInfo& t) {
 }
 
 }  // namespace
+
+bp_status bp_stream_data_checked(const bp_reader* r, size_t tensor, size_t stream, const void** data,
+                                 uint64_t* size) {
+  return Guard(r, "bp_stream_data_checked", [&]() -> bp_status {
+    if (r == nullptr) return NullArg(r, "bp_stream_data_checked", "reader");
+    if (data == nullptr) return NullArg(r, "bp_stream_data_checked", "data");
+    if (size == nullptr) return NullArg(r, "bp_stream_data_checked", "size");
+    *data = nullptr;
+    *size = 0;
+    if (bp_status st = CheckStream(r, tensor, stream); st != BP_OK) return st;
+    const boltpack::TensorInfo& t = r->Described(tensor);
+    if (t.streams[stream].compression != boltpack::Compression::kNone) {
+      return Fail(r, BP_ERR_UNSUPPORTED,
+                  StrCat(TensorWhere(r, tensor), ": stream ", stream, " is compressed (decode the tensor)"));
+    }
+    auto span = r->reader->StoredStream(tensor, stream);
+    if (!span.ok()) return Fail(r, span.status());
+    if (r->bolt != nullptr && r->verify_checksums) {
+      if (absl::Status s = r->bolt->VerifyStream(tensor, stream); !s.ok()) return Fail(r, s);
+    }
+    *data = span->data();
+    *size = span->size();
+    return BP_OK;
+  });
+}
 
 bp_status bp_tensor_elements(const bp_reader* r, size_t tensor, const void** data, uint64_t* size) {
   return Guard(r, "bp_tensor_elements", [&]() -> bp_status {

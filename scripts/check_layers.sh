@@ -3,8 +3,10 @@
 # or sideways in the library's layers (issue 16), each folder depending only
 # on those below it:
 #
-#   common  <-  codecs  <-  format  <-  io  <-  tools, capi
+#   common  <-  codecs  <-  format  <-  io  <-  tools, capi  <-  gpu
 #
+# gpu/ (the CUDA library, issue 18) sits on the C API alone (boltpack.h) and
+# the codecs' constant tables; boltpack/cuda.h is its public header.
 # tools and capi are peers: neither includes the other. The public headers
 # (include/boltpack/) belong to the layer of what they declare (the table
 # below); the generated manifest schema (boltpack_proto/) to format. Tests,
@@ -26,6 +28,7 @@ awk -v allow_file="scripts/layers.allow" '
     if (h ~ /^boltpack\/(codec|codec_registry|kv_split)\.h$/) return 1
     if (h ~ /^boltpack\/(reader|writer|elastic|budget_view|tensor_list|boltpack_cxx)\.h$/) return 2
     if (h ~ /^boltpack\/(boltpack\.h|boltpack\.hpp)$/) return 4
+    if (h == "boltpack/cuda.h") return 5
     return -1
   }
   # The layer of an included path ("format/reader_impl.h", "boltpack/codec.h").
@@ -42,7 +45,7 @@ awk -v allow_file="scripts/layers.allow" '
     return top
   }
   BEGIN {
-    RANK["common"] = 0; RANK["codecs"] = 1; RANK["format"] = 2; RANK["io"] = 3; RANK["tools"] = 4; RANK["capi"] = 4
+    RANK["common"] = 0; RANK["codecs"] = 1; RANK["format"] = 2; RANK["io"] = 3; RANK["tools"] = 4; RANK["capi"] = 4; RANK["gpu"] = 5
     while ((getline line < allow_file) > 0) {
       if (line ~ /^[ \t]*(#|$)/) continue
       ALLOWED[line] = 1
@@ -77,4 +80,4 @@ awk -v allow_file="scripts/layers.allow" '
     printf "check_layers: %d upward or sideways includes outside scripts/layers.allow, %d allowed\n", bad + 0, n
     exit bad > 0
   }
-' $(git ls-files 'common/*' 'codecs/*' 'format/*' 'io/*' 'tools/*' 'capi/*' 'include/*' | grep -E '\.(h|hpp|cc|c)$')
+' $(git ls-files 'common/*' 'codecs/*' 'format/*' 'io/*' 'tools/*' 'capi/*' 'include/*' 'gpu/*' | grep -E '\.(h|hpp|cc|c|cu|cuh)$')

@@ -29,7 +29,7 @@ import os
 import re
 import sys
 
-SOURCE_SUFFIXES = (".cc", ".h", ".c", ".cpp", ".hpp")
+SOURCE_SUFFIXES = (".cc", ".h", ".c", ".cpp", ".hpp", ".cu", ".cuh")
 SCOPE_KEYWORDS = re.compile(r"^(?:template\s*<.*>\s*)?(?:namespace|class|struct|union|enum)\b|^extern$",
                             re.S)
 ACCESS_LABEL = re.compile(r"\b(?:public|private|protected)\s*:(?!:)")

@@ -40,6 +40,20 @@ echo "== installed package: examples built against it, libboltpack_read alone (s
 "$ROOT/build-test/gcc/bolt-pack" convert "$ROOT/testdata/tinystories-656k/model.safetensors" -o "$B/example.bolt"
 "$ROOT/scripts/test_installed_package.sh" "$B/gcc" "$B/example.bolt"
 
+echo "== gpu/ (libboltpack_cuda) compiles against libboltpack_read, and its device check's inputs are made"
+# No GPU here: the kernels run on the device machine (docs/gpu.md). The
+# CUDA toolkit is not a Debian package this project installs, so the step
+# is skipped where there is none.
+NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+if [ -x "$NVCC" ]; then
+  cmake -S "$ROOT/gpu" -B "$B/gpu" -G Ninja -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DBOLTPACK_READ_LIBRARY="$B/gcc/libboltpack_read.so" >"$B/gpu.cmake.log"
+  ninja -C "$B/gpu"
+  /usr/bin/python3 "$ROOT/gpu/tests/make_inputs.py" "$B/gcc/bolt-pack" "$B/gpuin"
+else
+  echo "no nvcc: skipped"
+fi
+
 echo "== llama.cpp (node-llama-cpp from npm, CPU) runs the GGUF files bolt-pack writes"
 "$ROOT/scripts/llama_cpp_check.sh" "$B/gcc/bolt-pack" "$B/llama_cpp"
 

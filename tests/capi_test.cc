@@ -291,6 +291,10 @@ TEST_F(CApiTest, ListsTensors) {
   const void* again = nullptr;
   ASSERT_EQ(bp_stream_data(r_, w, 0, &again, &size), BP_OK);
   EXPECT_EQ(again, data);
+  // Checked, the same mapping once the checksum holds.
+  ASSERT_EQ(bp_stream_data_checked(r_, w, 0, &again, &size), BP_OK) << bp_last_error(r_);
+  EXPECT_EQ(again, data);
+  EXPECT_EQ(size, 48u);
 
   size_t i = 0;
   EXPECT_EQ(bp_find_tensor(r_, "nope", &i), BP_ERR_NOT_FOUND);
@@ -489,11 +493,18 @@ TEST_F(CApiTest, ChecksumMismatchIsNotStructuralCorruption) {
   std::vector<float> out(12);
   EXPECT_EQ(bp_decode(r, Tensor("layer.weight"), BP_OUT_F32, out.data(), 48, 1), BP_ERR_CHECKSUM);
   EXPECT_CONTAINS(std::string(bp_last_error(r)), "checksum mismatch");
+  // The stored bytes a GPU upload takes are checked the same way.
+  const void* data = &out;
+  uint64_t size = 1;
+  EXPECT_EQ(bp_stream_data_checked(r, Tensor("layer.weight"), 0, &data, &size), BP_ERR_CHECKSUM);
+  EXPECT_EQ(data, nullptr);
+  EXPECT_EQ(size, 0u);
   bp_close(r);
   std::string flipped = dir_ + "/flipped-" + std::to_string(stream_at) + ".bolt";
   ASSERT_EQ(bp_open_flags(flipped.c_str(), nullptr, BP_OPEN_NO_VERIFY, &r), BP_OK);
   EXPECT_EQ(bp_decode(r, Tensor("layer.weight"), BP_OUT_F32, out.data(), 48, 1), BP_OK) << bp_last_error(r);
   EXPECT_NE(out, fixture_.weight);
+  EXPECT_EQ(bp_stream_data_checked(r, Tensor("layer.weight"), 0, &data, &size), BP_OK) << bp_last_error(r);
   bp_close(r);
   // A truncated file (its footer magic cut) is structurally broken.
   std::vector<uint8_t> cut(good.begin(), good.end() - 1);

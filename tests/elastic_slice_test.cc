@@ -16,6 +16,8 @@
 
 #include "boltpack/budget_view.h"
 #include "boltpack/reader.h"
+#include "codecs/nvfp4/nvfp4_codec.h"
+#include "common/str_cat.h"
 #include "gtest/gtest.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
@@ -717,6 +719,80 @@ TEST(ElasticCli, SliceRefusesToCopyAnInvalidRecord) {
   EXPECT_NE(s.output.find(dir + "/bad.bolt: not a valid \"f32\" record, not copied: "), std::string::npos) << s.output;
   EXPECT_NE(s.output.find("token_embd.weight"), std::string::npos) << s.output;
   EXPECT_FALSE(std::filesystem::exists(dir + "/s.bolt"));
+}
+
+// Issue 21 item 4: a GGUF slice keeps two-level nvfp4 as the export writes
+// it, NVFP4 blocks plus ".scale" ({kept experts} beside *_exps), repacked
+// losslessly from the kept cells; only a cut ggml's 64-wide NVFP4 blocks
+// cannot hold (an expert width of 32) is decoded to the dtype. The parent's
+// general.file_type (ALL_F32 here, F16 for a real source) becomes the
+// slice's mix, MOSTLY_NVFP4, with quantization_version 2 (item 6).
+TEST(ElasticCli, GgufSliceKeepsTwoLevelNvfp4AsNvfp4) {
+  std::string dir = MakeTempDir();
+  WriteModel(dir + "/plain.gguf");
+  {  // the same model with the file type llama.cpp's converter writes
+    auto src = io::GgufModel::Open(dir + "/plain.gguf");
+    ASSERT_TRUE(src.ok()) << src.status();
+    Metadata kv = (*src)->metadata();
+    kv.emplace_back("general.file_type", MetaValue::Uint(ValueType::kUint32, 0));
+    std::vector<io::GgufTensorDecl> decls;
+    for (const auto& t : (*src)->tensors()) decls.push_back({std::string(t.name), t.ne, t.type->id});
+    auto w = io::GgufWriter::Create(dir + "/m.gguf", kv, decls);
+    ASSERT_TRUE(w.ok()) << w.status();
+    for (size_t i = 0; i < decls.size(); ++i) ASSERT_TRUE((*w)->WriteNext((*src)->TensorBytes(i)).ok());
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  WriteText(dir + "/e.json", ElasticJson());
+  auto c = RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json", "--codec",
+                   "*_exps.weight=nvfp4"});
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  for (const char* ext : {".gguf", ".bolt"}) {
+    auto s = RunCli({"slice", dir + "/e.bolt", "--budget", "big", "-o", dir + "/big" + ext});
+    ASSERT_EQ(s.exit_code, 0) << s.output;
+  }
+  auto g = io::GgufModel::Open(dir + "/big.gguf");
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto b = Reader::Open(dir + "/big.bolt");
+  ASSERT_TRUE(b.ok()) << b.status();
+  size_t nvfp4 = 0;
+  for (size_t i = 0; i < (*g)->tensors().size(); ++i) {
+    const auto& t = (*g)->tensors()[i];
+    if (t.name.find("_exps.weight") == std::string_view::npos) continue;
+    SCOPED_TRACE(std::string(t.name));
+    if (t.ne[0] % 64 != 0) {
+      EXPECT_EQ(t.type->id, 0);  // F32, decoded
+      continue;
+    }
+    ASSERT_EQ(t.type->id, 40);  // GGML_TYPE_NVFP4
+    ++nvfp4;
+    auto idx = (*b)->FindTensor(std::string(t.name));
+    ASSERT_TRUE(idx.has_value());
+    auto v = (*b)->StoredStream(*idx, 0), sc = (*b)->StoredStream(*idx, 1);
+    ASSERT_TRUE(v.ok() && sc.ok());
+    auto want = Nvfp4ToGgml((*b)->tensors()[*idx], *v, *sc);
+    ASSERT_TRUE(want.ok()) << want.status();
+    auto got = (*g)->TensorBytes(i);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), want->blocks.begin(), want->blocks.end()));
+    const std::string base(t.name.substr(0, t.name.size() - 7));
+    auto s = (*g)->FindTensor(base + ".scale");
+    ASSERT_TRUE(s.has_value());
+    const auto& st = (*g)->tensors()[*s];
+    EXPECT_EQ(st.type->id, 0);
+    EXPECT_EQ(st.ne, std::vector<uint64_t>{t.ne[2]});  // one per kept expert
+    float first;
+    std::memcpy(&first, (*g)->TensorBytes(*s).data(), 4);
+    EXPECT_EQ(first, want->tensor_scale);
+  }
+  EXPECT_EQ(nvfp4, 5u);  // up_exps of 3 layers, down_exps of layers 0 and 1 (64 wide)
+  const MetaValue* ft = Find((*g)->metadata(), "general.file_type");
+  ASSERT_NE(ft, nullptr);
+  EXPECT_EQ(ft->u, 39u);  // LLAMA_FTYPE_MOSTLY_NVFP4
+  const MetaValue* qv = Find((*g)->metadata(), "general.quantization_version");
+  ASSERT_NE(qv, nullptr);
+  EXPECT_EQ(qv->u, 2u);
+  auto again = RunCli({"slice", dir + "/e.bolt", "--budget", "big", "-o", dir + "/again.gguf"});
+  EXPECT_NE(again.output.find(StrCat("(budget \"big\": ", (*g)->tensors().size(), " tensors")), std::string::npos)
+      << again.output;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "io/gguf.h"
 #include "io/json.h"
 #include "tests/test_util.h"
+#include "tools/llama_check.h"
 #include "common/str_cat.h"
 
 namespace boltpack {
@@ -166,9 +167,10 @@ TEST(LlamaCheck, WrongValueTypesAreErrors) {
 }
 
 // A sliced elastic model whose kept layers keep different expert counts has
-// per-layer arrays: llama.cpp takes them for feed_forward_length and the
-// head counts (get_key_or_arr) but reads expert_count, expert_used_count and
-// expert_feed_forward_length as one number (get_key) and refuses the file.
+// per-layer arrays: llama.cpp takes them for feed_forward_length, the head
+// counts and expert_used_count (get_key_or_arr) but reads expert_count and
+// (outside nemotron_h) expert_feed_forward_length as one number (get_key)
+// and refuses the file.
 TEST(LlamaCheck, PerLayerArraysOnlyWhereLlamaCppTakesThem) {
   auto per_layer = [](std::vector<uint64_t> v) {
     std::vector<MetaValue> e;
@@ -183,8 +185,7 @@ TEST(LlamaCheck, PerLayerArraysOnlyWhereLlamaCppTakesThem) {
     auto r = Check(Write(m, dir + "/ok.gguf"));
     EXPECT_EQ(r.exit_code, 0) << r.output;
   }
-  for (const char* key : {"llama.expert_count", "llama.expert_used_count", "llama.expert_feed_forward_length",
-                          "llama.expert_shared_count"}) {
+  for (const char* key : {"llama.expert_count", "llama.expert_feed_forward_length", "llama.expert_shared_count"}) {
     SCOPED_TRACE(key);
     Model m = TinyLlama();
     m.kv.emplace_back(key, per_layer({3, 4}));
@@ -423,6 +424,250 @@ TEST(LlamaCheck, ConvertKeepsOneDimensionalTensorsInFloatForQuantizingCodecs) {
   ASSERT_EQ(c.exit_code, 0) << c.output;
   EXPECT_TRUE(Has(c, "blk.0.attn_norm.weight: q8_0 -> kept as F32 (a 1-D tensor stays in float")) << c.output;
   auto r = Check(dir + "/q8.gguf");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A small nemotron_h_moe model with the keys and tensors llama.cpp's
+// converter writes (gguf-py; llama_model_nemotron_h::load_arch_tensors):
+// layers Mamba-2, MoE, Mamba-2, attention, Mamba-2, MoE; n_embd 64; Mamba-2
+// d_inner 128 in 4 heads and 2 groups, state 16, conv 4; 4 experts (top 2)
+// of width 32 plus a shared expert of 64; attention 4 heads (2 KV) of 16.
+// head_count_kv and feed_forward_length are per-layer and give the kinds.
+// `latent` routes the experts through a 32-wide latent projection.
+Model TinyNemotronHMoe(bool latent = false) {
+  Model m;
+  const std::string a = "nemotron_h_moe.";
+  auto u32 = [](uint64_t v) { return MetaValue::Uint(ValueType::kUint32, v); };
+  auto per_layer = [&](std::vector<uint64_t> v) {
+    std::vector<MetaValue> e;
+    for (uint64_t x : v) e.push_back(MetaValue::Int(ValueType::kInt32, static_cast<int64_t>(x)));
+    return MetaValue::Array(ValueType::kInt32, e);
+  };
+  std::vector<MetaValue> tokens;
+  for (int i = 0; i < 16; ++i) tokens.push_back(MetaValue::String("t" + std::to_string(i)));
+  m.kv = {{"general.architecture", MetaValue::String("nemotron_h_moe")},
+          {a + "context_length", u32(128)},
+          {a + "embedding_length", u32(64)},
+          {a + "block_count", u32(6)},
+          {a + "feed_forward_length", per_layer({0, 32, 0, 0, 0, 32})},
+          {a + "attention.head_count", u32(4)},
+          {a + "attention.head_count_kv", per_layer({0, 0, 0, 2, 0, 0})},
+          {a + "attention.layer_norm_rms_epsilon", MetaValue::Float32(1e-5f)},
+          {a + "attention.layer_norm_epsilon", MetaValue::Float32(1e-5f)},
+          {a + "ssm.conv_kernel", u32(4)},
+          {a + "ssm.inner_size", u32(128)},
+          {a + "ssm.state_size", u32(16)},
+          {a + "ssm.time_step_rank", u32(4)},
+          {a + "ssm.group_count", u32(2)},
+          {a + "expert_count", u32(4)},
+          {a + "expert_used_count", u32(2)},
+          {a + "expert_feed_forward_length", u32(32)},
+          {a + "expert_shared_feed_forward_length", u32(64)},
+          {"tokenizer.ggml.model", MetaValue::String("llama")},
+          {"tokenizer.ggml.tokens", MetaValue::Array(ValueType::kString, tokens)}};
+  const uint64_t moe = latent ? 32 : 64;  // the experts' input width
+  if (latent) m.kv.emplace_back(a + "moe_latent_size", u32(32));
+  m.tensors.push_back({"token_embd.weight", {64, 16}, kF32});
+  m.tensors.push_back({"output_norm.weight", {64}, kF32});
+  m.tensors.push_back({"output.weight", {64, 16}, kF32});
+  for (int i = 0; i < 6; ++i) {
+    std::string b = "blk." + std::to_string(i) + ".";
+    m.tensors.push_back({b + "attn_norm.weight", {64}, kF32});
+    if (i % 2 == 0) {  // Mamba-2: ssm_in {n_embd, 2*d_inner + 2*n_group*d_state + n_head}
+      m.tensors.push_back({b + "ssm_in.weight", {64, 2 * 128 + 2 * 2 * 16 + 4}, kF32});
+      m.tensors.push_back({b + "ssm_conv1d.weight", {4, 128 + 2 * 2 * 16}, kF32});
+      m.tensors.push_back({b + "ssm_conv1d.bias", {128 + 2 * 2 * 16}, kF32});
+      m.tensors.push_back({b + "ssm_dt.bias", {4}, kF32});
+      m.tensors.push_back({b + "ssm_a", {1, 4}, kF32});
+      m.tensors.push_back({b + "ssm_d", {1, 4}, kF32});
+      m.tensors.push_back({b + "ssm_norm.weight", {64, 2}, kF32});
+      m.tensors.push_back({b + "ssm_out.weight", {128, 64}, kF32});
+    } else if (i == 3) {
+      m.tensors.push_back({b + "attn_q.weight", {64, 64}, kF32});
+      m.tensors.push_back({b + "attn_k.weight", {64, 32}, kF32});
+      m.tensors.push_back({b + "attn_v.weight", {64, 32}, kF32});
+      m.tensors.push_back({b + "attn_output.weight", {64, 64}, kF32});
+    } else {
+      m.tensors.push_back({b + "ffn_gate_inp.weight", {64, 4}, kF32});
+      m.tensors.push_back({b + "ffn_exp_probs_b.bias", {4}, kF32});
+      if (latent) {
+        m.tensors.push_back({b + "ffn_latent_down.weight", {64, 32}, kF32});
+        m.tensors.push_back({b + "ffn_latent_up.weight", {32, 64}, kF32});
+      }
+      m.tensors.push_back({b + "ffn_up_exps.weight", {moe, 32, 4}, kF32});
+      m.tensors.push_back({b + "ffn_down_exps.weight", {32, moe, 4}, kF32});
+      m.tensors.push_back({b + "ffn_up_shexp.weight", {64, 64}, kF32});
+      m.tensors.push_back({b + "ffn_down_shexp.weight", {64, 64}, kF32});
+    }
+  }
+  return m;
+}
+
+// The dense nemotron_h variant: the MoE layers become ReLU^2 MLPs of 96.
+Model TinyNemotronH() {
+  Model m = TinyNemotronHMoe();
+  Model out;
+  for (auto& [k, v] : m.kv) {
+    std::string key = k;
+    if (key.rfind("nemotron_h_moe.", 0) == 0) key = "nemotron_h." + key.substr(15);
+    if (key.find(".expert_") != std::string::npos) continue;
+    out.kv.emplace_back(key, v);
+  }
+  *out.Find("general.architecture") = MetaValue::String("nemotron_h");
+  std::vector<MetaValue> ff;
+  for (uint64_t x : {0, 96, 0, 0, 0, 96}) ff.push_back(MetaValue::Int(ValueType::kInt32, static_cast<int64_t>(x)));
+  *out.Find("nemotron_h.feed_forward_length") = MetaValue::Array(ValueType::kInt32, ff);
+  for (auto& t : m.tensors) {
+    if (t.name.find("ffn_") != std::string::npos) continue;
+    out.tensors.push_back(t);
+  }
+  for (int i : {1, 5}) {
+    out.tensors.push_back({"blk." + std::to_string(i) + ".ffn_up.weight", {64, 96}, kF32});
+    out.tensors.push_back({"blk." + std::to_string(i) + ".ffn_down.weight", {96, 64}, kF32});
+  }
+  return out;
+}
+
+MetaValue Int32Array(std::vector<int64_t> v) {
+  std::vector<MetaValue> e;
+  for (int64_t x : v) e.push_back(MetaValue::Int(ValueType::kInt32, x));
+  return MetaValue::Array(ValueType::kInt32, e);
+}
+
+// The converter's layout: head_count_kv 0 on the Mamba-2 and MoE layers is
+// how llama.cpp tells the kinds apart, not a GQA ratio (issue 21 item 1).
+TEST(LlamaCheckNemotronH, ValidFilesOfEachVariantPass) {
+  std::string dir = MakeTempDir();
+  struct Case {
+    const char* name;
+    Model model;
+    const char* expect;
+  };
+  for (const auto& c : {Case{"moe", TinyNemotronHMoe(), "architecture \"nemotron_h_moe\", 49 tensors"},
+                        Case{"latent", TinyNemotronHMoe(true), "architecture \"nemotron_h_moe\", 53 tensors"},
+                        Case{"dense", TinyNemotronH(), "architecture \"nemotron_h\", 41 tensors"}}) {
+    SCOPED_TRACE(c.name);
+    auto r = Check(Write(c.model, dir + "/" + c.name + ".gguf"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(Has(r, StrCat("OK for llama.cpp (", c.expect, "; 0 errors, 0 warnings)"))) << r.output;
+  }
+}
+
+// The targeted llama.cpp reads expert_used_count (every architecture) and
+// expert_feed_forward_length (nemotron_h) with get_key_or_arr; expert_count
+// stays one number (issue 21 item 3).
+TEST(LlamaCheckNemotronH, PerLayerExpertKeysWhereTheLoaderTakesThem) {
+  std::string dir = MakeTempDir();
+  Model m = TinyNemotronHMoe();
+  *m.Find("nemotron_h_moe.expert_used_count") = Int32Array({0, 2, 0, 0, 0, 1});
+  *m.Find("nemotron_h_moe.expert_feed_forward_length") = Int32Array({0, 32, 0, 0, 0, 32});
+  auto ok = Check(Write(m, dir + "/ok.gguf"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_TRUE(tools::LlamaScalarKeysGivenAsArrays(m.kv).empty());
+
+  // The per-layer expert width is the one the layer's tensors must have.
+  m.Tensor("blk.5.ffn_up_exps.weight")->ne = {64, 16, 4};
+  m.Tensor("blk.5.ffn_down_exps.weight")->ne = {16, 64, 4};
+  auto narrow = Check(Write(m, dir + "/narrow.gguf"));
+  EXPECT_EQ(narrow.exit_code, 1) << narrow.output;
+  EXPECT_TRUE(Has(narrow, "tensor \"blk.5.ffn_up_exps.weight\": shape [4, 16, 64] (GGUF ne [64, 16, 4]) but "
+                          "llama.cpp expects ne [n_embd=64, n_ff_exp=32, n_expert=4]")) << narrow.output;
+  *m.Find("nemotron_h_moe.expert_feed_forward_length") = Int32Array({0, 32, 0, 0, 0, 16});
+  EXPECT_EQ(Check(Write(m, dir + "/narrow2.gguf")).exit_code, 0);
+
+  Model e = TinyNemotronHMoe();
+  *e.Find("nemotron_h_moe.expert_count") = Int32Array({0, 4, 0, 0, 0, 4});
+  auto r = Check(Write(e, dir + "/count.gguf"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Has(r, "error: key \"nemotron_h_moe.expert_count\": is an array of 6 int32")) << r.output;
+  EXPECT_EQ(tools::LlamaScalarKeysGivenAsArrays(e.kv), std::vector<std::string>{"nemotron_h_moe.expert_count"});
+
+  // llama reads expert_used_count per layer too.
+  Model l = TinyLlama();
+  l.kv.emplace_back("llama.expert_used_count", Int32Array({2, 2}));
+  EXPECT_TRUE(tools::LlamaScalarKeysGivenAsArrays(l.kv).empty());
+}
+
+// Files llama.cpp refuses or aborts on (issue 21 item 2), each named.
+TEST(LlamaCheckNemotronH, BrokenVariantsAreErrors) {
+  struct Case {
+    const char* name;
+    std::function<void(Model&)> edit;
+    std::string expect;
+  };
+  const std::string a = "nemotron_h_moe.";
+  std::vector<Case> cases = {
+      {"head_count per layer, 0 on layer 0",
+       [&](Model& m) { *m.Find(a + "attention.head_count") = Int32Array({0, 0, 0, 4, 0, 0}); },
+       "error: key \"nemotron_h_moe.attention.head_count\": layer 0 has 0 heads while later layers have heads"},
+      {"no layer_norm_epsilon", [&](Model& m) { m.Erase(a + "attention.layer_norm_epsilon"); },
+       "error: key \"nemotron_h_moe.attention.layer_norm_epsilon\": missing"},
+      {"no rms epsilon", [&](Model& m) { m.Erase(a + "attention.layer_norm_rms_epsilon"); },
+       "error: key \"nemotron_h_moe.attention.layer_norm_rms_epsilon\": missing"},
+      {"no ssm.group_count", [&](Model& m) { m.Erase(a + "ssm.group_count"); },
+       "error: key \"nemotron_h_moe.ssm.group_count\": missing"},
+      {"ungrouped ssm_norm", [&](Model& m) { m.Tensor("blk.2.ssm_norm.weight")->ne = {128, 1}; },
+       "tensor \"blk.2.ssm_norm.weight\": shape [1, 128] (GGUF ne [128, 1]) but llama.cpp expects ne "
+       "[d_inner/n_group=64, n_group=2]"},
+      {"ssm_in of another inner size", [&](Model& m) { m.Tensor("blk.0.ssm_in.weight")->ne = {64, 196}; },
+       "tensor \"blk.0.ssm_in.weight\": shape [196, 64] (GGUF ne [64, 196]) but llama.cpp expects ne [n_embd=64, "
+       "2*d_inner+2*n_group*d_state+n_ssm_head=324]"},
+      {"attention K of 4 heads", [&](Model& m) { m.Tensor("blk.3.attn_k.weight")->ne = {64, 64}; },
+       "tensor \"blk.3.attn_k.weight\": shape [64, 64] (GGUF ne [64, 64]) but llama.cpp expects ne [n_embd=64, "
+       "n_embd_head_k*n_head_kv=32]"},
+      {"shared expert width", [&](Model& m) { m.Tensor("blk.1.ffn_up_shexp.weight")->ne = {64, 32}; },
+       "tensor \"blk.1.ffn_up_shexp.weight\": shape [32, 64] (GGUF ne [64, 32]) but llama.cpp expects ne "
+       "[n_embd=64, n_ff_shexp=64]"},
+      {"no router bias",
+       [](Model& m) { std::erase_if(m.tensors, [](const auto& t) { return t.name == "blk.5.ffn_exp_probs_b.bias"; }); },
+       "error: tensor \"blk.5.ffn_exp_probs_b.bias\": missing (llama.cpp: \"missing tensor\")"},
+      {"attention tensor in a Mamba-2 block",
+       [](Model& m) { m.tensors.push_back({"blk.0.attn_q.weight", {64, 64}, kF32}); },
+       "error: tensor \"blk.0.attn_q.weight\": is not a tensor llama.cpp's \"nemotron_h_moe\" architecture creates "
+       "in blk.0, a Mamba-2 layer (head_count_kv 0, feed_forward_length 0)"},
+      {"a gate for the experts",
+       [](Model& m) { m.tensors.push_back({"blk.1.ffn_gate_exps.weight", {64, 32, 4}, kF32}); },
+       "is not a tensor llama.cpp's \"nemotron_h_moe\" architecture creates in blk.1, a MoE layer"},
+      {"attention layer without heads", [&](Model& m) { *m.Find(a + "attention.head_count") = Int32Array({4, 4, 4, 0, 4, 4}); },
+       "layer 3 is an attention layer (head_count_kv 2, feed_forward_length 0) with head_count 0"},
+  };
+  std::string dir = MakeTempDir();
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    Model m = TinyNemotronHMoe();
+    c.edit(m);
+    auto r = Check(Write(m, dir + "/t.gguf"));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(Has(r, c.expect)) << r.output;
+  }
+}
+
+// head_count_kv 0 marks a layer without attention in the hybrid
+// architectures; for one without rules here (granitehybrid) it is no error,
+// for llama it is.
+TEST(LlamaCheckNemotronH, KvHeadsZeroIsAnErrorOnlyWhereEveryLayerAttends) {
+  std::string dir = MakeTempDir();
+  Model m = TinyLlama();
+  *m.Find("llama.attention.head_count_kv") = Int32Array({2, 0});
+  auto r = Check(Write(m, dir + "/llama.gguf"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(Has(r, "layer 1: head_count 4 is not a multiple of head_count_kv 0")) << r.output;
+  Model g;
+  for (auto& [k, v] : m.kv) {
+    g.kv.emplace_back(k.rfind("llama.", 0) == 0 ? "granitehybrid." + k.substr(6) : k, v);
+  }
+  *g.Find("general.architecture") = MetaValue::String("granitehybrid");
+  g.tensors = m.tensors;
+  auto u = Check(Write(g, dir + "/granite.gguf"));
+  EXPECT_FALSE(Has(u, "head_count_kv")) << u.output;
+}
+
+// A layer 0 with heads is all llama.cpp needs: per-layer head counts with a
+// nonzero first element load.
+TEST(LlamaCheckNemotronH, PerLayerHeadCountsWithHeadsOnLayerZeroPass) {
+  Model m = TinyNemotronHMoe();
+  *m.Find("nemotron_h_moe.attention.head_count") = Int32Array({4, 0, 0, 4, 0, 0});
+  auto r = Check(Write(m, MakeTempDir() + "/t.gguf"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 

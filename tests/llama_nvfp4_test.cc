@@ -6,8 +6,10 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "common/str_cat.h"
 #include "gtest/gtest.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
@@ -282,6 +284,41 @@ TEST(LlamaNvfp4, ExpertWeightsGetOneScalePerExpert) {
   std::memcpy(&b, bytes.data() + 4, 4);
   EXPECT_EQ(a, b);
   EXPECT_GT(a, 0.0f);
+}
+
+// Issue 21 item 6: a recipe convert to .bolt, then a plain export to GGUF
+// (no codec rules), names the mix it writes, not the F16 source's file
+// type; adds general.quantization_version; and counts the tensors it wrote,
+// ".scale" tensors included. A plain round trip of the GGUF keeps its keys.
+TEST(LlamaNvfp4, PlainExportOfARecodedBoltNamesItsMix) {
+  const std::string dir = MakeTempDir();
+  for (const auto& [codec, ftype, count] :
+       std::vector<std::tuple<std::string, uint64_t, size_t>>{{"q8_0", 7, 20}, {"nvfp4", 39, 34}}) {
+    SCOPED_TRACE(codec);
+    auto r = RunCli({"convert", F16Model(), "-o", dir + "/" + codec + ".bolt", "--codec", "*.weight=" + codec});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string out = dir + "/" + codec + ".gguf";
+    r = RunCli({"convert", dir + "/" + codec + ".bolt", "-o", out});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(Has(r, StrCat("wrote ", out, " (", count, " tensors)"))) << r.output;
+    auto g = io::GgufModel::Open(out);
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_EQ((*g)->tensors().size(), count);
+    const MetaValue* ft = Find((*g)->metadata(), "general.file_type");
+    ASSERT_NE(ft, nullptr);
+    EXPECT_EQ(ft->u, ftype);
+    const MetaValue* qv = Find((*g)->metadata(), "general.quantization_version");
+    ASSERT_NE(qv, nullptr);
+    EXPECT_EQ(qv->u, 2u);
+    // Exported again, the file stays as it is, byte for byte.
+    r = RunCli({"convert", out, "-o", dir + "/again.gguf"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(testing::ReadFileBytes(out) == testing::ReadFileBytes(dir + "/again.gguf"));
+  }
+  // The F16 source through .bolt and back keeps its own keys and bytes.
+  ASSERT_EQ(RunCli({"convert", F16Model(), "-o", dir + "/f16.bolt"}).exit_code, 0);
+  ASSERT_EQ(RunCli({"convert", dir + "/f16.bolt", "-o", dir + "/f16.gguf"}).exit_code, 0);
+  EXPECT_TRUE(testing::ReadFileBytes(F16Model()) == testing::ReadFileBytes(dir + "/f16.gguf"));
 }
 
 }  // namespace

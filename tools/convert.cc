@@ -23,6 +23,7 @@
 #include "tools/commands.h"
 #include "tools/convert.h"
 #include "tools/elastic_convert.h"
+#include "tools/gguf_file_type.h"
 #include "tools/gguf_nvfp4.h"
 #include "tools/inputs.h"
 #include "io/metadata_json.h"
@@ -345,70 +346,20 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
   return absl::OkStatus();
 }
 
-// llama.cpp's `general.file_type` (enum llama_ftype) for the ggml type that
-// holds most weights of the matrices; -1 where llama.h has no such ftype.
-int LlamaFileType(int ggml_type) {
-  switch (ggml_type) {
-    case 0: return 0;    // ALL_F32
-    case 1: return 1;    // MOSTLY_F16
-    case 8: return 7;    // MOSTLY_Q8_0
-    case 16: return 19;  // MOSTLY_IQ2_XXS
-    case 30: return 32;  // MOSTLY_BF16
-    case 39: return 38;  // MOSTLY_MXFP4_MOE
-    case 40: return 39;  // MOSTLY_NVFP4
-    default: return -1;
-  }
-}
-
-// Sets `key` to a UINT32, in place if present, else appended.
-void SetU32(Metadata* kv, std::string_view key, uint64_t value) {
-  auto it = std::find_if(kv->begin(), kv->end(), [&](const auto& e) { return e.first == key; });
-  MetaValue v = MetaValue::Uint(ValueType::kUint32, value);
-  if (it == kv->end()) kv->emplace_back(std::string(key), std::move(v));
-  else it->second = std::move(v);
-}
-
-// A re-encoded model is no longer the source's file type: as llama-quantize
-// does, the export writes general.file_type naming the type of most matrix
-// weights (1-D tensors stay float, as llama-quantize keeps them), and
-// general.quantization_version 2 when quantized tensors are present. The
-// file type goes when llama.h has no name for it, so llama.cpp guesses it
-// instead of printing a wrong one.
-void UpdateGgufFileType(const Inputs& in, const std::vector<const io::GgmlType*>& types, Metadata* kv) {
-  std::map<int, uint64_t> weights_by_type;
-  bool quantized = false;
-  for (size_t i = 0; i < in.tensors().size(); ++i) {
-    const auto& t = in.tensors()[i];
-    if (t.shape.size() >= 2) weights_by_type[types[i]->id] += t.element_count();
-    quantized |= types[i]->block_size > 1;
-  }
-  if (weights_by_type.empty()) return;
-  auto most = std::max_element(weights_by_type.begin(), weights_by_type.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; });
-  const int ftype = LlamaFileType(most->first);
-  if (quantized) SetU32(kv, "general.quantization_version", 2);  // GGML_QNT_VERSION
-  if (ftype >= 0) {
-    SetU32(kv, "general.file_type", static_cast<uint64_t>(ftype));
-  } else {
-    kv->erase(std::remove_if(kv->begin(), kv->end(), [](const auto& e) { return e.first == "general.file_type"; }),
-              kv->end());
-  }
-}
-
 Metadata HfFolderBoltMetadata(const Inputs& in, const CodecPlan& plan) {
   Metadata kv = in.metadata();
-  std::vector<const io::GgmlType*> types;
+  std::vector<io::GgufTensorDecl> decls;
   for (const auto& t : in.tensors()) {
     absl::StatusOr<const io::GgmlType*> type = GgufTypeOf(t, PlannedRule(plan, in, t));
     if (!type.ok()) return kv;  // no GGUF export as it stands: no file type to tell
-    types.push_back(*type);
+    decls.push_back(io::GgufTensorDecl{std::string(t.name), {t.shape.rbegin(), t.shape.rend()}, (*type)->id});
   }
-  UpdateGgufFileType(in, types, &kv);
+  SetGgufFileType(MixOf(decls), &kv);
   return kv;
 }
 
 absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& args,
-                           const io::Imatrix* imatrix, uint64_t split_max_bytes) {
+                           const io::Imatrix* imatrix, uint64_t split_max_bytes, size_t* tensors_written) {
   bool split_output = split_max_bytes > 0 || args.split_max_tensors > 0;
   std::vector<std::string> notes;
   AdaptNvfp4PlanForGguf(in, &plan, &notes);
@@ -456,11 +407,14 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
       decls.push_back(io::GgufTensorDecl{io::Nvfp4ScaleTensorName(t.name), scale_ne, 0});
     }
   }
-  // A Hugging Face folder has no file type yet; llama.cpp's converter
-  // writes one.
-  if (plan.any() || in.hf_folder()) {
-    UpdateGgufFileType(in, types, &kv);
-  }
+  // A re-encoded model is no longer the source's file type; nor is a .bolt
+  // a recipe convert re-encoded, exported plainly (its keys name the GGUF
+  // it came from): both get the keys llama-quantize writes. A Hugging Face
+  // folder has none yet; llama.cpp's converter writes one.
+  const GgufMix mix = MixOf(decls);
+  if (plan.any() || in.hf_folder() || FileTypeMisnamed(kv, mix)) SetGgufFileType(mix, &kv);
+  // The count written: two-level nvfp4 weights add their ".scale" tensors.
+  *tensors_written = decls.size();
   in.ReleaseHeaders();  // the declarations hold the names now
   io::GgufWriterOptions options;
   options.version = version;
@@ -620,7 +574,10 @@ absl::StatusOr<PreparedConvert> PrepareConvert(const ConvertArgs& args) {
 }
 
 absl::Status ConvertInputs(const Inputs& in, const ConvertArgs& args, const PreparedConvert& prepared,
-                           std::vector<ConvertNote>* notes) {
+                           std::vector<ConvertNote>* notes, size_t* tensors_written) {
+  size_t written = in.tensors().size();
+  if (tensors_written == nullptr) tensors_written = &written;
+  *tensors_written = written;
   BP_RETURN_IF_ERROR(CheckImportable(in));
   const std::string& ext = prepared.ext;
   BP_RETURN_IF_ERROR(CheckView(args, ext, in));
@@ -634,7 +591,9 @@ absl::Status ConvertInputs(const Inputs& in, const ConvertArgs& args, const Prep
   BP_RETURN_IF_ERROR(ResolveElastic(args, ext, in, plan, &carried, &elastic, notes));
   const io::Imatrix* imatrix = prepared.imatrix.get();
   if (ext == ".bolt") return ConvertToBolt(in, plan, resolved, imatrix, elastic.get(), carried ? &*carried : nullptr);
-  if (ext == ".gguf") return ConvertToGguf(in, std::move(plan), resolved, imatrix, prepared.split_max_bytes);
+  if (ext == ".gguf") {
+    return ConvertToGguf(in, std::move(plan), resolved, imatrix, prepared.split_max_bytes, tensors_written);
+  }
   return ConvertToSafetensors(in, plan, resolved);
 }
 
@@ -646,14 +605,15 @@ int RunConvert(const ConvertArgs& args) {
   auto in = Inputs::Open(args.inputs, bolt_options);
   if (!in.ok()) return Report(in.status());
   std::vector<ConvertNote> notes;
-  absl::Status st = ConvertInputs(**in, args, *prepared, &notes);
+  size_t written = 0;
+  absl::Status st = ConvertInputs(**in, args, *prepared, &notes, &written);
   // Notes first: a warning about fallbacks explains a failure after it.
   for (const auto& note : notes) {
     std::fprintf(stderr, "bolt-pack: %s: %s\n", note.warning ? "warning" : "note", note.text.c_str());
   }
   if (!st.ok()) return Report(st);
   if (prepared->split_max_bytes == 0 && args.split_max_tensors == 0) {  // a split output listed its files
-    std::fprintf(stderr, "wrote %s (%zu tensors)\n", args.output.c_str(), (*in)->tensors().size());
+    std::fprintf(stderr, "wrote %s (%zu tensors)\n", args.output.c_str(), written);
   }
   return 0;
 }

@@ -39,9 +39,11 @@ struct ConvertNote {
 absl::StatusOr<PreparedConvert> PrepareConvert(const ConvertArgs& args);
 
 // Converts `in` to args.output (written whole or not at all); args.inputs
-// is not read. Notes go to `notes`, also when it fails.
+// is not read. Notes go to `notes`, also when it fails. `tensors_written`,
+// when given, gets the count the output holds (a GGUF adds a ".scale"
+// beside each two-level nvfp4 weight).
 absl::Status ConvertInputs(const Inputs& in, const ConvertArgs& args, const PreparedConvert& prepared,
-                           std::vector<ConvertNote>* notes);
+                           std::vector<ConvertNote>* notes, size_t* tensors_written = nullptr);
 
 // Whether a failure of PrepareConvert or ConvertInputs is the caller's
 // mistake in the arguments (the CLI's exit status 2) rather than in the

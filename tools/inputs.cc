@@ -67,6 +67,19 @@ void Inputs::ReleaseHeaders() const {
   for (const auto& reader : readers_) reader->ReleaseManifestPages();
 }
 
+// Whether the inputs are one Hugging Face checkpoint folder (a folder with
+// other inputs is refused: its names are GGUF's, theirs may not be).
+static absl::StatusOr<bool> IsFolderInput(const std::vector<std::string>& paths) {
+  if (paths.size() == 1) return std::filesystem::is_directory(paths[0]);
+  for (const auto& path : paths) {
+    if (std::filesystem::is_directory(path)) {
+      return absl::InvalidArgumentError(
+          StrCat(path, ": a Hugging Face checkpoint folder is converted on its own, not with other inputs"));
+    }
+  }
+  return false;
+}
+
 absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::string>& paths,
                                                      const ReaderOptions& bolt_options) {
   auto in = std::make_unique<Inputs>();
@@ -78,17 +91,8 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
       in->metadata_files_.push_back(path_of_meta);
     }
   };
-  const bool folder = paths.size() == 1 && std::filesystem::is_directory(paths[0]);
-  if (folder) {
-    BP_RETURN_IF_ERROR(in->AddHfFolder(paths[0]));
-  } else {
-    for (const auto& path : paths) {
-      if (std::filesystem::is_directory(path)) {
-        return absl::InvalidArgumentError(StrCat(path, ": a Hugging Face checkpoint folder is converted on its own, ",
-                                                 "not with other inputs"));
-      }
-    }
-  }
+  BP_ASSIGN_OR_RETURN(const bool folder, IsFolderInput(paths));
+  if (folder) BP_RETURN_IF_ERROR(in->AddHfFolder(paths[0]));
   for (const auto& path : folder ? std::vector<std::string>() : paths) {
     path_of_meta = path;
     std::string ext = Extension(path);

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -73,6 +74,12 @@ struct ArchSpec {
   std::vector<std::pair<std::string_view, ValueType>> required;  // "{arch}." + key
 };
 
+std::vector<std::pair<std::string_view, ValueType>> NemotronRequired() {
+  return {{"attention.layer_norm_epsilon", ValueType::kFloat32}, {"ssm.conv_kernel", ValueType::kUint32},
+          {"ssm.inner_size", ValueType::kUint32},               {"ssm.state_size", ValueType::kUint32},
+          {"ssm.time_step_rank", ValueType::kUint32},           {"ssm.group_count", ValueType::kUint32}};
+}
+
 const std::vector<ArchSpec>& Archs() {
   static const auto* archs = new std::vector<ArchSpec>{
       {"llama", Norm::kRms, true, false, true, true, {}},
@@ -90,6 +97,10 @@ const std::vector<ArchSpec>& Archs() {
       {"qwen3", Norm::kRms, true, false, false, false, {}},
       {"gemma", Norm::kRms, true, false, false, false, {}},
       {"gemma2", Norm::kRms, true, false, false, false, {}},
+      // Both epsilons: llama.cpp's nemotron_h loader requires the plain one
+      // as well as the RMS one. The ssm.* keys size the Mamba-2 tensors.
+      {"nemotron_h", Norm::kRms, false, false, false, true, NemotronRequired()},
+      {"nemotron_h_moe", Norm::kRms, false, false, false, true, NemotronRequired()},
   };
   return *archs;
 }
@@ -105,21 +116,37 @@ std::string Dims(const std::vector<uint64_t>& d) {
 // Keys after "{arch}." that llama.cpp reads with get_key, as one number:
 // an array (such as the per-layer values a slice with different expert
 // counts per layer writes) makes it refuse the file. Per-layer arrays are
-// accepted only where it uses get_key_or_arr (feed_forward_length,
-// attention.head_count, attention.head_count_kv).
+// accepted only where it uses get_key_or_arr: feed_forward_length,
+// attention.head_count, attention.head_count_kv and expert_used_count for
+// every architecture, and expert_feed_forward_length for nemotron_h and
+// nemotron_h_moe (llama_model_nemotron_h::load_arch_hparams).
 constexpr std::string_view kScalarOnlySuffixes[] = {
     "context_length",       "embedding_length",        "block_count",
-    "expert_count",         "expert_used_count",       "expert_feed_forward_length",
+    "expert_count",         "expert_feed_forward_length",
     "expert_shared_count",  "expert_shared_feed_forward_length", "expert_group_count",
     "expert_group_used_count", "leading_dense_block_count", "vocab_size",
     "attention.key_length", "attention.value_length",  "rope.dimension_count",
 };
 
+// The hybrid Mamba-2 architectures whose layer kinds come from the
+// per-layer head_count_kv and feed_forward_length (see NemotronTable).
+bool IsNemotronH(std::string_view arch) { return arch == "nemotron_h" || arch == "nemotron_h_moe"; }
+
+// Whether llama.cpp takes "{arch}.<suffix>" as a per-layer array.
+bool PerLayerKey(std::string_view arch, std::string_view suffix) {
+  if (suffix == "expert_feed_forward_length") return IsNemotronH(arch);
+  for (std::string_view s : kScalarOnlySuffixes) {
+    if (suffix == s) return false;
+  }
+  return true;
+}
+
 std::string ScalarArrayMessage(const MetaValue& v, ValueType want) {
   return StrCat("is an array of ", v.array_size(), " ", ValueTypeName(v.element_type),
                 " (per-layer values?), but llama.cpp reads it as a single ", ValueTypeName(want),
                 " (get_key, not get_key_or_arr) and refuses the file (\"wrong type\"); only feed_forward_length, "
-                "attention.head_count and attention.head_count_kv may be per-layer arrays");
+                "attention.head_count, attention.head_count_kv, expert_used_count (and for nemotron_h, "
+                "nemotron_h_moe expert_feed_forward_length) may be per-layer arrays");
 }
 
 // One expected GGUF dimension: a value when the hyperparameters give it.
@@ -258,6 +285,7 @@ class Checker {
 
   void Hparams(const std::string& arch) {
     arch_ = arch;
+    nemotron_ = spec_ != nullptr && IsNemotronH(arch);
     n_ctx_ = U32(K("context_length"), true);
     n_embd_ = U32(K("embedding_length"), true);
     n_layer_ = U32(K("block_count"), true);
@@ -265,33 +293,80 @@ class Checker {
       Error(K("block_count"), "", StrCat("is ", *n_layer_, "; llama.cpp supports at most ", kLlamaMaxLayers, " layers"));
       n_layer_.reset();
     }
-    n_expert_ = U32(K("expert_count"), false);
-    n_expert_used_ = U32(K("expert_used_count"), false);
-    n_ff_exp_ = U32(K("expert_feed_forward_length"), false);
-    uint64_t ne = n_expert_.value_or(0), nu = n_expert_used_.value_or(0);
-    if (nu > ne) {
-      Error(K("expert_used_count"), "", StrCat("is ", nu, " but expert_count is ", ne, " (llama.cpp aborts)"));
-    } else if (ne > 0 && nu == 0) {
-      Error(K("expert_used_count"), "", StrCat("is missing or 0 while expert_count is ", ne, " (llama.cpp aborts)"));
-    }
     // Attention-free architectures may omit head_count; every one listed has it.
     n_ff_ = PerLayer(K("feed_forward_length"), n_layer_, spec_ != nullptr);
+    ExpertHparams();
+    HeadHparams();
+    RopeHparams();
+    n_vocab_key_ = U32(K("vocab_size"), false);
+    // Scalar-only keys this checker does not read above: an array is still
+    // fatal to llama.cpp wherever it reads the key.
+    for (std::string_view suffix : {"expert_shared_count", "expert_shared_feed_forward_length", "expert_group_count",
+                                    "expert_group_used_count", "leading_dense_block_count"}) {
+      const MetaValue* v = Get(K(suffix));
+      if (v != nullptr && v->type == ValueType::kArray) Error(K(suffix), "", ScalarArrayMessage(*v, ValueType::kUint32));
+    }
+    if (spec_ != nullptr) {
+      if (spec_->norm == Norm::kRms) F32(K("attention.layer_norm_rms_epsilon"), true);
+      else F32(K("attention.layer_norm_epsilon"), true);
+      for (const auto& [suffix, type] : spec_->required) Typed(K(suffix), type, true);
+    } else {
+      F32(K("attention.layer_norm_rms_epsilon"), false);
+      F32(K("attention.layer_norm_epsilon"), false);
+    }
+    if (nemotron_) NemotronHparams();
+  }
+
+  // expert_count is one number (get_key); expert_used_count may be one per
+  // layer in every architecture (get_key_or_arr), expert_feed_forward_length
+  // only in nemotron_h and nemotron_h_moe.
+  void ExpertHparams() {
+    n_expert_ = U32(K("expert_count"), false);
+    n_expert_used_ = PerLayer(K("expert_used_count"), n_layer_, false);
+    if (nemotron_) {
+      n_ff_exp_ = PerLayer(K("expert_feed_forward_length"), n_layer_, false);
+    } else if (auto v = U32(K("expert_feed_forward_length"), false)) {
+      n_ff_exp_.assign(n_layer_.value_or(0), *v);
+    }
+    const uint64_t ne = n_expert_.value_or(0);
+    const bool per_layer = Get(K("expert_used_count")) && Get(K("expert_used_count"))->type == ValueType::kArray;
+    for (size_t i = 0; i < n_expert_used_.size(); ++i) {
+      if (n_expert_used_[i] > ne) {
+        Error(K("expert_used_count"), "", StrCat(per_layer ? StrCat("layer ", i, ": ") : "", "is ", n_expert_used_[i],
+                                                 " but expert_count is ", ne, " (llama.cpp aborts)"));
+        return;
+      }
+    }
+    const bool any_used =
+        std::any_of(n_expert_used_.begin(), n_expert_used_.end(), [](uint64_t n) { return n > 0; });
+    if (ne > 0 && !any_used && n_layer_) {  // without block_count: reported
+      Error(K("expert_used_count"), "", StrCat("is missing or 0 while expert_count is ", ne, " (llama.cpp aborts)"));
+    }
+  }
+
+  void HeadHparams() {
     n_head_ = PerLayer(K("attention.head_count"), n_layer_, spec_ != nullptr);
     if (Get(K("attention.head_count_kv")) != nullptr) {
       n_head_kv_ = PerLayer(K("attention.head_count_kv"), n_layer_, false);
     } else {
       n_head_kv_ = n_head_;  // llama.cpp's default
     }
-    for (size_t i = 0; i < n_head_.size() && i < n_head_kv_.size(); ++i) {
-      if (n_head_kv_[i] == 0 ? n_head_[i] != 0 : n_head_[i] % n_head_kv_[i] != 0) {
-        Error(K("attention.head_count_kv"), "", StrCat("layer ", i, ": head_count ", n_head_[i],
-                                                       " is not a multiple of head_count_kv ", n_head_kv_[i]));
-        break;
-      }
-    }
+    CheckHeadRatios();
     uint64_t n_head0 = n_head_.empty() ? 0 : n_head_[0];
     head_k_ = U32(K("attention.key_length"), false);
     head_v_ = U32(K("attention.value_length"), false);
+    // load_hparams derives the head size (n_embd/head_count, or the
+    // key_length/value_length keys) only when layer 0 has heads; otherwise
+    // it is 0, and the attention tensors of later layers get a 0 dimension
+    // (GGML_ASSERT(t_meta.ne[dim] >= 1) aborts the load).
+    if (n_head0 == 0 && std::any_of(n_head_.begin(), n_head_.end(), [](uint64_t n) { return n > 0; })) {
+      Error(K("attention.head_count"), "",
+            "layer 0 has 0 heads while later layers have heads: llama.cpp derives the head size (n_embd/head_count, "
+            "attention.key_length) only from layer 0, so it is 0 and the load aborts (GGML_ASSERT(t_meta.ne[dim] >= "
+            "1)); give layer 0 a nonzero head_count (any layer's count, it is used only for the head size)");
+      head_k_.reset();
+      head_v_.reset();
+    }
     if (n_head0 > 0 && n_embd_) {
       if (!head_k_) head_k_ = *n_embd_ / n_head0;
       if (!head_v_) head_v_ = *n_embd_ / n_head0;
@@ -300,6 +375,32 @@ class Checker {
                                                     " and attention.key_length is absent"));
       }
     }
+  }
+
+  // Each layer's head_count a multiple of its head_count_kv. head_count_kv
+  // 0 means no attention (n_gqa is 0 there): in nemotron_h that is how the
+  // Mamba-2 and MoE layers are marked, and other hybrid architectures
+  // without rules here (granitehybrid, jamba, ...) do the same; in the
+  // attention-only architectures listed, heads need KV heads.
+  void CheckHeadRatios() {
+    const bool kv_zero_ok = spec_ == nullptr || nemotron_;
+    for (size_t i = 0; i < n_head_.size() && i < n_head_kv_.size(); ++i) {
+      const uint64_t h = n_head_[i], kv = n_head_kv_[i];
+      if (kv == 0 ? (h != 0 && !kv_zero_ok) : h % kv != 0) {
+        Error(K("attention.head_count_kv"), "", StrCat("layer ", i, ": head_count ", h,
+                                                       " is not a multiple of head_count_kv ", kv));
+        return;
+      }
+      if (nemotron_ && kv > 0 && h == 0 && At(n_ff_, i) == std::optional<uint64_t>(0)) {
+        Error(K("attention.head_count"), "", StrCat("layer ", i, " is an attention layer (head_count_kv ", kv,
+                                                    ", feed_forward_length 0) with head_count 0: its attn_q and "
+                                                    "attn_output get a 0 dimension and llama.cpp aborts"));
+        return;
+      }
+    }
+  }
+
+  void RopeHparams() {
     n_rot_ = U32(K("rope.dimension_count"), false);
     if (!n_rot_) n_rot_ = head_k_;
     if (spec_ != nullptr && spec_->n_rot_is_head && n_rot_ && head_k_ && *n_rot_ != *head_k_) {
@@ -328,21 +429,29 @@ class Checker {
     F32(K("rope.scale_linear"), false);
     U32(K("rope.scaling.original_context_length"), false);
     Bool(K("rope.scaling.finetuned"), false);
-    n_vocab_key_ = U32(K("vocab_size"), false);
-    // Scalar-only keys this checker does not read above: an array is still
-    // fatal to llama.cpp wherever it reads the key.
-    for (std::string_view suffix : {"expert_shared_count", "expert_shared_feed_forward_length", "expert_group_count",
-                                    "expert_group_used_count", "leading_dense_block_count"}) {
-      const MetaValue* v = Get(K(suffix));
-      if (v != nullptr && v->type == ValueType::kArray) Error(K(suffix), "", ScalarArrayMessage(*v, ValueType::kUint32));
-    }
-    if (spec_ != nullptr) {
-      if (spec_->norm == Norm::kRms) F32(K("attention.layer_norm_rms_epsilon"), true);
-      else F32(K("attention.layer_norm_epsilon"), true);
-      for (const auto& [suffix, type] : spec_->required) Typed(K(suffix), type, true);
-    } else {
-      F32(K("attention.layer_norm_rms_epsilon"), false);
-      F32(K("attention.layer_norm_epsilon"), false);
+  }
+
+  // A UINT32 value without recording a problem (already judged elsewhere).
+  std::optional<uint64_t> QuietU32(std::string_view suffix) const {
+    const MetaValue* v = Get(K(suffix));
+    return v && v->type == ValueType::kUint32 ? std::optional<uint64_t>(v->u) : std::nullopt;
+  }
+
+  // The Mamba-2 and MoE sizes nemotron_h's tensor shapes use (the ssm.*
+  // keys are required: ArchSpec; their types are checked there).
+  void NemotronHparams() {
+    d_conv_ = QuietU32("ssm.conv_kernel");
+    d_inner_ = QuietU32("ssm.inner_size");
+    d_state_ = QuietU32("ssm.state_size");
+    n_ssm_head_ = QuietU32("ssm.time_step_rank");
+    n_group_ = QuietU32("ssm.group_count");
+    n_ff_shexp_ = QuietU32("expert_shared_feed_forward_length");
+    moe_latent_ = U32(K("moe_latent_size"), false);
+    nextn_ = U32(K("nextn_predict_layers"), false);
+    if (n_group_ && *n_group_ == 0) {
+      Error(K("ssm.group_count"), "", "is 0; llama.cpp divides ssm.inner_size by it (ssm_norm {d_inner/n_group, "
+                                      "n_group})");
+      n_group_.reset();
     }
   }
 
@@ -440,11 +549,16 @@ class Checker {
     }
     if (spec_ == nullptr) return std::nullopt;
     size_t i = *layer;
+    if (nemotron_) {
+      if (auto want = NemotronSsmExpected(local)) return want;
+      if (auto want = NemotronFfnExpected(local, i)) return want;
+    }
     auto nh = At(n_head_, i), nkv = At(n_head_kv_, i);
     Dim q = Mul(head_k_, nh, "n_embd_head_k*n_head"), k = Mul(head_k_, nkv, "n_embd_head_k*n_head_kv"),
         v = Mul(head_v_, nkv, "n_embd_head_v*n_head_kv"), o = Mul(head_v_, nh, "n_embd_head_v*n_head");
     Dim ff = Ff(i);
-    Dim ff_exp{n_ff_exp_ ? n_ff_exp_ : ff.value, n_ff_exp_ ? "n_ff_exp" : "n_ff"};
+    auto fe = At(n_ff_exp_, i);
+    Dim ff_exp{fe ? fe : ff.value, fe ? "n_ff_exp" : "n_ff"};
     Dim experts{n_expert_, "n_expert"};
     if (local == "attn_norm.weight" || local == "attn_norm.bias" || local == "ffn_norm.weight" ||
         local == "ffn_norm.bias" || local == "attn_output_norm.weight" || local == "attn_output_norm.bias" ||
@@ -474,6 +588,48 @@ class Checker {
     if (local == "ffn_gate_inp.weight") return std::vector<Dim>{embd, experts};
     if (local == "ffn_gate_exps.weight" || local == "ffn_up_exps.weight") return std::vector<Dim>{embd, ff_exp, experts};
     if (local == "ffn_down_exps.weight") return std::vector<Dim>{ff_exp, embd, experts};
+    return std::nullopt;
+  }
+
+  // llama_model_nemotron_h::load_arch_tensors, Mamba-2 layers. ssm_a and
+  // ssm_d have no ".weight" suffix.
+  std::optional<std::vector<Dim>> NemotronSsmExpected(const std::string& local) const {
+    std::optional<uint64_t> conv, in_proj, group_width;
+    if (d_inner_ && n_group_ && d_state_) conv = *d_inner_ + 2 * *n_group_ * *d_state_;
+    if (conv && n_ssm_head_) in_proj = *conv + *d_inner_ + *n_ssm_head_;
+    if (d_inner_ && n_group_) group_width = *d_inner_ / *n_group_;
+    Dim embd{n_embd_, "n_embd"}, heads{n_ssm_head_, "n_ssm_head"}, conv_dim{conv, "d_inner+2*n_group*d_state"};
+    using V = std::vector<Dim>;
+    if (local == "ssm_in.weight") return V{embd, {in_proj, "2*d_inner+2*n_group*d_state+n_ssm_head"}};
+    if (local == "ssm_conv1d.weight") return V{{d_conv_, "d_conv"}, conv_dim};
+    if (local == "ssm_conv1d.bias") return V{conv_dim};
+    if (local == "ssm_dt.bias") return V{heads};
+    if (local == "ssm_a" || local == "ssm_d") return V{{1, "1"}, heads};
+    if (local == "ssm_norm.weight") return V{{group_width, "d_inner/n_group"}, {n_group_, "n_group"}};
+    if (local == "ssm_out.weight") return V{{d_inner_, "d_inner"}, embd};
+    return std::nullopt;
+  }
+
+  // Its MoE layers (routed experts without a gate, over the latent width
+  // when moe_latent_size is set; the shared expert over n_embd) and its
+  // attention output (head_k wide, not head_v).
+  std::optional<std::vector<Dim>> NemotronFfnExpected(const std::string& local, size_t i) const {
+    Dim embd{n_embd_, "n_embd"}, experts{n_expert_, "n_expert"}, shexp{n_ff_shexp_, "n_ff_shexp"};
+    Dim moe_embd = moe_latent_.value_or(0) > 0 ? Dim{moe_latent_, "moe_latent_size"} : embd;
+    // A per-layer expert width, else n_ff/n_expert_used of the layer.
+    auto fe = At(n_ff_exp_, i), ff = At(n_ff_, i), nu = At(n_expert_used_, i);
+    Dim ff_exp = fe.value_or(0) > 0 ? Dim{fe, "n_ff_exp"}
+                                    : Dim{ff && nu.value_or(0) > 0 ? std::optional(*ff / *nu) : std::nullopt,
+                                          "n_ff/n_expert_used"};
+    using V = std::vector<Dim>;
+    if (local == "ffn_exp_probs_b.bias") return V{experts};
+    if (local == "ffn_latent_down.weight") return V{embd, moe_embd};
+    if (local == "ffn_latent_up.weight") return V{moe_embd, embd};
+    if (local == "ffn_up_exps.weight") return V{moe_embd, ff_exp, experts};
+    if (local == "ffn_down_exps.weight") return V{ff_exp, moe_embd, experts};
+    if (local == "ffn_up_shexp.weight") return V{embd, shexp};
+    if (local == "ffn_down_shexp.weight") return V{shexp, embd};
+    if (local == "attn_output.weight") return V{Mul(head_k_, At(n_head_, i), "n_embd_head_k*n_head"), embd};
     return std::nullopt;
   }
 
@@ -567,7 +723,8 @@ class Checker {
       Error("", "token_embd.weight", "missing (llama.cpp: \"missing tensor\")");
     }
     Scales();
-    if (spec_ != nullptr && spec_->complete) LlamaTable(names);
+    if (nemotron_) NemotronTable(names);
+    else if (spec_ != nullptr && spec_->complete) LlamaTable(names);
   }
 
   static std::vector<uint64_t> Ne(const LlamaCheckTensor& t) { return {t.shape.rbegin(), t.shape.rend()}; }
@@ -663,36 +820,38 @@ class Checker {
                                 "1, which is wrong if it was lost"));
   }
 
-  // The complete tensor set of LLM_ARCH_LLAMA (load_tensors): required ones
+  // The tensors an architecture's load_tensors creates: the required ones
   // must exist, and no other may (done_getting_tensors counts them).
-  void LlamaTable(const std::set<std::string>& names) {
-    std::set<std::string> allowed = {"token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight"};
-    allowed.insert("output_norm.weight");
-    if (!names.count("output_norm.weight")) Error("", "output_norm.weight", "missing (llama.cpp: \"missing tensor\")");
-    uint64_t layers = n_layer_.value_or(0);
-    bool moe = n_expert_.value_or(0) > 0;
-    // Missing per-layer tensors: one problem per tensor kind, listing blocks.
+  struct TensorTable {
+    const std::set<std::string>& names;
+    std::set<std::string> allowed;
+    // Missing per-layer tensors: one entry per tensor kind, with its blocks.
     std::vector<std::pair<std::string, std::vector<uint64_t>>> missing;
-    auto need = [&](uint64_t layer, const std::string& local) {
+
+    void Allow(uint64_t layer, std::string_view local) { allowed.insert(StrCat("blk.", layer, ".", local)); }
+    void Need(uint64_t layer, std::string_view local) {
       std::string n = StrCat("blk.", layer, ".", local);
       allowed.insert(n);
       if (names.count(n)) return;
       auto it = std::find_if(missing.begin(), missing.end(), [&](const auto& m) { return m.first == local; });
-      if (it == missing.end()) it = missing.insert(missing.end(), {local, {}});
+      if (it == missing.end()) it = missing.insert(missing.end(), {std::string(local), {}});
       it->second.push_back(layer);
-    };
-    for (uint64_t i = 0; i < layers; ++i) {
-      for (const char* n : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm"}) need(i, StrCat(n, ".weight"));
-      for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"}) {
-        allowed.insert(StrCat("blk.", i, ".", n, ".bias"));
-      }
-      if (moe) {
-        for (const char* n : {"ffn_gate_inp", "ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"}) need(i, StrCat(n, ".weight"));
-      } else {
-        for (const char* n : {"ffn_gate", "ffn_down", "ffn_up"}) need(i, StrCat(n, ".weight"));
-      }
     }
-    for (const auto& [local, blocks] : missing) {
+  };
+
+  TensorTable GlobalTable(const std::set<std::string>& names) const {
+    TensorTable table{names, {"token_embd.weight", "output_norm.weight", "output.weight"}, {}};
+    return table;
+  }
+
+  // Reports what `table` finds missing or extra; `what(layer)` says what
+  // an extra tensor is not ("llama.cpp's ... creates", with the block's kind).
+  void ReportTable(const TensorTable& table, const std::function<std::string(std::optional<size_t>)>& what) {
+    if (!table.names.count("output_norm.weight")) {
+      Error("", "output_norm.weight", "missing (llama.cpp: \"missing tensor\")");
+    }
+    const uint64_t layers = n_layer_.value_or(0);
+    for (const auto& [local, blocks] : table.missing) {
       std::string list;
       for (size_t j = 0; j < blocks.size() && j < 8; ++j) list += StrCat(j ? ", " : "", blocks[j]);
       if (blocks.size() > 8) list += ", ...";
@@ -703,16 +862,123 @@ class Checker {
                                      : std::string()));
     }
     if (!n_layer_) return;  // block_count unusable: already reported
-    for (const auto& n : names) {
+    for (const auto& n : table.names) {
       std::string local;
       auto layer = BlockOf(n, &local);
       if (layer && *layer >= layers) continue;  // reported above
       if (ScaleBase(n)) continue;               // judged by Scales()
-      if (!allowed.count(n)) {
-        Error("", n, StrCat("is not a tensor llama.cpp's ", Quoted(arch_), " architecture", moe ? " (MoE)" : "",
-                            " creates; it fails with \"wrong number of tensors\""));
+      if (!table.allowed.count(n)) {
+        Error("", n, StrCat("is not a tensor ", what(layer), "; it fails with \"wrong number of tensors\""));
       }
     }
+  }
+
+  // The complete tensor set of LLM_ARCH_LLAMA (load_tensors).
+  void LlamaTable(const std::set<std::string>& names) {
+    TensorTable table = GlobalTable(names);
+    table.allowed.insert("rope_freqs.weight");
+    const bool moe = n_expert_.value_or(0) > 0;
+    for (uint64_t i = 0; i < n_layer_.value_or(0); ++i) {
+      for (const char* n : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm"}) {
+        table.Need(i, StrCat(n, ".weight"));
+      }
+      for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"}) {
+        table.Allow(i, StrCat(n, ".bias"));
+      }
+      if (moe) {
+        for (const char* n : {"ffn_gate_inp", "ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"}) {
+          table.Need(i, StrCat(n, ".weight"));
+        }
+      } else {
+        for (const char* n : {"ffn_gate", "ffn_down", "ffn_up"}) table.Need(i, StrCat(n, ".weight"));
+      }
+    }
+    ReportTable(table, [&](std::optional<size_t>) {
+      return StrCat("llama.cpp's ", Quoted(arch_), " architecture", moe ? " (MoE)" : "", " creates");
+    });
+  }
+
+  // nemotron_h / nemotron_h_moe rules, after llama.cpp 80fb11ac73e6
+  // (2026-09-12; llama_model_nemotron_h::load_arch_hparams/load_arch_tensors,
+  // one loader for both): a block's kind comes from its head_count_kv and
+  // feed_forward_length (per-layer arrays, as convert_hf_to_gguf writes
+  // them): Mamba-2 where both are 0, attention where feed_forward_length is
+  // 0 (head_count_kv > 0), else MoE (expert_count > 0) or a dense ReLU^2 MLP.
+  //   every block  attn_norm
+  //   Mamba-2      ssm_in, ssm_conv1d (+ optional bias), ssm_dt.bias, ssm_a,
+  //                ssm_d, ssm_norm {d_inner/n_group, n_group}, ssm_out
+  //   attention    attn_q, attn_k, attn_v (or a fused attn_qkv; biases
+  //                optional), attn_output (+ optional bias); no RoPE
+  //   MoE          ffn_gate_inp, ffn_exp_probs_b.bias, ffn_up_exps,
+  //                ffn_down_exps (no gate), ffn_up_shexp, ffn_down_shexp,
+  //                optional ffn_latent_down/up (moe_latent_size)
+  //   MLP          ffn_up, ffn_down (+ optional biases)
+  // Keys: both norm epsilons and the ssm.* sizes required; expert_used_count
+  // and expert_feed_forward_length may be per-layer; expert_count may not.
+  enum class NemotronKind { kMamba, kAttention, kMoe, kMlp };
+  NemotronKind KindOf(size_t i) const {
+    if (n_ff_[i] == 0) return n_head_kv_[i] == 0 ? NemotronKind::kMamba : NemotronKind::kAttention;
+    return n_expert_.value_or(0) > 0 ? NemotronKind::kMoe : NemotronKind::kMlp;
+  }
+  static std::string_view KindName(NemotronKind k) {
+    switch (k) {
+      case NemotronKind::kMamba: return "a Mamba-2 layer (head_count_kv 0, feed_forward_length 0)";
+      case NemotronKind::kAttention: return "an attention layer (head_count_kv > 0, feed_forward_length 0)";
+      case NemotronKind::kMoe: return "a MoE layer (feed_forward_length > 0, expert_count > 0)";
+      case NemotronKind::kMlp: return "an MLP layer (feed_forward_length > 0, no experts)";
+    }
+    return "";
+  }
+
+  void NemotronBlock(TensorTable& table, uint64_t i, NemotronKind kind) {
+    auto need = [&](std::initializer_list<const char*> locals) {
+      for (const char* l : locals) table.Need(i, l);
+    };
+    auto allow = [&](std::initializer_list<const char*> locals) {
+      for (const char* l : locals) table.Allow(i, l);
+    };
+    need({"attn_norm.weight"});
+    switch (kind) {
+      case NemotronKind::kMamba:
+        need({"ssm_in.weight", "ssm_conv1d.weight", "ssm_dt.bias", "ssm_a", "ssm_d", "ssm_norm.weight",
+              "ssm_out.weight"});
+        allow({"ssm_conv1d.bias"});
+        break;
+      case NemotronKind::kAttention:
+        if (table.names.count(StrCat("blk.", i, ".attn_qkv.weight"))) {
+          need({"attn_qkv.weight"});
+          allow({"attn_qkv.bias"});
+        } else {
+          need({"attn_q.weight", "attn_k.weight", "attn_v.weight"});
+          allow({"attn_q.bias", "attn_k.bias", "attn_v.bias"});
+        }
+        need({"attn_output.weight"});
+        allow({"attn_output.bias"});
+        break;
+      case NemotronKind::kMoe:
+        need({"ffn_gate_inp.weight", "ffn_exp_probs_b.bias", "ffn_up_exps.weight", "ffn_down_exps.weight",
+              "ffn_up_shexp.weight", "ffn_down_shexp.weight"});
+        allow({"ffn_latent_down.weight", "ffn_latent_up.weight"});
+        break;
+      case NemotronKind::kMlp:
+        need({"ffn_up.weight", "ffn_down.weight"});
+        allow({"ffn_up.bias", "ffn_down.bias"});
+        break;
+    }
+  }
+
+  void NemotronTable(const std::set<std::string>& names) {
+    const uint64_t layers = n_layer_.value_or(0);
+    // Unusable per-layer keys were reported; MTP blocks (nextn) add tensors
+    // this table does not describe.
+    if (!n_layer_ || n_ff_.size() != layers || n_head_kv_.size() != layers || nextn_.value_or(0) > 0) return;
+    TensorTable table = GlobalTable(names);
+    for (uint64_t i = 0; i < layers; ++i) NemotronBlock(table, i, KindOf(i));
+    ReportTable(table, [&](std::optional<size_t> layer) {
+      std::string s = StrCat("llama.cpp's ", Quoted(arch_), " architecture creates");
+      if (layer) s += StrCat(" in blk.", *layer, ", ", KindName(KindOf(*layer)));
+      return s;
+    });
   }
 
   const std::vector<LlamaCheckTensor>& tensors_;
@@ -720,9 +986,13 @@ class Checker {
   LlamaCheckResult result_;
   const ArchSpec* spec_ = nullptr;
   std::string arch_;
-  std::optional<uint64_t> n_ctx_, n_embd_, n_layer_, n_expert_, n_expert_used_, n_ff_exp_, head_k_, head_v_, n_rot_,
-      n_vocab_key_, n_vocab_;
-  std::vector<uint64_t> n_ff_, n_head_, n_head_kv_;
+  bool nemotron_ = false;  // nemotron_h or nemotron_h_moe (IsNemotronH)
+  std::optional<uint64_t> n_ctx_, n_embd_, n_layer_, n_expert_, head_k_, head_v_, n_rot_, n_vocab_key_, n_vocab_;
+  std::vector<uint64_t> n_ff_, n_head_, n_head_kv_, n_expert_used_, n_ff_exp_;
+  // nemotron_h only: ssm.conv_kernel, inner_size, state_size, time_step_rank
+  // (the Mamba-2 head count), group_count; the shared expert's and the
+  // latent projection's widths; MTP blocks.
+  std::optional<uint64_t> d_conv_, d_inner_, d_state_, n_ssm_head_, n_group_, n_ff_shexp_, moe_latent_, nextn_;
 };
 
 }  // namespace
@@ -771,10 +1041,7 @@ std::vector<std::string> LlamaScalarKeysGivenAsArrays(const Metadata& kv) {
         k[arch.size()] != '.') {
       continue;
     }
-    std::string_view suffix = std::string_view(k).substr(arch.size() + 1);
-    for (std::string_view s : kScalarOnlySuffixes) {
-      if (suffix == s) out.push_back(k);
-    }
+    if (!PerLayerKey(arch, std::string_view(k).substr(arch.size() + 1))) out.push_back(k);
   }
   return out;
 }

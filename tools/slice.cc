@@ -2,8 +2,10 @@
 // | --keep AXIS=VALUE... -o OUT | --list-budgets: cuts a budget out of an
 // elastic file (spec/elastic.md "Slicing"). Stored bytes are copied, not
 // re-quantized; one tensor is in memory at a time; outputs are atomic.
+#include <bit>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "boltpack/codec_registry.h"
 #include "boltpack/reader.h"
@@ -19,8 +21,12 @@
 #include "format/elastic_runs.h"
 #include "format/elastic_validate.h"
 #include "io/gguf.h"
+#include "io/gguf_nvfp4.h"
 #include "io/safetensors.h"
+#include "codecs/nvfp4/nvfp4_codec.h"
 #include "tools/commands.h"
+#include "tools/gguf_file_type.h"
+#include "tools/gguf_nvfp4.h"
 #include "tools/inputs.h"
 #include "tools/llama_check.h"
 #include "io/metadata_json.h"
@@ -223,8 +229,83 @@ void WarnLlamaScalars(const Metadata& kv, const std::string& budget) {
   }
 }
 
+constexpr int kGgmlNvfp4 = 40;  // GGML_TYPE_NVFP4
+
+// How a planned tensor reaches the GGUF: its stored cells (GGUF blocks),
+// decoded to its dtype's elements, or two-level nvfp4 repacked to ggml
+// NVFP4 blocks plus the ".scale" beside it (as `convert` exports it,
+// tools/gguf_nvfp4.h), so a slice is never larger than the uncut export.
+struct GgufSliceTensor {
+  bool decode = false;
+  bool nvfp4 = false;
+  std::vector<uint64_t> scale_ne;  // nvfp4: the scale's GGUF ne; empty: none (tensor scale 1)
+};
+
+// The plan of a two-level nvfp4 tensor of GGUF ne `ne`; nullopt where it is
+// decoded instead: ggml's NVFP4 blocks are 64 wide (a cut of 16-element
+// bolt blocks may end inside one), a tensor scale that is not a number, or a
+// tensor llama.cpp reads no scale beside (token_embd: the scale would be lost).
+std::optional<GgufSliceTensor> PlanNvfp4Slice(const TensorInfo& info, const std::string& name,
+                                              const std::vector<uint64_t>& ne) {
+  if (!IsTwoLevelNvfp4Codec(info.codec_id, info.dtype, info.codec_params) || info.streams.size() != 2) {
+    return std::nullopt;
+  }
+  const std::optional<double> ts = io::Nvfp4NumericTensorScale(info.codec_params);
+  if (!ts || ne.empty() || ne[0] % 64 != 0) return std::nullopt;
+  const bool has_scale = *ts != 1.0;
+  if (!Nvfp4StaysNvfp4InGguf(name, ne, has_scale)) return std::nullopt;
+  GgufSliceTensor out;
+  out.nvfp4 = true;
+  if (has_scale) out.scale_ne = LlamaScaleNe(name, ne).value_or(std::vector<uint64_t>{1});
+  if (has_scale && io::Nvfp4ScaleTensorName(name).size() > io::kGgufMaxNameBytes) return std::nullopt;
+  return out;
+}
+
+// The cut streams of a two-level nvfp4 tensor as ggml NVFP4 blocks, then its
+// tensor scale as F32 (once per expert beside *_exps).
+absl::Status WriteNvfp4Slice(const Reader& r, const format::PlannedTensor& p, const GgufSliceTensor& how,
+                             io::GgufWriter& writer) {
+  BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, MapsOf(r, p), p.name));
+  if (cut.streams.size() != 2) return absl::InternalError(StrCat("nvfp4 cut of ", p.name, " has other than 2 streams"));
+  BP_ASSIGN_OR_RETURN(GgmlNvfp4Tensor g, Nvfp4ToGgml(cut.info, cut.streams[0], cut.streams[1]));
+  BP_RETURN_IF_ERROR(writer.WriteNext(g.blocks));
+  if (how.scale_ne.empty()) return absl::OkStatus();
+  uint64_t n = 1;
+  for (uint64_t d : how.scale_ne) n *= d;
+  const uint32_t u = std::bit_cast<uint32_t>(g.tensor_scale);
+  std::vector<uint8_t> le(4 * n);  // F32, little-endian
+  for (size_t b = 0; b < le.size(); ++b) le[b] = static_cast<uint8_t>(u >> (8 * (b % 4)));
+  return writer.WriteNext(le);
+}
+
+// How `info` (cut to GGUF ne `ne`, named `name`) goes to GGUF, or an error
+// naming it when it has no GGUF form.
+absl::StatusOr<GgufSliceTensor> PlanGgufTensor(const Reader& r, const TensorInfo& info, const std::string& name,
+                                               const std::vector<uint64_t>& ne, int* ggml_type) {
+  std::string where = StrCat(r.path(), ": tensor ", QuoteForDisplay(info.name));
+  if (name.size() > io::kGgufMaxNameBytes || ne.size() > io::kGgufMaxDims) {
+    return absl::InvalidArgumentError(StrCat(where, ": GGUF allows names of at most 63 bytes and 4 dimensions"));
+  }
+  if (auto nvfp4 = PlanNvfp4Slice(info, name, ne)) {
+    *ggml_type = kGgmlNvfp4;
+    return *nvfp4;
+  }
+  GgufSliceTensor how;
+  const io::GgmlType* type = io::GgmlTypeForCodec(info.codec_id, info.dtype, info.codec_params);
+  if (type == nullptr && (info.dtype == DType::kF32 || info.dtype == DType::kF16 || info.dtype == DType::kBF16)) {
+    type = io::GgmlTypeByName(DTypeName(info.dtype));
+    how.decode = true;
+  }
+  if (type == nullptr || (!how.decode && info.streams.size() != 1)) {
+    return absl::InvalidArgumentError(StrCat(where, ": codec \"", info.codec_id, "\" has no GGUF type; convert it "
+                                             "with --codec to a GGUF codec (q8_0, f16, ...) before slicing"));
+  }
+  *ggml_type = type->id;
+  return how;
+}
+
 absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const SliceArgs& args,
-                         const std::string& budget) {
+                         const std::string& budget, size_t* tensors_written) {
   Metadata kv;
   uint32_t version = 3;
   bool padded = true;
@@ -238,26 +319,20 @@ absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const S
   }
   WarnLlamaScalars(kv, budget);
   std::vector<io::GgufTensorDecl> decls;
-  std::vector<bool> decode;  // element types GGUF has, reached by decoding
+  std::vector<GgufSliceTensor> how;  // per planned tensor
   for (const auto& p : plan.tensors) {
-    const TensorInfo& info = r.tensors()[p.source];
-    std::string where = StrCat(r.path(), ": tensor ", QuoteForDisplay(info.name));
-    const io::GgmlType* type = io::GgmlTypeForCodec(info.codec_id, info.dtype, info.codec_params);
-    bool via_decode = false;
-    if (type == nullptr && (info.dtype == DType::kF32 || info.dtype == DType::kF16 || info.dtype == DType::kBF16)) {
-      type = io::GgmlTypeByName(DTypeName(info.dtype));
-      via_decode = true;
-    }
-    if (type == nullptr || (!via_decode && info.streams.size() != 1)) {
-      return absl::InvalidArgumentError(StrCat(where, ": codec \"", info.codec_id, "\" has no GGUF type; convert it "
-                                               "with --codec to a GGUF codec (q8_0, f16, ...) before slicing"));
-    }
-    if (p.name.size() > io::kGgufMaxNameBytes || p.kept.size() > io::kGgufMaxDims) {
-      return absl::InvalidArgumentError(StrCat(where, ": GGUF allows names of at most 63 bytes and 4 dimensions"));
-    }
-    decls.push_back({p.name, {p.kept.rbegin(), p.kept.rend()}, type->id});
-    decode.push_back(via_decode);
+    std::vector<uint64_t> ne(p.kept.rbegin(), p.kept.rend());
+    int type = -1;
+    BP_ASSIGN_OR_RETURN(GgufSliceTensor h, PlanGgufTensor(r, r.tensors()[p.source], p.name, ne, &type));
+    decls.push_back({p.name, std::move(ne), type});
+    if (!h.scale_ne.empty()) decls.push_back({io::Nvfp4ScaleTensorName(p.name), h.scale_ne, 0});  // F32
+    how.push_back(std::move(h));
   }
+  *tensors_written = decls.size();
+  // The keys of a re-encoded parent (a recipe convert of an F16 GGUF) name
+  // the source's file type; the slice gets the one of the mix it holds.
+  const GgufMix mix = MixOf(decls);
+  if (FileTypeMisnamed(kv, mix)) SetGgufFileType(mix, &kv);
   io::GgufWriterOptions options;
   options.version = version;
   options.pad_empty = padded;
@@ -267,7 +342,9 @@ absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const S
   Progress progress("slice", plan.tensors.size());
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const auto& p = plan.tensors[i];
-    if (decode[i]) {
+    if (how[i].nvfp4) {
+      BP_RETURN_IF_ERROR(WriteNvfp4Slice(r, p, how[i], *writer));
+    } else if (how[i].decode) {
       BP_RETURN_IF_ERROR(WriteDecoded(r, p, *writer));
     } else if (auto maps = MapsOf(r, p); auto in_place = format::CutTensorInPlace(r, p.source, maps, p.name)) {
       // GGUF blocks are the stored cells: kept runs go straight across.
@@ -349,9 +426,10 @@ int RunSlice(const SliceArgs& args) {
   auto start = std::chrono::steady_clock::now();
   auto plan = format::PlanSlice(m, r.tensors(), r.metadata(), budget);
   absl::Status st = plan.status();
+  size_t written = st.ok() ? plan->tensors.size() : 0;  // a GGUF adds nvfp4's .scale tensors
   if (st.ok()) {
     st = ext == ".bolt" ? SliceToBolt(r, *plan, args)
-         : ext == ".gguf" ? SliceToGguf(r, *plan, args, budget.name)
+         : ext == ".gguf" ? SliceToGguf(r, *plan, args, budget.name, &written)
                           : SliceToSafetensors(r, *plan, args);
   }
   if (!st.ok()) {
@@ -365,7 +443,7 @@ int RunSlice(const SliceArgs& args) {
   for (const auto& note : plan->notes) std::fprintf(stderr, "bolt-pack: note: %s\n", note.c_str());
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "wrote %s (budget \"%s\": %zu tensors, %u layers, %.3f s)\n", args.output.c_str(),
-               budget.name.c_str(), plan->tensors.size(), plan->kept_layers, secs);
+               budget.name.c_str(), written, plan->kept_layers, secs);
   return 0;
 }
 

@@ -335,6 +335,17 @@ BP_API bp_status bp_stream_info(const bp_reader* r, size_t tensor, size_t stream
 BP_API bp_status bp_stream_data(const bp_reader* r, size_t tensor, size_t stream,
                                 const void** data, uint64_t* size);
 
+/* bp_stream_data, checked: the stream's stored bytes after checking them
+ * against their checksum (.bolt files; not when opened with
+ * BP_OPEN_NO_VERIFY), for a caller that hands stored blocks to its own
+ * kernels (a GPU upload). Errors: BP_ERR_UNSUPPORTED for a compressed stream
+ * (decode the tensor), BP_ERR_CHECKSUM (*data is then NULL). Each call
+ * checks the bytes again. */
+/* Threads: any. Ownership: *data points into r's read-only mapping, valid
+ * until bp_close: never write or free it. */
+BP_API bp_status bp_stream_data_checked(const bp_reader* r, size_t tensor, size_t stream,
+                                        const void** data, uint64_t* size);
+
 /* Zero-copy and checked: when tensor `tensor` is stored as its elements as
  * they are (one uncompressed stream of an element codec such as f32, f16,
  * bf16 or raw; every float or integer tensor of a safetensors file and the
