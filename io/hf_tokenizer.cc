@@ -277,10 +277,9 @@ void AddBosEos(const JsonValue& tok, const JsonValue* tc, Metadata* kv) {
   if (eos) kv->emplace_back("tokenizer.ggml.add_eos_token", MetaValue::Bool(*eos));
 }
 
-// tokenizer_config.json's chat_template (a string, or the "default" of a
-// list of named ones), else a chat_template.jinja file.
-absl::Status AddChatTemplate(const std::string& dir, const JsonValue* tc, std::vector<std::string>* files,
-                             Metadata* kv) {
+// tokenizer_config.json's chat_template: a string, or the "default" of a
+// list of named ones.
+void AddConfigChatTemplate(const JsonValue* tc, Metadata* kv) {
   const JsonValue* t = tc != nullptr ? tc->Find("chat_template") : nullptr;
   if (t != nullptr && t->is_array()) {
     const JsonValue* chosen = nullptr;
@@ -290,9 +289,14 @@ absl::Status AddChatTemplate(const std::string& dir, const JsonValue* tc, std::v
     }
     t = chosen;
   }
-  if (t != nullptr && t->is_string()) {
-    kv->emplace_back("tokenizer.chat_template", MetaValue::String(t->string_value()));
-    return absl::OkStatus();
+  if (t != nullptr && t->is_string()) kv->emplace_back("tokenizer.chat_template", MetaValue::String(t->string_value()));
+}
+
+// Without one in tokenizer_config.json, newer checkpoints keep the chat
+// template in chat_template.jinja.
+absl::Status AddJinjaChatTemplate(const std::string& dir, std::vector<std::string>* files, Metadata* kv) {
+  for (const auto& [k, v] : *kv) {
+    if (k == "tokenizer.chat_template") return absl::OkStatus();
   }
   const std::string jinja = StrCat(dir, "/chat_template.jinja");
   if (!std::filesystem::exists(jinja)) return absl::OkStatus();
@@ -320,6 +324,44 @@ void AddSpecialIds(HfVocab* v, const SpecialFiles& f, Metadata* kv) {
 
 }  // namespace
 
+absl::StatusOr<Metadata> HfTokenizerFromJson(const HfTokenizerJson& in, const std::string& path) {
+  const JsonValue& tok = *in.tokenizer;
+  const JsonValue* model = tok.Find("model");
+  const JsonValue* type = model != nullptr && model->is_object() ? model->Find("type") : nullptr;
+  if (type == nullptr || !type->is_string() || type->string_value() != "BPE") {
+    return absl::UnimplementedError(StrCat(path, ": tokenizer model \"",
+                                           type != nullptr && type->is_string() ? type->string_value() : "",
+                                           "\" is not converted yet (BPE is)"));
+  }
+  HfVocab v;
+  const JsonValue* fallback = model->Find("byte_fallback");
+  v.llama = fallback != nullptr && fallback->is_bool() && fallback->bool_value();
+  BP_RETURN_IF_ERROR(ReadTokens(tok, path, &v));
+  BP_ASSIGN_OR_RETURN(std::optional<uint64_t> vocab_size, ConfigUint(*in.config, "vocab_size", "config.json"));
+  FillHoles(&v, vocab_size.value_or(0));
+  if (v.llama) {
+    for (size_t id = 0; id < v.tokens.size(); ++id) {
+      if (v.types[id] == kNormal && IsByteToken(v.tokens[id])) v.types[id] = kByte;
+    }
+  }
+  Metadata kv;
+  kv.emplace_back("tokenizer.ggml.model", MetaValue::String(v.llama ? "llama" : "gpt2"));
+  std::string pre = "default";
+  if (!v.llama) {
+    BP_ASSIGN_OR_RETURN(pre, BytePre(tok, path));
+  }
+  kv.emplace_back("tokenizer.ggml.pre", MetaValue::String(pre));
+  const SpecialFiles f{in.tokenizer_config, in.special_tokens_map, in.config};
+  Metadata ids;
+  AddSpecialIds(&v, f, &ids);  // before the types are written: it marks control tokens
+  AddTokenArrays(v, &kv);
+  if (!v.llama) BP_RETURN_IF_ERROR(AddMerges(*model, path, &kv));
+  for (auto& e : ids) kv.push_back(std::move(e));
+  AddBosEos(tok, f.tokenizer_config, &kv);
+  AddConfigChatTemplate(f.tokenizer_config, &kv);
+  return kv;
+}
+
 absl::StatusOr<Metadata> HfTokenizerMetadata(const std::string& dir, const JsonValue& config,
                                              std::vector<std::string>* files) {
   const std::string path = StrCat(dir, "/tokenizer.json");
@@ -333,39 +375,9 @@ absl::StatusOr<Metadata> HfTokenizerMetadata(const std::string& dir, const JsonV
   if (!tok) return Metadata();
   BP_ASSIGN_OR_RETURN(std::optional<JsonValue> tc, ReadJsonIfPresent(StrCat(dir, "/tokenizer_config.json"), files));
   BP_ASSIGN_OR_RETURN(std::optional<JsonValue> sm, ReadJsonIfPresent(StrCat(dir, "/special_tokens_map.json"), files));
-  const JsonValue* model = tok->Find("model");
-  const JsonValue* type = model != nullptr && model->is_object() ? model->Find("type") : nullptr;
-  if (type == nullptr || !type->is_string() || type->string_value() != "BPE") {
-    return absl::UnimplementedError(StrCat(path, ": tokenizer model \"",
-                                           type != nullptr && type->is_string() ? type->string_value() : "",
-                                           "\" is not converted yet (BPE is)"));
-  }
-  HfVocab v;
-  const JsonValue* fallback = model->Find("byte_fallback");
-  v.llama = fallback != nullptr && fallback->is_bool() && fallback->bool_value();
-  BP_RETURN_IF_ERROR(ReadTokens(*tok, path, &v));
-  BP_ASSIGN_OR_RETURN(std::optional<uint64_t> vocab_size, ConfigUint(config, "vocab_size", StrCat(dir, "/config.json")));
-  FillHoles(&v, vocab_size.value_or(0));
-  if (v.llama) {
-    for (size_t id = 0; id < v.tokens.size(); ++id) {
-      if (v.types[id] == kNormal && IsByteToken(v.tokens[id])) v.types[id] = kByte;
-    }
-  }
-  Metadata kv;
-  kv.emplace_back("tokenizer.ggml.model", MetaValue::String(v.llama ? "llama" : "gpt2"));
-  std::string pre = "default";
-  if (!v.llama) {
-    BP_ASSIGN_OR_RETURN(pre, BytePre(*tok, path));
-  }
-  kv.emplace_back("tokenizer.ggml.pre", MetaValue::String(pre));
-  const SpecialFiles f{tc ? &*tc : nullptr, sm ? &*sm : nullptr, &config};
-  Metadata ids;
-  AddSpecialIds(&v, f, &ids);  // before the types are written: it marks control tokens
-  AddTokenArrays(v, &kv);
-  if (!v.llama) BP_RETURN_IF_ERROR(AddMerges(*model, path, &kv));
-  for (auto& e : ids) kv.push_back(std::move(e));
-  AddBosEos(*tok, f.tokenizer_config, &kv);
-  BP_RETURN_IF_ERROR(AddChatTemplate(dir, f.tokenizer_config, files, &kv));
+  HfTokenizerJson in{&*tok, tc ? &*tc : nullptr, sm ? &*sm : nullptr, &config};
+  BP_ASSIGN_OR_RETURN(Metadata kv, HfTokenizerFromJson(in, path));
+  BP_RETURN_IF_ERROR(AddJinjaChatTemplate(dir, files, &kv));
   return kv;
 }
 

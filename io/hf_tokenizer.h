@@ -23,6 +23,19 @@ namespace boltpack::io {
 // No tokenizer.json: no keys (the output runs only with a tokenizer added);
 // an error when a SentencePiece tokenizer.model is there instead, which this
 // version does not read.
+// The files of a tokenizer, parsed; `tokenizer` (tokenizer.json) and
+// `config` (config.json) must be given, the others may be null.
+struct HfTokenizerJson {
+  const JsonValue* tokenizer = nullptr;
+  const JsonValue* tokenizer_config = nullptr;
+  const JsonValue* special_tokens_map = nullptr;
+  const JsonValue* config = nullptr;
+};
+
+// The keys of HfTokenizerMetadata from parsed files (a chat template only
+// from tokenizer_config.json); `path` names tokenizer.json in messages.
+absl::StatusOr<Metadata> HfTokenizerFromJson(const HfTokenizerJson& in, const std::string& path);
+
 absl::StatusOr<Metadata> HfTokenizerMetadata(const std::string& dir, const JsonValue& config,
                                              std::vector<std::string>* files);
 

@@ -356,6 +356,18 @@ TEST(HfTokenizer, ByteLevelBpeIsGpt2WithMerges) {
   EXPECT_EQ(Find(*kv, "tokenizer.chat_template")->s, "{{ x }}");
 }
 
+TEST(HfTokenizer, ChatTemplateJinjaFileWhenTheConfigHasNone) {
+  const std::string dir = MakeTempDir();
+  WriteText(dir + "/tokenizer.json", kByteLevelTokenizer);
+  WriteText(dir + "/chat_template.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}");
+  auto config = io::ParseJson("{}");
+  std::vector<std::string> files;
+  auto kv = io::HfTokenizerMetadata(dir, *config, &files);
+  ASSERT_TRUE(kv.ok()) << kv.status();
+  EXPECT_EQ(Find(*kv, "tokenizer.chat_template")->s, "{% for m in messages %}{{ m.content }}{% endfor %}");
+  EXPECT_EQ(files.back(), dir + "/chat_template.jinja");  // so the output cannot overwrite it
+}
+
 TEST(HfTokenizer, UnknownPreTokenizerAndHostileIdsAreRefused) {
   const std::string dir = MakeTempDir();
   WriteText(dir + "/tokenizer.json", R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\w+"}},
