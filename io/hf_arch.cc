@@ -14,15 +14,14 @@ struct LayerRef {
   size_t begin = 0;
   size_t end = 0;
 };
-std::optional<LayerRef> FindLayer(std::string_view name) {
-  constexpr std::string_view kLayers = "layers.";
+std::optional<LayerRef> FindNumber(std::string_view name, std::string_view kLayers) {
   size_t at = name.find(kLayers);
   if (at == std::string_view::npos) return std::nullopt;
   size_t begin = at + kLayers.size();
   size_t end = begin;
   while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
-  // At most 9 digits: a layer number is far below 10^9 (and a longer run
-  // of digits is not a layer number a table means).
+  // At most 9 digits: a layer or expert number is far below 10^9 (and a
+  // longer run of digits is not a number a table means).
   if (end == begin || end - begin > 9 || end == name.size() || name[end] != '.') return std::nullopt;
   return LayerRef{begin, end};
 }
@@ -61,15 +60,22 @@ std::optional<HfMapped> MapHfTensorName(const HfArch& arch, std::string_view nam
   }
   std::string_view stem = name.substr(0, name.size() - suffix.size());
   std::string pattern(stem);
-  std::string_view bid;
-  if (std::optional<LayerRef> layer = FindLayer(stem)) {
-    bid = stem.substr(layer->begin, layer->end - layer->begin);
+  std::string bid;
+  std::optional<uint32_t> expert;
+  // The expert number first: it comes after the layer's, so replacing it
+  // leaves the layer's offsets as they are.
+  if (std::optional<LayerRef> x = FindNumber(stem, "experts.")) {
+    expert = static_cast<uint32_t>(std::stoul(std::string(stem.substr(x->begin, x->end - x->begin))));
+    pattern.replace(x->begin, x->end - x->begin, "{xid}");
+  }
+  if (std::optional<LayerRef> layer = FindNumber(pattern, "layers.")) {
+    bid = pattern.substr(layer->begin, layer->end - layer->begin);
     pattern.replace(layer->begin, layer->end - layer->begin, "{bid}");
   }
   for (const HfTensorRule& rule : arch.tensors) {
     if (rule.hf != pattern) continue;
-    if (rule.gguf.empty()) return HfMapped{"", &rule};  // a tensor llama.cpp does without
-    return HfMapped{StrCat(Replace(rule.gguf, bid), suffix), &rule};
+    if (rule.gguf.empty()) return HfMapped{"", &rule, expert};  // a tensor llama.cpp does without
+    return HfMapped{StrCat(Replace(rule.gguf, bid), suffix), &rule, expert};
   }
   return std::nullopt;
 }

@@ -29,7 +29,10 @@ enum class HfPermute : uint8_t {
 };
 
 // One HF tensor name (without .weight/.bias; "{bid}" stands for the layer
-// number) and the GGUF name it becomes.
+// number, "{xid}" for an expert's) and the GGUF name it becomes. The
+// tensors of every expert of a layer ("{xid}" in `hf`) become one GGUF
+// tensor, stacked in expert order ([n_expert, rows, cols]), as llama.cpp's
+// *_exps tensors are.
 struct HfTensorRule {
   std::string_view hf;
   std::string_view gguf;
@@ -65,6 +68,7 @@ absl::StatusOr<const HfArch*> FindHfArch(const JsonValue& config, const std::str
 struct HfMapped {
   std::string name;
   const HfTensorRule* rule = nullptr;
+  std::optional<uint32_t> expert;  // the expert number of a "{xid}" rule
 };
 std::optional<HfMapped> MapHfTensorName(const HfArch& arch, std::string_view name);
 

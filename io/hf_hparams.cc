@@ -23,6 +23,10 @@ constexpr HfHparam kDecoderHparams[] = {
     {"attention.layer_norm_rms_epsilon", "rms_norm_eps", HfValue::kF32},
     {"attention.key_length", "head_dim"},
     {"attention.value_length", "head_dim"},
+    // Mixture of experts (mixtral, qwen3moe).
+    {"expert_count", "num_local_experts,num_experts"},
+    {"expert_used_count", "num_experts_per_tok"},
+    {"expert_feed_forward_length", "moe_intermediate_size"},
 };
 
 // The first of the comma-separated `fields` config.json has (not null).

@@ -87,6 +87,18 @@ std::string FolderName(const std::string& dir) {
   return p.filename().string();
 }
 
+// The experts per layer of a mixture-of-experts config (0: none), bounded
+// so that a hostile count cannot size the stacks.
+absl::StatusOr<uint64_t> ExpertCount(const io::JsonValue& config, const std::string& path) {
+  std::optional<uint64_t> n;
+  for (const char* field : {"num_local_experts", "num_experts"}) {
+    BP_ASSIGN_OR_RETURN(n, io::ConfigUint(config, field, path));
+    if (n) break;
+  }
+  if (n && *n > 65536) return absl::InvalidArgumentError(StrCat(path, ": ", *n, " experts per layer (at most 65536)"));
+  return n.value_or(0);
+}
+
 bool TiedEmbeddings(const io::JsonValue& config) {
   const io::JsonValue* tie = config.Find("tie_word_embeddings");
   return tie != nullptr && tie->is_bool() && tie->bool_value();
@@ -141,6 +153,14 @@ absl::Status Inputs::AddHfFolder(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// The experts of one GGUF tensor seen so far: the model's tensor index of
+// each, and of the first seen (whose shape and dtype every other must have).
+struct Inputs::ExpertGroup {
+  std::vector<std::optional<size_t>> parts;
+  size_t seen = 0;
+  size_t first = 0;
+};
+
 absl::Status Inputs::AddHfTensors(const io::SafetensorsModel& model, const io::HfArch& arch,
                                   const io::JsonValue& config, const std::string& config_path) {
   const auto& st = model.tensors();
@@ -149,6 +169,8 @@ absl::Status Inputs::AddHfTensors(const io::SafetensorsModel& model, const io::H
     return m && m->name == "token_embd.weight";
   });
   const bool tied = TiedEmbeddings(config);
+  BP_ASSIGN_OR_RETURN(uint64_t experts, ExpertCount(config, config_path));
+  std::map<std::string, ExpertGroup> groups;  // by GGUF name, until every expert is seen
   for (size_t i : ConverterOrder(st)) {
     const io::SafetensorsTensor& s = st[i];
     const std::string& file = model.files()[s.file_index];
@@ -158,6 +180,10 @@ absl::Status Inputs::AddHfTensors(const io::SafetensorsModel& model, const io::H
                                                arch.gguf, " mapping (", arch.hf_class, ")"));
     }
     if (mapped->name.empty()) continue;  // llama.cpp does without it
+    if (mapped->expert) {
+      BP_RETURN_IF_ERROR(AddExpert(model, i, std::move(*mapped), experts, &groups));
+      continue;
+    }
     if (mapped->name == "output.weight" && tied) {
       // Tied embeddings: llama.cpp reads token_embd for the output too. A
       // checkpoint that saved only lm_head (safetensors drops the alias)
@@ -177,6 +203,56 @@ absl::Status Inputs::AddHfTensors(const io::SafetensorsModel& model, const io::H
     }
     tensors_.push_back(std::move(t));
   }
+  if (!groups.empty()) {
+    const auto& [name, g] = *groups.begin();
+    for (size_t x = 0; x < g.parts.size(); ++x) {
+      if (!g.parts[x]) {
+        return absl::InvalidArgumentError(StrCat(model.files()[0], ": expert ", x, " of ", QuoteForDisplay(name),
+                                                 " is missing (", config_path, " says ", experts, " experts)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One expert's tensor: kept until its layer's every expert is seen, then
+// the stacked tensor is added where llama.cpp's converter writes it (when
+// its last expert arrives), each expert's shape and dtype checked alike.
+absl::Status Inputs::AddExpert(const io::SafetensorsModel& model, size_t i, io::HfMapped mapped, uint64_t experts,
+                               std::map<std::string, ExpertGroup>* groups) {
+  const io::SafetensorsTensor& s = model.tensors()[i];
+  const std::string where = StrCat(model.files()[s.file_index], ": tensor ", QuoteForDisplay(s.name));
+  if (experts == 0 || *mapped.expert >= experts) {
+    return absl::InvalidArgumentError(StrCat(where, ": expert ", *mapped.expert, " of a model of ", experts,
+                                             " experts (num_local_experts / num_experts in config.json)"));
+  }
+  ExpertGroup& g = (*groups)[mapped.name];
+  if (g.parts.empty()) {
+    g.parts.resize(experts);
+    g.first = i;
+  }
+  g.parts[*mapped.expert] = i;
+  const io::SafetensorsTensor& first = model.tensors()[g.first];
+  if (s.shape != first.shape || s.dtype != first.dtype) {
+    return absl::InvalidArgumentError(StrCat(where, ": its shape or dtype differs from ", QuoteForDisplay(first.name),
+                                             ", which it is stacked with"));
+  }
+  if (++g.seen < experts) return absl::OkStatus();
+  auto& parts = stacks_.emplace_back();
+  for (const auto& p : g.parts) parts.push_back(model.TensorBytes(*p));
+  auto& shape = shapes_.emplace_back(std::make_unique<uint64_t[]>(s.shape.size() + 1));
+  shape[0] = experts;
+  std::copy(s.shape.begin(), s.shape.end(), shape.get() + 1);
+  InputTensor t;
+  t.name = owned_names_.emplace_back(mapped.name);
+  t.dtype = s.dtype;
+  t.shape = absl::MakeConstSpan(shape.get(), s.shape.size() + 1);
+  t.kind = InputKind::kSafetensors;
+  t.file_path = &model.files()[s.file_index];
+  t.bytes = absl::Span<const uint8_t>(nullptr, model.TensorBytes(i).size() * experts);  // sizes only: `parts` hold the data
+  t.parts = &parts;
+  tensors_.push_back(std::move(t));
+  groups->erase(mapped.name);
   return absl::OkStatus();
 }
 

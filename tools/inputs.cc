@@ -55,6 +55,10 @@ void ReleaseTensorPages(const Reader& reader, size_t tensor) {
 
 void Inputs::Release(const InputTensor& t) const {
   if (!memory_.empty() || t.owned) return;  // memory, not a mapping of ours
+  if (t.parts != nullptr) {  // stacked experts: each part is a mapping
+    for (const auto& part : *t.parts) io::ReleaseMappedPages(part);
+    return;
+  }
   if (t.kind == InputKind::kBolt) {
     ReleaseTensorPages(*t.reader, t.index);
   } else {
@@ -275,6 +279,12 @@ bool StoredNotDecoded(const TensorInfo& info) {
 }
 
 absl::StatusOr<absl::Span<const uint8_t>> ElementBytes(const InputTensor& t, std::vector<uint8_t>* scratch) {
+  if (t.kind == InputKind::kSafetensors && t.parts != nullptr) {
+    scratch->clear();
+    scratch->reserve(t.bytes.size());
+    for (const auto& part : *t.parts) scratch->insert(scratch->end(), part.begin(), part.end());
+    return absl::MakeConstSpan(*scratch);
+  }
   if (t.kind != InputKind::kSafetensors || t.rotary_heads == 0) return t.bytes;
   // The shape was checked when the folder was opened (rows split into the
   // heads); a failure here names the tensor all the same.

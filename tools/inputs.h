@@ -4,6 +4,7 @@
 #define BOLTPACK_TOOLS_INPUTS_H_
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -50,6 +51,11 @@ struct InputTensor {
   // ElementBytes reorders one tensor when it is written, so a conversion
   // holds one such copy at a time, not every Q and K of the model.
   uint32_t rotary_heads = 0;
+  // kSafetensors of a Hugging Face folder: the experts' tensors this one
+  // stacks ([n_expert, ...] of one expert's shape, llama.cpp's *_exps), in
+  // expert order; `bytes` then has their total size and no data, and
+  // ElementBytes joins them one tensor at a time.
+  const std::vector<absl::Span<const uint8_t>>* parts = nullptr;
   // kSafetensors: `bytes` is a buffer the Inputs own (a tensor no file
   // holds, such as Llama 3's rope_freqs), not a file mapping: Release
   // leaves it alone.
@@ -126,12 +132,16 @@ class Inputs {
   absl::Status AddRopeFreqs(const io::JsonValue& config, const std::string& config_path);
   absl::Status AddHfTensors(const io::SafetensorsModel& model, const io::HfArch& arch, const io::JsonValue& config,
                             const std::string& config_path);
+  struct ExpertGroup;
+  absl::Status AddExpert(const io::SafetensorsModel& model, size_t i, io::HfMapped mapped, uint64_t experts,
+                         std::map<std::string, ExpertGroup>* groups);
 
   std::vector<std::unique_ptr<io::SafetensorsModel>> safetensors_;
   // Names and bytes that no input file holds: a Hugging Face folder's GGUF
   // names (a deque, so views of them stay put) and its rope_freqs.
   std::deque<std::string> owned_names_;
   std::vector<std::vector<uint8_t>> owned_bytes_;
+  std::deque<std::vector<absl::Span<const uint8_t>>> stacks_;  // InputTensor::parts
   bool hf_folder_ = false;
   std::vector<MemoryTensor> memory_;  // FromMemory's, which tensors_ view
   // A label for FromMemory's tensors; a node, so that the views of it stay put.
