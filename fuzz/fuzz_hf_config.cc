@@ -17,13 +17,14 @@ namespace {
 void Config(const boltpack::io::JsonValue& config) {
   using namespace boltpack::io;
   (void)FindHfArch(config, "config.json");
-  for (const char* cls : {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"}) {
+  for (const char* cls : {"LlamaForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM", "Qwen3MoeForCausalLM"}) {
     std::vector<JsonValue> names;
     names.push_back(JsonValue::String(cls));
     auto arch = FindHfArch(JsonValue::Object({{"architectures", JsonValue::Array(std::move(names))}}), "c");
     if (!arch.ok()) __builtin_trap();  // the tables know these
     (void)HfHyperparameters(**arch, config, "config.json");
     (void)MapHfTensorName(**arch, "model.layers.7.self_attn.q_proj.weight");
+    (void)MapHfTensorName(**arch, "model.layers.7.mlp.experts.999999999.up_proj.weight");
   }
   (void)Llama3RopeFactors(config, "config.json");
   // A reordering sized by the config's head count: refused unless it fits.
