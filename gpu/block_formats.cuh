@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "gpu/float_bits.cuh"
+#include "gpu/packed_codes.cuh"
 
 namespace boltpack::gpu {
 
@@ -35,6 +36,19 @@ __device__ __forceinline__ uint16_t Load16(const uint8_t* p) { return *reinterpr
 __device__ __forceinline__ uint32_t Load32Via16(const uint8_t* p) { return Load16(p) | uint32_t{Load16(p + 2)} << 16; }
 __device__ __forceinline__ uint32_t Load32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
+// Every block codec's value is MulX86(k, s): k a small exact number the
+// stored code gives (an int8, a kvalue, a signed grid magnitude, an E2M1
+// value), s the block's scale. K8 gives the 8 k of group g and returns s
+// (the GEMV uses them as they are: gemv_kernels.cu); Load8 multiplies.
+template <class C>
+struct ScaledCodes {
+  __device__ __forceinline__ static void Load8(const DeviceTensor& t, const Iq2Tables* tab, uint64_t g, float v[8]) {
+    const float s = C::K8(t, tab, g, v);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = MulFiniteX86(v[j], s);
+  }
+};
+
 struct Bf16Raw {
   static constexpr bool kTables = false;
   __device__ __forceinline__ static void Load8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float v[8]) {
@@ -46,99 +60,104 @@ struct Bf16Raw {
       v[2 * j + 1] = Float(u[j] & 0xffff0000u);
     }
   }
+  // The weights themselves, scale 1 (they may be NaN: Load8 is not K8 * s).
+  __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables* tab, uint64_t g, float k[8]) {
+    Load8(t, tab, g, k);
+    return 1.0f;
+  }
 };
 
 // Q8_0: 34-byte blocks of 32: f16 d, int8 q[32]; y = f32(q) * f32(d).
-struct Q8_0 {
+struct Q8_0 : ScaledCodes<Q8_0> {
   static constexpr bool kTables = false;
-  __device__ __forceinline__ static void Load8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float v[8]) {
+  __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float k[8]) {
     const uint8_t* b = t.s[0] + (g >> 2) * 34;
-    const float d = F16BitsToF32(Load16(b));
     const uint8_t* q = b + 2 + 8 * (g & 3);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint16_t pair = Load16(q + 2 * j);
-      v[2 * j] = MulX86(static_cast<float>(static_cast<int8_t>(pair & 0xff)), d);
-      v[2 * j + 1] = MulX86(static_cast<float>(static_cast<int8_t>(pair >> 8)), d);
-    }
+    Int8x4(Load32Via16(q), k);
+    Int8x4(Load32Via16(q + 4), k + 4);
+    return F16BitsToF32(Load16(b));
   }
 };
 
 // int4-g128: values (64 bytes per group of 128, element 2i the low nibble
 // of byte i, stored + 8) and scales (f16 per group).
-struct Int4G128 {
+struct Int4G128 : ScaledCodes<Int4G128> {
   static constexpr bool kTables = false;
-  __device__ __forceinline__ static void Load8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float v[8]) {
-    const uint32_t w = Load32(t.s[0] + g * 4);
-    const float d = F16BitsToF32(Load16(t.s[1] + (g >> 4) * 2));
+  __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float k[8]) {
+    uint32_t first4, last4;
+    NibblesToBytes(Load32(t.s[0] + g * 4), first4, last4);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = MulX86(static_cast<float>(static_cast<int>((w >> (4 * j)) & 15u) - 8), d);
+    for (uint32_t i = 0; i < 4; ++i) {
+      k[i] = Magic(first4, i) - (kTwo23 + 8.0f);
+      k[i + 4] = Magic(last4, i) - (kTwo23 + 8.0f);
+    }
+    return F16BitsToF32(Load16(t.s[1] + (g >> 4) * 2));
   }
 };
 
 // MXFP4: 17-byte blocks of 32: E8M0 e, qs[16]; element j < 16 the low
 // nibble of qs[j], element j + 16 its high nibble.
-struct Mxfp4 {
+struct Mxfp4 : ScaledCodes<Mxfp4> {
   static constexpr bool kTables = false;
-  __device__ __forceinline__ static void Load8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float v[8]) {
+  __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float k[8]) {
     const uint8_t* b = t.s[0] + (g >> 2) * 17;
-    const float d = E8m0Half(b[0]);
     const uint32_t sub = g & 3;
     const uint8_t* qs = b + 1 + 8 * (sub & 1);
     const uint32_t shift = sub >= 2 ? 4 : 0;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = MulX86(KvalueMxfp4((qs[j] >> shift) & 15u), d);
+    Kvalues4((Load32Unaligned(qs) >> shift) & 0x0F0F0F0Fu, k);
+    Kvalues4((Load32Unaligned(qs + 4) >> shift) & 0x0F0F0F0Fu, k + 4);
+    return E8m0Half(b[0]);
   }
 };
 
 // ggml NVFP4: 36-byte blocks of 64: UE4M3 d[4], qs[32]; sub-block s uses
 // qs[8s..8s+7], low nibbles elements 16s..16s+7, high nibbles the next 8.
-struct Nvfp4Ggml {
+struct Nvfp4Ggml : ScaledCodes<Nvfp4Ggml> {
   static constexpr bool kTables = false;
-  __device__ __forceinline__ static void Load8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float v[8]) {
+  __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float k[8]) {
     const uint8_t* b = t.s[0] + (g >> 3) * 36;
     const uint32_t s = (g >> 1) & 3, shift = (g & 1) * 4;
-    const float d = Ue4m3Half(b[s]);
-    const uint32_t lo = Load32(b + 4 + 8 * s), hi = Load32(b + 8 + 8 * s);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const uint32_t byte = ((j < 4 ? lo : hi) >> (8 * (j & 3))) & 0xffu;
-      v[j] = MulX86(KvalueMxfp4((byte >> shift) & 15u), d);
-    }
+    Kvalues4((Load32(b + 4 + 8 * s) >> shift) & 0x0F0F0F0Fu, k);
+    Kvalues4((Load32(b + 8 + 8 * s) >> shift) & 0x0F0F0F0Fu, k + 4);
+    return Ue4m3Half(b[s]);
   }
 };
 
 // NVIDIA two-level NVFP4: values (8 bytes per block of 16, element 2i the
 // low nibble of byte i), scales (float8_e4m3fn per block), tensor_scale.
-struct Nvfp4 {
+struct Nvfp4 : ScaledCodes<Nvfp4> {
   static constexpr bool kTables = false;
-  __device__ __forceinline__ static void Load8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float v[8]) {
-    const uint32_t w = Load32(t.s[0] + g * 4);
-    const float scale = MulX86(E4m3fn(t.s[1][g >> 1]), t.tensor_scale);
+  __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float k[8]) {
+    uint32_t first4, last4;
+    NibblesToBytes(Load32(t.s[0] + g * 4), first4, last4);
+    Kvalues4(first4, k);
+    Kvalues4(last4, k + 4);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = MulX86(E2m1((w >> (4 * j)) & 15u), scale);
+    for (int j = 0; j < 8; ++j) k[j] = __fmul_rn(k[j], 0.5f);  // E2M1 is half the kvalue, exactly
+    return MulX86(E4m3fn(t.s[1][g >> 1]), t.tensor_scale);
   }
 };
 
 // IQ2_XXS: 66-byte blocks of 256: f16 d, then per 32 elements aux0 (4 grid
 // indices) and aux1 (4 x 7 sign bits, 4-bit scale on top).
-struct Iq2Xxs {
+struct Iq2Xxs : ScaledCodes<Iq2Xxs> {
   static constexpr bool kTables = true;
-  __device__ __forceinline__ static void Load8(const DeviceTensor& t, const Iq2Tables* tab, uint64_t g,
-                                               float v[8]) {
+  __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables* tab, uint64_t g, float k[8]) {
     const uint8_t* b = t.s[0] + (g >> 5) * 66;
     const uint32_t ib = (g >> 2) & 7, l = g & 3;
-    const float d = F16BitsToF32(Load16(b));
     const uint32_t aux0 = Load32Via16(b + 2 + 8 * ib), aux1 = Load32Via16(b + 6 + 8 * ib);
-    // MulX86: a NaN d keeps its payload through both products, as on the CPU.
-    const float db = MulX86(MulX86(d, 0.5f + static_cast<float>(aux1 >> 28)), 0.25f);
     const uint64_t grid = tab->grid[(aux0 >> (8 * l)) & 255u];
     const uint32_t signs = tab->signs[(aux1 >> (7 * l)) & 127u];
+    const uint32_t lo = static_cast<uint32_t>(grid), hi = static_cast<uint32_t>(grid >> 32);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const float m = static_cast<float>(static_cast<uint32_t>(grid >> (8 * j)) & 0xffu);
-      v[j] = MulX86(db, (signs >> j) & 1u ? -m : m);
+    for (uint32_t i = 0; i < 4; ++i) {
+      // Grid magnitudes are never 0: the sign goes on the float's bit.
+      k[i] = __uint_as_float(__float_as_uint(Magic(lo, i) - kTwo23) ^ (((signs >> i) & 1u) << 31));
+      k[i + 4] = __uint_as_float(__float_as_uint(Magic(hi, i) - kTwo23) ^ (((signs >> (i + 4)) & 1u) << 31));
     }
+    // MulX86: a NaN d keeps its payload through both products, as on the CPU.
+    const float d = F16BitsToF32(Load16(b));
+    return MulX86(MulX86(d, 0.5f + static_cast<float>(aux1 >> 28)), 0.25f);
   }
 };
 

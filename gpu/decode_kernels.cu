@@ -8,10 +8,36 @@
 #include "gpu/codec_dispatch.cuh"
 #include "gpu/kernels.h"
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "libboltpack_cuda needs sm_80 or newer (bf16 conversions)"
+#endif
+
 namespace boltpack::gpu {
 namespace {
 
 constexpr int kThreads = 256;
+
+// Two f32 to two bf16 or f16 (lo in the low half) by the hardware's
+// round-to-nearest-even conversion, which gives the CPU's bits except for
+// NaN: those get the CPU's NaN (bf16: the top half, quieted; f16: 0x7e00
+// with the sign) by a select.
+template <OutType kOut>
+__device__ __forceinline__ uint32_t Pack2(float lo, float hi) {
+  uint32_t packed;
+  uint32_t nan_lo, nan_hi;
+  if constexpr (kOut == OutType::kBf16) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+    nan_lo = (Bits(lo) >> 16) | 0x40u;
+    nan_hi = (Bits(hi) >> 16) | 0x40u;
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+    nan_lo = ((Bits(lo) >> 16) & 0x8000u) | 0x7e00u;
+    nan_hi = ((Bits(hi) >> 16) & 0x8000u) | 0x7e00u;
+  }
+  if (lo != lo) packed = (packed & 0xffff0000u) | nan_lo;
+  if (hi != hi) packed = (packed & 0x0000ffffu) | nan_hi << 16;
+  return packed;
+}
 
 template <OutType kOut>
 __device__ __forceinline__ void Store8(const float v[8], void* dst, uint64_t g) {
@@ -20,14 +46,8 @@ __device__ __forceinline__ void Store8(const float v[8], void* dst, uint64_t g) 
     p[0] = make_float4(v[0], v[1], v[2], v[3]);
     p[1] = make_float4(v[4], v[5], v[6], v[7]);
   } else {
-    uint32_t w[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t a = kOut == OutType::kBf16 ? F32ToBf16Bits(v[2 * j]) : F32ToF16Bits(v[2 * j]);
-      const uint32_t b = kOut == OutType::kBf16 ? F32ToBf16Bits(v[2 * j + 1]) : F32ToF16Bits(v[2 * j + 1]);
-      w[j] = a | b << 16;
-    }
-    reinterpret_cast<uint4*>(dst)[g] = make_uint4(w[0], w[1], w[2], w[3]);
+    reinterpret_cast<uint4*>(dst)[g] =
+        make_uint4(Pack2<kOut>(v[0], v[1]), Pack2<kOut>(v[2], v[3]), Pack2<kOut>(v[4], v[5]), Pack2<kOut>(v[6], v[7]));
   }
 }
 

@@ -25,6 +25,16 @@ __device__ __forceinline__ float MulX86(float a, float b) {
   return Float(0xffc00000u);
 }
 
+// MulX86(k, d) for a k that is never NaN (a decoded integer code): the
+// product is NaN only for a NaN d (its payload, quieted) or inf x 0 (the
+// default NaN), so no branch: a select on the product, the NaN's bits the
+// same for every k of a block.
+__device__ __forceinline__ float MulFiniteX86(float k, float d) {
+  const float r = __fmul_rn(k, d);
+  const uint32_t nan = IsNanBits(Bits(d)) ? (Bits(d) | 0x00400000u) : 0xffc00000u;
+  return r != r ? Float(nan) : r;
+}
+
 __device__ __forceinline__ uint16_t F32ToBf16Bits(float f) {
   const uint32_t u = Bits(f);
   const uint32_t rounded = (u + (0x7fffu + ((u >> 16) & 1u))) >> 16;
@@ -77,17 +87,6 @@ __device__ __forceinline__ float E4m3fn(uint32_t x) {
   const float v = e == 0 ? __fmul_rn(static_cast<float>(m), 0x1p-9f) : Float(((e + 120u) << 23) | (m << 20));
   return (x & 0x80u) ? -v : v;
 }
-
-// E2M1 codes as ggml's kvalues_mxfp4 (2x the E2M1 magnitudes 0, 1, 2, 3,
-// 4, 6, 8, 12, one nibble each of a constant: no table in memory; code 8 is
-// +0).
-__device__ __forceinline__ float KvalueMxfp4(uint32_t code) {
-  const float v = static_cast<float>((0xc8643210u >> (4u * (code & 7u))) & 15u);
-  return (code & 8u) && v != 0.0f ? -v : v;
-}
-
-// E2M1 values themselves (nvfp4 two-level): half of the above, exactly.
-__device__ __forceinline__ float E2m1(uint32_t code) { return __fmul_rn(KvalueMxfp4(code), 0.5f); }
 
 }  // namespace boltpack::gpu
 

@@ -1,9 +1,11 @@
 // Batch-1..8 GEMV over stored weights: one warp per row of W, each lane
-// decoding groups of 8 weights straight from the stored blocks into
-// registers (nothing decoded is written back), x read as 16-byte runs of
-// bf16 (it stays in L1/L2: every row reads it), f32 sums reduced across
-// the warp. Memory bound by design: the weights are read once, in their
-// stored size, so a codec that stores fewer bytes runs faster.
+// taking groups of 8 weights straight from the stored blocks into registers
+// as small exact numbers k and a scale s (K8, block_formats.cuh; nothing
+// decoded is written back), summing k x per group (each product exact in
+// f32) and adding s times that; x read as 16-byte runs of bf16 (it stays in
+// L1/L2: every row reads it), f32 sums reduced across the warp. The weights
+// are read once, in their stored size, so a codec that stores fewer bytes
+// runs faster once the per-weight work is small enough.
 #include <cstdint>
 
 #include "gpu/codec_dispatch.cuh"
@@ -36,14 +38,16 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) GemvKernel(DeviceTensor t
   for (int b = 0; b < kBatch; ++b) acc[b] = 0.0f;
 #pragma unroll 4
   for (uint64_t c = lane; c < groups; c += 32) {
-    float w[8];
-    C::Load8(t, tables, row * groups + c, w);
+    float k[8];
+    const float s = C::K8(t, tables, row * groups + c, k);
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       float xv[8];
       Bf16x8(__ldg(x + b * groups + c), xv);
+      float p = k[0] * xv[0];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) acc[b] = fmaf(w[j], xv[j], acc[b]);
+      for (int j = 1; j < 8; ++j) p = fmaf(k[j], xv[j], p);
+      acc[b] = fmaf(s, p, acc[b]);
     }
   }
 #pragma unroll

@@ -92,12 +92,13 @@ bool CheckDecode(const bp_reader* r, size_t tensor, const bp_cuda_tensor& t, con
   return ok;
 }
 
-// The GEMV's tolerance: each product w*x is exact in f32 (fmaf of an f32
-// weight and a bf16 x), so the error is the f32 sum's: a lane adds cols/32
-// products in sequence, then 5 butterfly steps, at most
-// (cols/32 + 5) roundings of at most 2^-24 of the partial sums, bounded by
-// sum |w||x|.
-double Tolerance(uint64_t cols, double abs_sum) { return (double(cols) / 32 + 5) * std::ldexp(1.0, -24) * abs_sum; }
+// The GEMV's tolerance: each product k*x of a group's integer factor and a
+// bf16 x is exact in f32 (gemv_factors.cuh), a group's sum of 8 rounds at
+// most 7 times, its scale is applied with the add into the lane's sum by
+// one fmaf, a lane holds cols/256 groups and 5 butterfly steps follow: every
+// term goes through at most cols/32 + 12 roundings of at most 2^-24 of
+// partial sums bounded by sum |w||x|.
+double Tolerance(uint64_t cols, double abs_sum) { return (double(cols) / 32 + 12) * std::ldexp(1.0, -24) * abs_sum; }
 
 bool CheckGemv(const bp_reader* r, size_t tensor, const bp_cuda_tensor& t, const char* name) {
   std::vector<float> w(t.rows * t.cols);
