@@ -11,6 +11,8 @@
 #ifndef BOLTPACK_GPU_BLOCK_FORMATS_CUH_
 #define BOLTPACK_GPU_BLOCK_FORMATS_CUH_
 
+#include <cuda_fp16.h>
+
 #include <cstdint>
 
 #include "gpu/float_bits.cuh"
@@ -40,10 +42,30 @@ __device__ __forceinline__ uint32_t Load32(const uint8_t* p) { return *reinterpr
 // stored code gives (an int8, a kvalue, a signed grid magnitude, an E2M1
 // value), s the block's scale. K8 gives the 8 k of group g and returns s
 // (the GEMV uses them as they are: gemv_kernels.cu); Load8 multiplies.
+// K8<false> may give a NaN scale another payload (the hardware's f16
+// conversion and multiply, fewer instructions): for the GEMV, whose output
+// is not bit-exact anyway.
+template <bool kExact>
+__device__ __forceinline__ float HalfToF32(uint16_t h) {
+  if constexpr (kExact) {
+    return F16BitsToF32(h);
+  } else {
+    return __half2float(__ushort_as_half(h));
+  }
+}
+template <bool kExact>
+__device__ __forceinline__ float Mul(float a, float b) {
+  if constexpr (kExact) {
+    return MulX86(a, b);
+  } else {
+    return __fmul_rn(a, b);
+  }
+}
+
 template <class C>
 struct ScaledCodes {
   __device__ __forceinline__ static void Load8(const DeviceTensor& t, const Iq2Tables* tab, uint64_t g, float v[8]) {
-    const float s = C::K8(t, tab, g, v);
+    const float s = C::template K8<true>(t, tab, g, v);
 #pragma unroll
     for (int j = 0; j < 8; ++j) v[j] = MulFiniteX86(v[j], s);
   }
@@ -61,6 +83,7 @@ struct Bf16Raw {
     }
   }
   // The weights themselves, scale 1 (they may be NaN: Load8 is not K8 * s).
+  template <bool kExact = true>
   __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables* tab, uint64_t g, float k[8]) {
     Load8(t, tab, g, k);
     return 1.0f;
@@ -70,12 +93,13 @@ struct Bf16Raw {
 // Q8_0: 34-byte blocks of 32: f16 d, int8 q[32]; y = f32(q) * f32(d).
 struct Q8_0 : ScaledCodes<Q8_0> {
   static constexpr bool kTables = false;
+  template <bool kExact = true>
   __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float k[8]) {
     const uint8_t* b = t.s[0] + (g >> 2) * 34;
     const uint8_t* q = b + 2 + 8 * (g & 3);
     Int8x4(Load32Via16(q), k);
     Int8x4(Load32Via16(q + 4), k + 4);
-    return F16BitsToF32(Load16(b));
+    return HalfToF32<kExact>(Load16(b));
   }
 };
 
@@ -83,6 +107,7 @@ struct Q8_0 : ScaledCodes<Q8_0> {
 // of byte i, stored + 8) and scales (f16 per group).
 struct Int4G128 : ScaledCodes<Int4G128> {
   static constexpr bool kTables = false;
+  template <bool kExact = true>
   __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float k[8]) {
     uint32_t first4, last4;
     NibblesToBytes(Load32(t.s[0] + g * 4), first4, last4);
@@ -91,7 +116,7 @@ struct Int4G128 : ScaledCodes<Int4G128> {
       k[i] = Magic(first4, i) - (kTwo23 + 8.0f);
       k[i + 4] = Magic(last4, i) - (kTwo23 + 8.0f);
     }
-    return F16BitsToF32(Load16(t.s[1] + (g >> 4) * 2));
+    return HalfToF32<kExact>(Load16(t.s[1] + (g >> 4) * 2));
   }
 };
 
@@ -99,6 +124,7 @@ struct Int4G128 : ScaledCodes<Int4G128> {
 // nibble of qs[j], element j + 16 its high nibble.
 struct Mxfp4 : ScaledCodes<Mxfp4> {
   static constexpr bool kTables = false;
+  template <bool kExact = true>
   __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float k[8]) {
     const uint8_t* b = t.s[0] + (g >> 2) * 17;
     const uint32_t sub = g & 3;
@@ -114,6 +140,7 @@ struct Mxfp4 : ScaledCodes<Mxfp4> {
 // qs[8s..8s+7], low nibbles elements 16s..16s+7, high nibbles the next 8.
 struct Nvfp4Ggml : ScaledCodes<Nvfp4Ggml> {
   static constexpr bool kTables = false;
+  template <bool kExact = true>
   __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float k[8]) {
     const uint8_t* b = t.s[0] + (g >> 3) * 36;
     const uint32_t s = (g >> 1) & 3, shift = (g & 1) * 4;
@@ -127,6 +154,7 @@ struct Nvfp4Ggml : ScaledCodes<Nvfp4Ggml> {
 // low nibble of byte i), scales (float8_e4m3fn per block), tensor_scale.
 struct Nvfp4 : ScaledCodes<Nvfp4> {
   static constexpr bool kTables = false;
+  template <bool kExact = true>
   __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float k[8]) {
     uint32_t first4, last4;
     NibblesToBytes(Load32(t.s[0] + g * 4), first4, last4);
@@ -134,7 +162,7 @@ struct Nvfp4 : ScaledCodes<Nvfp4> {
     Kvalues4(last4, k + 4);
 #pragma unroll
     for (int j = 0; j < 8; ++j) k[j] = __fmul_rn(k[j], 0.5f);  // E2M1 is half the kvalue, exactly
-    return MulX86(E4m3fn(t.s[1][g >> 1]), t.tensor_scale);
+    return Mul<kExact>(E4m3fn(t.s[1][g >> 1]), t.tensor_scale);
   }
 };
 
@@ -142,6 +170,7 @@ struct Nvfp4 : ScaledCodes<Nvfp4> {
 // indices) and aux1 (4 x 7 sign bits, 4-bit scale on top).
 struct Iq2Xxs : ScaledCodes<Iq2Xxs> {
   static constexpr bool kTables = true;
+  template <bool kExact = true>
   __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables* tab, uint64_t g, float k[8]) {
     const uint8_t* b = t.s[0] + (g >> 5) * 66;
     const uint32_t ib = (g >> 2) & 7, l = g & 3;
@@ -156,8 +185,8 @@ struct Iq2Xxs : ScaledCodes<Iq2Xxs> {
       k[i + 4] = __uint_as_float(__float_as_uint(Magic(hi, i) - kTwo23) ^ (((signs >> (i + 4)) & 1u) << 31));
     }
     // MulX86: a NaN d keeps its payload through both products, as on the CPU.
-    const float d = F16BitsToF32(Load16(b));
-    return MulX86(MulX86(d, 0.5f + static_cast<float>(aux1 >> 28)), 0.25f);
+    const float d = HalfToF32<kExact>(Load16(b));
+    return Mul<kExact>(Mul<kExact>(d, 0.5f + static_cast<float>(aux1 >> 28)), 0.25f);
   }
 };
 

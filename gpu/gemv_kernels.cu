@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) GemvKernel(DeviceTensor t
 #pragma unroll 4
   for (uint64_t c = lane; c < groups; c += 32) {
     float k[8];
-    const float s = C::K8(t, tables, row * groups + c, k);
+    const float s = C::template K8<false>(t, tables, row * groups + c, k);
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       float xv[8];
