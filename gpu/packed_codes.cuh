@@ -46,13 +46,16 @@ __device__ __forceinline__ void NibblesToBytes(uint32_t w, uint32_t& first4, uin
   last4 = __byte_perm(even, odd, 0x7362u);
 }
 
-// 4 bytes at a 1-aligned address, from the aligned words that hold them
-// (never a word past the last byte).
-__device__ __forceinline__ uint32_t Load32Unaligned(const uint8_t* p) {
+// 8 bytes at a 1-aligned address as two words, from the three aligned
+// words that hold them (never a word past the last byte).
+__device__ __forceinline__ void Load64Unaligned(const uint8_t* p, uint32_t& lo, uint32_t& hi) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  const uint32_t lo = *reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
-  const uint32_t hi = *reinterpret_cast<const uint32_t*>((a + 3) & ~uintptr_t{3});
-  return __funnelshift_r(lo, hi, 8 * static_cast<uint32_t>(a & 3));
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~uintptr_t{3});
+  const uint32_t w0 = w[0], w1 = w[1];
+  const uint32_t w2 = *reinterpret_cast<const uint32_t*>((a + 7) & ~uintptr_t{3});
+  const uint32_t shift = 8 * static_cast<uint32_t>(a & 3);
+  lo = __funnelshift_r(w0, w1, shift);
+  hi = __funnelshift_r(w1, w2, shift);
 }
 
 }  // namespace boltpack::gpu
