@@ -1207,6 +1207,34 @@ void ValidUnknownRequiredFeature() {
   SaveValid("unknown_required_feature", b, {"x-future-feature"}, d);
 }
 
+// [C-5.3.10]: a feature named twice in a list (and a known one the file
+// does not use) is no error and adds nothing.
+void ValidRepeatedFeature() {
+  std::vector<TensorSpec> ts;
+  Bytes b = SmallFile("repeated_feature", &ts);
+  b = EditManifest(b, [](v1::Manifest& m) {
+    m.add_required_features("zstd");
+    m.add_required_features("zstd");
+  });
+  SaveValid("repeated_feature", b, {}, DecodesOf(ts));
+}
+
+// [C-7.3.4]: a zstd stream of raw_length 0 with 0 stored bytes (zero
+// frames) decodes to nothing.
+void ValidEmptyZstdStream() {
+  std::vector<TensorSpec> ts{F32Tensor("empty", {0}, {}), F32Tensor("bias", {2}, {0.5f, -0.5f})};
+  Bytes b = WriteWith("empty_zstd_stream", Options(), [&](bp::Writer& w) {
+    for (const auto& t : ts) Add(w, t);
+  });
+  b = EditManifest(b, [](v1::Manifest& m) {
+    v1::Stream* s = FindTensor(m, "empty")->mutable_streams(0);
+    if (s->raw_length() != 0) Die("empty_zstd_stream: the empty tensor's stream is not empty");
+    s->set_compression(v1::COMPRESSION_ZSTD);
+    m.add_required_features("zstd");
+  });
+  SaveValid("empty_zstd_stream", b, {}, DecodesOf(ts));
+}
+
 void ValidUnknownTensorFeature() {
   std::vector<TensorSpec> ts;
   Bytes b = SmallFile("unknown_tensor_feature", &ts);
@@ -2788,6 +2816,8 @@ int main(int argc, char** argv) {
   ValidAlign4096();
   ValidUnknownRequiredFeature();
   ValidUnknownTensorFeature();
+  ValidRepeatedFeature();
+  ValidEmptyZstdStream();
   ValidUnknownCodec();
   ValidUnknownDtype();
   ValidUnknownCompression();
