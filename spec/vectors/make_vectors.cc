@@ -1927,6 +1927,13 @@ void InvalidStreams(const Base& base) {
                   Open(kDataLoss, "shard 1 does not exist", "C-6.9.2"));
   InvalidManifest("compression_out_of_range", b0, [&](v1::Manifest& m) { weight(m)->set_compression(static_cast<v1::Compression>(300)); },
                   Open(kDataLoss, "compression 300 is out of range", "C-6.9.6"));
+  // An enum read as protobuf reads it: -1 (a 10-byte varint) and 2^31 (its
+  // low 32 bits negative) are negative, so out of 0..255.
+  InvalidManifest("compression_negative", b0, [&](v1::Manifest& m) { weight(m)->set_compression(static_cast<v1::Compression>(-1)); },
+                  Open(kDataLoss, "compression -1 is out of range", "C-5.2.3"));
+  InvalidManifest("dtype_negative", b0,
+                  [](v1::Manifest& m) { FindTensor(m, "weight")->set_dtype(static_cast<v1::DType>(INT32_MIN)); },
+                  Open(kDataLoss, "dtype -2147483648 is out of range", "C-5.2.3"));
   InvalidManifest("raw_length_mismatch", b0, [&](v1::Manifest& m) { weight(m)->set_raw_length(17); },
                   Open(kDataLoss, "uncompressed but raw_length 17 != length 16", "C-6.9.6"));
   InvalidManifest("duplicate_stream_role", b0,
