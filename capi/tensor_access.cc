@@ -29,6 +29,18 @@ bool StoredAsElements(const boltpack::TensorInfo& t) {
          (traits.element_dtype == boltpack::DType::kUnspecified || traits.element_dtype == t.dtype);
 }
 
+// The stored bytes `span` of a tensor's stream to the caller, once its
+// checksum holds (.bolt files, unless opened with BP_OPEN_NO_VERIFY).
+bp_status HandOutChecked(const bp_reader* r, size_t tensor, size_t stream, absl::Span<const uint8_t> span,
+                         const void** data, uint64_t* size) {
+  if (r->bolt != nullptr && r->verify_checksums) {
+    if (absl::Status s = r->bolt->VerifyStream(tensor, stream); !s.ok()) return Fail(r, s);
+  }
+  *data = span.data();
+  *size = span.size();
+  return BP_OK;
+}
+
 }  // namespace
 
 bp_status bp_stream_data_checked(const bp_reader* r, size_t tensor, size_t stream, const void** data,
@@ -47,12 +59,7 @@ bp_status bp_stream_data_checked(const bp_reader* r, size_t tensor, size_t strea
     }
     auto span = r->reader->StoredStream(tensor, stream);
     if (!span.ok()) return Fail(r, span.status());
-    if (r->bolt != nullptr && r->verify_checksums) {
-      if (absl::Status s = r->bolt->VerifyStream(tensor, stream); !s.ok()) return Fail(r, s);
-    }
-    *data = span->data();
-    *size = span->size();
-    return BP_OK;
+    return HandOutChecked(r, tensor, stream, *span, data, size);
   });
 }
 
@@ -78,12 +85,7 @@ bp_status bp_tensor_elements(const bp_reader* r, size_t tensor, const void** dat
       return Fail(r, BP_ERR_CORRUPT, StrCat(TensorWhere(r, tensor), ": ", span->size(),
                                             " stored bytes do not hold its shape"));
     }
-    if (r->bolt != nullptr && r->verify_checksums) {
-      if (absl::Status s = r->bolt->VerifyStream(tensor, 0); !s.ok()) return Fail(r, s);
-    }
-    *data = span->data();
-    *size = span->size();
-    return BP_OK;
+    return HandOutChecked(r, tensor, 0, *span, data, size);
   });
 }
 

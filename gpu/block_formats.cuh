@@ -72,16 +72,21 @@ struct ScaledCodes {
   }
 };
 
+// 8 bf16 (16 bytes, little-endian) to f32, exactly: a weight group of the
+// bf16 codec and a group of the GEMV's x.
+__device__ __forceinline__ void Bf16x8(const uint4 w, float v[8]) {
+  const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    v[2 * j] = Float(u[j] << 16);
+    v[2 * j + 1] = Float(u[j] & 0xffff0000u);
+  }
+}
+
 struct Bf16Raw {
   static constexpr bool kTables = false;
   __device__ __forceinline__ static void Load8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float v[8]) {
-    const uint4 w = reinterpret_cast<const uint4*>(t.s[0])[g];
-    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      v[2 * j] = Float(u[j] << 16);
-      v[2 * j + 1] = Float(u[j] & 0xffff0000u);
-    }
+    Bf16x8(reinterpret_cast<const uint4*>(t.s[0])[g], v);
   }
   // The weights themselves, scale 1 (they may be NaN: Load8 is not K8 * s).
   template <bool kExact = true>

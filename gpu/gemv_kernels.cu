@@ -16,15 +16,6 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
-__device__ __forceinline__ void Bf16x8(const uint4 w, float x[8]) {
-  const uint32_t u[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    x[2 * j] = __uint_as_float(u[j] << 16);
-    x[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
-  }
-}
-
 template <class C, int kBatch, bool kBf16Out>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) GemvKernel(DeviceTensor t, CodecExtra<C> extra,
                                                                   const uint4* __restrict__ x, void* y) {

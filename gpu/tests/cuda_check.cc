@@ -21,6 +21,7 @@
 
 #include "boltpack/boltpack.h"
 #include "boltpack/cuda.h"
+#include "codecs/float_convert.h"
 
 namespace {
 
@@ -41,19 +42,6 @@ struct DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
-
-float Bf16ToF32(uint16_t b) {
-  uint32_t u = uint32_t{b} << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-uint16_t F32ToBf16Nearest(float f) {  // finite inputs only (x is made finite)
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-}
 
 const char* OutName(bp_output o) { return o == BP_OUT_F32 ? "f32" : o == BP_OUT_BF16 ? "bf16" : "f16"; }
 
@@ -110,7 +98,7 @@ bool CheckGemv(const bp_reader* r, size_t tensor, const bp_cuda_tensor& t, const
   std::mt19937 rng(static_cast<uint32_t>(tensor) * 7919u + 1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<uint16_t> x(kMaxBatch * t.cols);
-  for (uint16_t& v : x) v = F32ToBf16Nearest(normal(rng));
+  for (uint16_t& v : x) v = boltpack::F32ToBF16(normal(rng));
   DeviceBuffer dx(x.size() * 2), dy(kMaxBatch * t.rows * 4);
   CUDA_OR_DIE(cudaMemcpy(dx.p, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
   double worst = 0;  // of |err| / tolerance
@@ -126,7 +114,7 @@ bool CheckGemv(const bp_reader* r, size_t tensor, const bp_cuda_tensor& t, const
         for (uint64_t row = 0; row < t.rows; ++row) {
           double ref = 0, abs_sum = 0;
           for (uint64_t c = 0; c < t.cols; ++c) {
-            const double p = double(w[row * t.cols + c]) * Bf16ToF32(x[b * t.cols + c]);
+            const double p = double(w[row * t.cols + c]) * boltpack::BF16ToF32(x[b * t.cols + c]);
             ref += p;
             abs_sum += std::fabs(p);
           }
@@ -139,7 +127,7 @@ bool CheckGemv(const bp_reader* r, size_t tensor, const bp_cuda_tensor& t, const
           } else {
             uint16_t h;
             std::memcpy(&h, &y[at * 2], 2);
-            got = Bf16ToF32(h);
+            got = boltpack::BF16ToF32(h);
           }
           if (!std::isfinite(ref)) {  // NaN or inf weights: the output must not be finite either
             if (std::isfinite(got)) {
