@@ -25,15 +25,12 @@ constexpr uint64_t kMaxVocab = uint64_t{1} << 22;
 
 absl::StatusOr<std::optional<JsonValue>> ReadJsonIfPresent(const std::string& path, std::vector<std::string>* files) {
   if (!std::filesystem::exists(path)) return std::optional<JsonValue>();
-  BP_ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path, kMaxTokenizerBytes));
   JsonLimits limits;
   limits.max_bytes = kMaxTokenizerBytes;
   limits.max_values = kMaxTokenizerValues;
-  absl::StatusOr<JsonValue> v = ParseJson(text, limits);
-  if (!v.ok()) return absl::Status(v.status().code(), StrCat(path, ": ", v.status().message()));
-  if (!v->is_object()) return absl::InvalidArgumentError(StrCat(path, ": not a JSON object"));
+  BP_ASSIGN_OR_RETURN(JsonValue v, ReadJsonObjectFile(path, limits));
   files->push_back(path);
-  return std::optional<JsonValue>(std::move(*v));
+  return std::optional<JsonValue>(std::move(v));
 }
 
 // What the files say, gathered once.

@@ -102,6 +102,11 @@ class JsonValue {
 // Errors: InvalidArgument "byte N: <what>" (ResourceExhausted for limits).
 absl::StatusOr<JsonValue> ParseJson(std::string_view text, const JsonLimits& limits = {});
 
+// The JSON object in file `path`: at most limits.max_bytes read (a regular
+// file only), parsed with `limits`; every error names the file, and a
+// document that is not an object is InvalidArgument. (io/json_file.cc)
+absl::StatusOr<JsonValue> ReadJsonObjectFile(const std::string& path, const JsonLimits& limits = {});
+
 // `s` as a JSON string literal, quotes included, escaped the way serde_json
 // (and so Hugging Face's safetensors writer) does: only '"', '\\' and control
 // characters; \b \t \n \f \r short forms, other controls as lowercase \u00xx.

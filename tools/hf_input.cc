@@ -8,7 +8,6 @@
 #include <numeric>
 
 #include "common/escape.h"
-#include "common/mapped_file.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "io/hf_arch.h"
@@ -25,11 +24,9 @@ absl::StatusOr<io::JsonValue> ReadConfig(const std::string& path) {
     return absl::NotFoundError(StrCat(path, ": not found; a Hugging Face checkpoint folder holds config.json and ",
                                       "model.safetensors (or model.safetensors.index.json)"));
   }
-  BP_ASSIGN_OR_RETURN(std::string text, io::ReadRegularFile(path, kMaxConfigBytes));
-  absl::StatusOr<io::JsonValue> config = io::ParseJson(text);
-  if (!config.ok()) return absl::Status(config.status().code(), StrCat(path, ": ", config.status().message()));
-  if (!config->is_object()) return absl::InvalidArgumentError(StrCat(path, ": not a JSON object"));
-  return config;
+  io::JsonLimits limits;
+  limits.max_bytes = kMaxConfigBytes;
+  return io::ReadJsonObjectFile(path, limits);
 }
 
 // The weights: the shard index when there is one, else the single file.
