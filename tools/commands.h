@@ -52,6 +52,18 @@ struct SliceArgs {
 };
 int RunSlice(const SliceArgs& args);
 
+// The conformance protocol (spec/conformance.md): `capabilities`, `list
+// FILE`, `verify FILE`, `decode FILE [--target T] [--view V] [--budget B]`,
+// answering in JSON lines on stdout.
+struct ConformanceArgs {
+  std::string command;
+  std::string input;
+  std::string target = "native";
+  std::string view;
+  std::string budget;
+};
+int RunConformanceImpl(const ConformanceArgs& args);
+
 // Prints "bolt-pack: <message>" to stderr.
 void PrintError(const std::string& message);
 

@@ -123,6 +123,25 @@ int main(int argc, char** argv) {
   s->add_option("--keep", slice.keep, "Ad-hoc budget, AXIS=FRACTION (0.5) or AXIS=COUNT (48); repeatable")->take_all();
   s->add_flag("--no-fsync", slice.no_fsync, kNoFsyncHelp);
 
+  // The conformance kit's protocol (spec/conformance.md), for the runner
+  // rather than for people: kept out of --help (group "").
+  ConformanceArgs conformance;
+  auto* k = app.add_subcommand("conformance-impl", "Answer the conformance kit's protocol (spec/conformance.md)");
+  k->group("");
+  k->add_option("command", conformance.command, "capabilities, list, verify or decode")
+      ->required()
+      ->check(CLI::IsMember({"capabilities", "list", "verify", "decode"}));
+  k->add_option("input", conformance.input, "A .bolt file (not for capabilities)")->check(kRegularFile);
+  k->add_option("--target", conformance.target, "decode: native, f32, f16 or bf16")
+      ->check(CLI::IsMember({"native", "f32", "f16", "bf16"}));
+  k->add_option("--view", conformance.view, "decode: the view to decode in (default full)");
+  k->add_option("--budget", conformance.budget, "decode: the elastic budget's kept tensors");
+  k->callback([&] {
+    if (conformance.command != "capabilities" && conformance.input.empty()) {
+      throw CLI::RequiredError("input");
+    }
+  });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -134,5 +153,6 @@ int main(int argc, char** argv) {
   if (i->parsed()) return RunInspect(inspect);
   if (v->parsed()) return RunVerify(verify);
   if (s->parsed()) return RunSlice(slice);
+  if (k->parsed()) return RunConformanceImpl(conformance);
   return 2;
 }

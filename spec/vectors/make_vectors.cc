@@ -51,6 +51,7 @@
 #include "boltpack/types.h"
 #include "boltpack/writer.h"
 #include "boltpack_proto/boltpack.pb.h"
+#include "common/sha256.h"
 #include "common/str_cat.h"
 #include "format/layout.h"
 #include "common/limits.h"
@@ -510,7 +511,7 @@ Json BytesJson(const Bytes& b, bool with_f32_values) {
   if (b.size() <= 4096) {
     o.Add("hex", S(Hex(b)));
   } else {
-    o.Add("bytes", U(b.size())).Add("xxh3", S(HexU(Xxh3(b), 16)));
+    o.Add("bytes", U(b.size())).Add("xxh3", S(HexU(Xxh3(b), 16))).Add("sha256", S(bp::Sha256Hex(b)));
   }
   if (with_f32_values && b.size() <= 4096) {
     Json values = Json::Arr();
@@ -1733,7 +1734,10 @@ Bytes LinePrefixFile(const std::string& name, std::vector<TensorSpec>* ts) {
 // the values `t.source`.
 Json DigestDecodeJson(const TensorSpec& t, const Bytes& native) {
   Json d = Json::Obj();
-  auto digest = [](const Bytes& b) { return Json::Obj().Add("bytes", U(b.size())).Add("xxh3", S(HexU(Xxh3(b), 16))); };
+  // sha256 too: the conformance runner (spec/conformance.md) compares it.
+  auto digest = [](const Bytes& b) {
+    return Json::Obj().Add("bytes", U(b.size())).Add("xxh3", S(HexU(Xxh3(b), 16))).Add("sha256", S(bp::Sha256Hex(b)));
+  };
   d.Add("native", digest(native));
   for (const auto& [name, to] : {std::pair<const char*, DType>{"f32", DType::kF32}, {"f16", DType::kF16},
                                  {"bf16", DType::kBF16}}) {
