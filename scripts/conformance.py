@@ -18,6 +18,7 @@ import itertools
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 
@@ -65,16 +66,22 @@ class Impl:
     def call(self, *args):
         """(exit status or a string saying why there is none, [JSON objects], error text)."""
         try:
-            p = subprocess.run(self.argv + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               timeout=self.timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return "timed out after %g s (a hang)" % self.timeout, [], ""
+            # A session of its own, so that a hang is ended with everything
+            # the IMPL started (a wrapper's children would keep the pipes open).
+            p = subprocess.Popen(self.argv + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as e:
             return "could not run: %s" % e, [], ""
+        try:
+            stdout, stderr = p.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            return "timed out after %g s (a hang)" % self.timeout, [], ""
         if p.returncode < 0:
             return "killed by signal %d (a crash)" % -p.returncode, [], ""
         lines = []
-        for raw in p.stdout.decode("utf-8", "replace").splitlines():
+        for raw in stdout.decode("utf-8", "replace").splitlines():
             if not raw.strip():
                 continue
             try:
@@ -84,7 +91,7 @@ class Impl:
             if not isinstance(obj, dict):
                 return p.returncode, None, "not a JSON object: %r" % raw[:200]
             lines.append(obj)
-        return p.returncode, lines, p.stderr.decode("utf-8", "replace")[-300:]
+        return p.returncode, lines, stderr.decode("utf-8", "replace")[-300:]
 
     def has(self, key, value):
         return value in self.caps.get(key, [])
