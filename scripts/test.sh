@@ -8,7 +8,9 @@
 # package is installed with pip into a virtual environment and imported.
 # First of all it checks the layers of the includes (scripts/check_layers.sh),
 # the spec's rule ids (scripts/check_rule_ids.py) and the length of functions
-# (scripts/long_functions.py).
+# (scripts/long_functions.py), and that the conformance runner fails wrong
+# implementations (scripts/conformance_test.py); the runner then checks the
+# g++ and the sanitized bolt-pack against the kit (spec/conformance.md).
 #   FUZZ_SECONDS (default 60) sets the time per fuzz target.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -28,10 +30,17 @@ echo "== functions of one job: none over 150 lines without a reason (scripts/lon
 "$ROOT/scripts/long_functions_test.py"
 "$ROOT/scripts/long_functions.py" "$ROOT"
 
+echo "== conformance runner: it fails wrong implementations (scripts/conformance_test.py)"
+/usr/bin/python3 "$ROOT/scripts/conformance_test.py"
+
 echo "== g++ build + tests"
 "$ROOT/scripts/build.sh" "$B/gcc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc \
   -DBOLTPACK_PYTHON=ON -DPython3_EXECUTABLE=/usr/bin/python3
 (cd "$B/gcc" && ctest --output-on-failure -j"$JOBS")
+
+echo "== conformance kit (spec/conformance.md) against bolt-pack's own adapter; crash corpus up to date"
+/usr/bin/python3 "$ROOT/scripts/conformance.py" "$B/gcc/bolt-pack" conformance-impl
+/usr/bin/python3 "$ROOT/scripts/make_crash_vectors.py" --check --impl "$B/gcc/bolt-pack conformance-impl"
 
 echo "== Python: pip install --no-build-isolation ./python into a fresh venv, import boltpack there"
 "$ROOT/scripts/test_python_install.sh" "$B/gcc" "$B/venv"
@@ -62,6 +71,9 @@ echo "== clang + ASan/UBSan build (benchmarks too, so clang compiles every targe
   -DBOLTPACK_SANITIZE=ON
 (cd "$B/asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -j"$JOBS")
+echo "== conformance kit against the ASan+UBSan bolt-pack (the crash corpus under the sanitizers)"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  /usr/bin/python3 "$ROOT/scripts/conformance.py" --timeout 120 "$B/asan/bolt-pack" conformance-impl
 
 echo "== fuzz targets (libFuzzer, ASan+UBSan): ${FUZZ_SECONDS}s each, then corpus replay"
 "$ROOT/scripts/build.sh" "$B/fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \

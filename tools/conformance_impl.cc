@@ -42,7 +42,7 @@ void PrintLine(const std::string& line) {
   std::fputc('\n', stdout);
 }
 
-// The protocol's error line (§3): the absl/gRPC class name, the message, and
+// The protocol's error line [K-3.3]: the absl/gRPC class name, the message, and
 // the tensor when one tensor failed.
 void PrintErrorLine(const absl::Status& s, const std::string* tensor = nullptr) {
   std::string line = StrCat("{\"error\":", io::JsonQuote(absl::StatusCodeToString(s.code())),
@@ -51,6 +51,7 @@ void PrintErrorLine(const absl::Status& s, const std::string* tensor = nullptr) 
   PrintLine(line + "}");
 }
 
+// [K-4.1]
 int Capabilities() {
   PrintLine(StrCat("{\"name\":\"bolt-pack\",\"version\":", io::JsonQuote(BOLTPACK_VERSION_STRING),
                    ",\"codecs\":", ListJson(RegisteredCodecIds()),
@@ -59,6 +60,7 @@ int Capabilities() {
   return 0;
 }
 
+// [K-5.1]
 int List(const Reader& r) {
   for (size_t t = 0; t < r.tensors().size(); ++t) {
     std::vector<uint64_t> shape;
@@ -71,7 +73,7 @@ int List(const Reader& r) {
   return 0;
 }
 
-// One decoded tensor's line (§4): its bytes' size and SHA-256.
+// One decoded tensor's line [K-6.1]: its bytes' size and SHA-256.
 void PrintDecoded(const std::string& name, const std::vector<uint64_t>& shape, DType dtype, OutputType out,
                   const std::vector<uint8_t>& bytes) {
   PrintLine(StrCat("{\"name\":", io::JsonQuote(name), ",\"shape\":", ShapeJson(shape),
@@ -88,7 +90,7 @@ absl::Status CheckSize(uint64_t n) {
 }
 
 // Every tensor in file order; a tensor that fails gets its error line and
-// the rest are still decoded. Returns the number of failures.
+// the rest are still decoded [K-6.2]. Returns the number of failures.
 int DecodeAll(const Reader& r, const std::string& view, OutputType out) {
   int failures = 0;
   for (size_t t = 0; t < r.tensors().size(); ++t) {
@@ -113,7 +115,7 @@ int DecodeAll(const Reader& r, const std::string& view, OutputType out) {
   return failures;
 }
 
-// The tensors budget `budget` keeps, renumbered and cut (spec/elastic.md §5).
+// The tensors budget `budget` keeps, renumbered and cut [K-6.3] (spec/elastic.md §5).
 int DecodeBudgetTensors(const Reader& r, const std::string& budget, const std::string& view, OutputType out) {
   absl::StatusOr<std::vector<BudgetTensor>> kept = BudgetTensors(r, budget);
   if (!kept.ok()) {
@@ -171,7 +173,7 @@ int RunConformanceImpl(const ConformanceArgs& args) {
   if (args.command == "list") {
     rc = List(**r);
   } else if (args.command == "verify") {
-    absl::Status s = (*r)->VerifyContainer();
+    absl::Status s = (*r)->VerifyContainer();  // [K-5.2]
     if (!s.ok()) PrintErrorLine(s);
     rc = s.ok() ? 0 : 1;
   } else if (args.command == "decode") {
