@@ -41,6 +41,7 @@ echo "== g++ build + tests"
 echo "== conformance kit (spec/conformance.md) against bolt-pack's own adapter; crash corpus up to date"
 /usr/bin/python3 "$ROOT/scripts/conformance.py" "$B/gcc/bolt-pack" conformance-impl
 /usr/bin/python3 "$ROOT/scripts/make_crash_vectors.py" --check --impl "$B/gcc/bolt-pack conformance-impl"
+/usr/bin/python3 "$ROOT/scripts/make_ggml_vectors.py" --check --bolt-pack "$B/gcc/bolt-pack"
 
 echo "== Python: pip install --no-build-isolation ./python into a fresh venv, import boltpack there"
 "$ROOT/scripts/test_python_install.sh" "$B/gcc" "$B/venv"
