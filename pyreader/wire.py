@@ -210,9 +210,18 @@ def _unpack(b, pos, end, wt, dec):
 
 
 def parse(msg_name, b, pos=0, end=None, depth=1, counter=None):
-    """Parse message msg_name from b[pos:end] into a dict."""
+    """Parse message msg_name from b[pos:end] into a dict.
+
+    counter is the depth of metadata arrays: more than 8 is RESOURCE_EXHAUSTED,
+    counted before the recursion limit can apply ([C-6.4.9]).
+    """
     if end is None:
         end = len(b)
+    counter = counter or 0
+    if msg_name == "Array":
+        counter += 1
+        if counter > 8:  # [C-6.4.9] [C-9.14]
+            raise BoltError("RESOURCE_EXHAUSTED", "metadata arrays nested deeper than 8 (spec C-9.14)")
     if depth > RECURSION_LIMIT:
         raise _dl("nesting past the recursion limit")
     schema = S[msg_name]
