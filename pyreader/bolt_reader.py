@@ -17,6 +17,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bolt_codecs as bcodecs  # noqa: E402
+import zstd  # noqa: E402
 from container import DTYPES, KNOWN_FEATURES, Reader  # noqa: E402
 from errors import BoltError  # noqa: E402
 from xxh3 import xxh3_64  # noqa: E402
@@ -46,7 +47,19 @@ def stream_raw(r, t, s):
             r.verify_chunk(t, s, k, data)
     if s["compression"] == 0:
         return data
-    raise BoltError("UNIMPLEMENTED", "tensor %r: zstd decompression is not implemented" % t["name"], t["name"])
+    pieces = s["chunks"] or [{"stored_offset": 0, "stored_length": s["length"], "raw_length": s["raw_length"]}]
+    out = []
+    for c in pieces:  # each chunk is a complete zstd payload of its raw_length ([C-7.3.2])
+        try:
+            raw = zstd.decompress(data[c["stored_offset"]:c["stored_offset"] + c["stored_length"]],
+                                  c["raw_length"])
+        except zstd.ZstdError as e:
+            raise BoltError("DATA_LOSS", "tensor %r stream %r: zstd: %s" % (t["name"], s["role"], e), t["name"])
+        if len(raw) != c["raw_length"]:
+            raise BoltError("DATA_LOSS", "tensor %r stream %r: zstd: %d bytes, raw_length %d"
+                            % (t["name"], s["role"], len(raw), c["raw_length"]), t["name"])
+        out.append(raw)
+    return b"".join(out)
 
 
 def decode_tensor(r, t, target, view):

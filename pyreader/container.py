@@ -18,7 +18,7 @@ DTYPES = {1: ("F32", 4), 2: ("F16", 2), 3: ("BF16", 2), 4: ("F64", 8), 5: ("I8",
           6: ("I16", 2), 7: ("I32", 4), 8: ("I64", 8), 9: ("U8", 1), 10: ("U16", 2),
           11: ("U32", 4), 12: ("U64", 8), 13: ("BOOL", 1), 14: ("F8_E4M3", 1),
           15: ("F8_E5M2", 1), 16: ("F8_E8M0", 1), 17: ("C64", 8)}
-KNOWN_FEATURES = {"zstd", "shards"}   # required features this reader implements
+KNOWN_FEATURES = {"zstd", "shards"}  # required features this reader implements
 INT_RANGES = {1: (0, 255), 3: (0, 65535), 5: (0, 2**32 - 1), 7: (0, 2**64 - 1),
               2: (-128, 127), 4: (-32768, 32767), 6: (-2**31, 2**31 - 1), 8: (-2**63, 2**63 - 1)}
 ARRAY_FIELD = {1: "uints", 3: "uints", 5: "uints", 7: "uints", 2: "ints", 4: "ints", 6: "ints",
