@@ -14,6 +14,7 @@ DT_SIZE = {1: 4, 2: 2, 3: 2, 4: 8, 5: 1, 6: 2, 7: 4, 8: 8, 9: 1, 10: 2, 11: 4, 1
 FLOAT_DT = {1: "f32", 2: "f16", 3: "bf16", 4: "f64"}
 STORED = {"f32": "f32", "f16": "f16", "bf16": "bf16"}
 ELEM = {"f32": 4, "f16": 2, "bf16": 2}
+NO_NATIVE = ("int4-g128",)  # codecs of more than one stream whose native is not their bytes
 CODECS = ("f32", "f16", "bf16", "raw", "q8_0", "int4-g128", "bf16-huffman")
 
 
