@@ -27,7 +27,7 @@ VERSION = "0.1"
 
 def capabilities():
     return {"name": "pyreader", "version": VERSION, "codecs": list(bcodecs.CODECS),
-            "features": sorted(KNOWN_FEATURES | {"views"}), "targets": ["native", "f32", "f16", "bf16"],
+            "features": sorted(KNOWN_FEATURES | {"views", "elastic"}), "targets": ["native", "f32", "f16", "bf16"],
             "views": ["full", "draft"], "budgets": False}
 
 

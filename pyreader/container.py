@@ -7,6 +7,7 @@ import os
 import re
 import struct
 
+import elastic
 import wire
 from errors import BoltError
 from xxh3 import xxh3_64
@@ -117,6 +118,7 @@ class Reader:
         self._check_metadata()
         self._check_views_declared()
         self._check_tensors()
+        elastic.validate(m)  # elastic.md §2, after the tensors
         self._check_overlap()
         self._check_view_layout()
 
