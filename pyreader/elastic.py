@@ -11,6 +11,7 @@ import re
 from errors import BoltError
 
 AXIS_NAME = re.compile(r"^[a-z0-9_]{1,64}$")
+# B by codec id (§2 rule 6); the ggml-<type> pass-through codecs are not checked here (not done).
 BLOCK = {"q8_0": 32, "mxfp4": 32, "nvfp4": 16, "nvfp4-ggml": 64, "int4-g128": 128, "iq2_xxs": 256}
 U32 = 1 << 32
 
@@ -355,6 +356,8 @@ class Elastic:
                         merged[-1] = (merged[-1][0], r[1])
                     else:
                         merged.append(r)
+                if merged == [(0, t["shape"][-1])]:
+                    continue  # not cut: rule 6 constrains only a cut innermost dimension
                 for s0, e0 in merged:
                     if s0 % B or e0 % B:  # [E-2.6]
                         raise dl('budget "%s": tensor "%s" keeps elements [%d, %d) of its innermost dimension, '
