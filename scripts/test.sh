@@ -26,6 +26,12 @@ echo "== spec rule ids: every id cited in code or vectors is defined (scripts/ch
 "$ROOT/scripts/check_rule_ids_test.py"
 "$ROOT/scripts/check_rule_ids.py" "$ROOT"
 
+echo "== pyreader: the second reader, written from spec/*.md alone, against spec/vectors"
+/usr/bin/python3 "$ROOT/pyreader/selfcheck.py"
+/usr/bin/python3 "$ROOT/pyreader/test_codecs.py"
+/usr/bin/python3 "$ROOT/pyreader/test_zstd.py"
+/usr/bin/python3 "$ROOT/pyreader/test_xxh3.py"
+
 echo "== functions of one job: none over 150 lines without a reason (scripts/long_functions.py)"
 "$ROOT/scripts/long_functions_test.py"
 "$ROOT/scripts/long_functions.py" "$ROOT"
