@@ -509,7 +509,8 @@ absl::Status ValidateShards(const v1::Manifest& m, const std::string& file, uint
     const std::string& name = shard.file_name();
     if (k == 0) {
       // [C-8.2.3]
-      if (!name.empty() || shard.size() != 0 || (shard.file_id() != 0 && shard.file_id() != file_id)) {
+      if (!name.empty() || shard.size() != 0 || shard.data_end() != 0 ||
+          (shard.file_id() != 0 && shard.file_id() != file_id)) {
         return Invalid(file, "shard 0 must be the manifest's own file (empty name, size 0, its file_id)");
       }
       continue;
