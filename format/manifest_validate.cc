@@ -471,7 +471,7 @@ absl::Status ValidateStream(const v1::Stream& s, const TensorChunks& chunks, siz
 }  // namespace
 
 bool IsKnownFeature(const std::string& feature) {
-  return feature == "zstd" || feature == "shards";
+  return feature == "zstd" || feature == "shards" || feature == "part_shards";
 }
 
 absl::Status CheckScalar(int32_t type, uint64_t u, int64_t i, absl::FunctionRef<std::string()> where) {
@@ -503,12 +503,14 @@ absl::Status ValidateShards(const v1::Manifest& m, const std::string& file, uint
   if (static_cast<uint64_t>(m.shards_size()) > kMaxShards) return TooMany(file, "more than 65536 shards");
   absl::flat_hash_set<std::string_view> names;
   absl::flat_hash_set<uint64_t> ids;
+  bool parts = false;
   for (int k = 0; k < m.shards_size(); ++k) {
     const auto& shard = m.shards(k);
     const std::string& name = shard.file_name();
     if (k == 0) {
       // [C-8.2.3]
-      if (!name.empty() || shard.size() != 0 || (shard.file_id() != 0 && shard.file_id() != file_id)) {
+      if (!name.empty() || shard.size() != 0 || shard.data_end() != 0 ||
+          (shard.file_id() != 0 && shard.file_id() != file_id)) {
         return Invalid(file, "shard 0 must be the manifest's own file (empty name, size 0, its file_id)");
       }
       continue;
@@ -527,12 +529,29 @@ absl::Status ValidateShards(const v1::Manifest& m, const std::string& file, uint
     if (!names.insert(name).second || !ids.insert(shard.file_id()).second || shard.file_id() == file_id) {
       return Invalid(file, StrCat("shard ", k, " (\"", name, "\") repeats another shard or names the manifest file"));
     }
+    if (shard.data_end() != 0) {
+      parts = true;
+      // A part's data section ends where its own manifest begins, which
+      // leaves at least its footer after it.
+      // [C-8.5.2]
+      if (shard.data_end() < kHeaderSize || shard.size() < kHeaderSize + kFooterSize ||
+          shard.data_end() > shard.size() - kFooterSize) {
+        return Invalid(file, StrCat("shard ", k, " (\"", name, "\"): data_end ", shard.data_end(),
+                                    " leaves no room for the part's manifest and footer in its ", shard.size(), " bytes"));
+      }
+    }
   }
-  bool declared = std::find(m.required_features().begin(), m.required_features().end(), "shards") !=
-                  m.required_features().end();
+  auto declared = [&](std::string_view feature) {
+    return std::find(m.required_features().begin(), m.required_features().end(), feature) !=
+           m.required_features().end();
+  };
   // [C-8.2.6] [C-5.3.9]
-  if (m.shards_size() > 1 && !declared) {
+  if (m.shards_size() > 1 && !declared("shards")) {
     return Invalid(file, "the manifest names sibling shards but does not declare the \"shards\" feature");
+  }
+  // [C-8.5.1]
+  if (parts && !declared("part_shards")) {
+    return Invalid(file, "the manifest names part shards (data_end) but does not declare the \"part_shards\" feature");
   }
   return absl::OkStatus();
 }

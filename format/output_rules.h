@@ -35,6 +35,10 @@ absl::Status CheckWrittenName(std::string_view text, std::string_view kind, std:
 // added, so it skips that here).
 absl::Status ValidateAsReader(const std::string& serialized, const std::string& file, uint64_t data_end,
                               bool check_records = true);
+// The same for a multi-file model: `data_ends[k]` is where shard k's data
+// section ends (a merged model's, format/part_merge.h).
+absl::Status ValidateAsReader(const std::string& serialized, const std::string& file,
+                              const std::vector<uint64_t>& data_ends, bool check_records = true);
 
 }  // namespace boltpack::format
 

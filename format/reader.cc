@@ -24,6 +24,7 @@
 #include "format/manifest_stream.h"
 #include "format/manifest_validate.h"
 #include "format/metadata_wire.h"
+#include "format/part_shard.h"
 #include "format/record_shape.h"
 #include "format/reader_impl.h"
 #include "common/mapped_file.h"
@@ -117,8 +118,13 @@ absl::Status Reader::Impl::Load(absl::Span<const uint8_t> bytes, bool allow_sibl
       if (h.file_id != shard.file_id() || f->size() != shard.size()) {
         return absl::DataLossError(StrCat(shard_path, ": is not the shard ", path, " names (file_id or size differ)"));
       }
+      uint64_t data_end = f->size();
+      if (shard.data_end() != 0) {
+        // [C-8.5.3] [C-8.5.4]
+        BP_ASSIGN_OR_RETURN(data_end, format::CheckPartShard(f->bytes(), h, shard, shard_path));
+      }
       shard_bytes.push_back(f->bytes());
-      shard_data_end.push_back(f->size());
+      shard_data_end.push_back(data_end);
       sibling_files.push_back(std::move(f));
     }
   }

@@ -612,9 +612,10 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
 
 absl::Status Writer::SetElastic(const ElasticManifest& elastic) {
   BP_RETURN_IF_ERROR(impl_->CheckOpen());
-  format::ElasticToProto(elastic, impl_->manifest.mutable_elastic());
   impl_->elastic = std::make_unique<ElasticManifest>(elastic);
   impl_->bindings = std::make_unique<format::BindingIndex>(*impl_->elastic);
+  if (!impl_->options.store_elastic) return absl::OkStatus();
+  format::ElasticToProto(elastic, impl_->manifest.mutable_elastic());
   auto& features = *impl_->manifest.mutable_optional_features();
   if (std::find(features.begin(), features.end(), "elastic") == features.end()) {
     impl_->manifest.add_optional_features("elastic");

@@ -56,6 +56,14 @@ echo "== installed package: examples built against it, libboltpack_read alone (s
 "$ROOT/build-test/gcc/bolt-pack" convert "$ROOT/testdata/tinystories-656k/model.safetensors" -o "$B/example.bolt"
 "$ROOT/scripts/test_installed_package.sh" "$B/gcc" "$B/example.bolt"
 
+echo "== Slurm: convert.sbatch's job array of 4 parts and its merge job on a one-node cluster (scripts/slurm_test.sh)"
+# slurmctld, slurmd and munged are started as root on localhost, and stopped.
+if [ "$(id -u)" = 0 ]; then
+  "$ROOT/scripts/slurm_test.sh" "$B/gcc/bolt-pack" "$B/slurm"
+else
+  echo "SKIP: not root (Slurm's daemons and munge need it)"
+fi
+
 echo "== gpu/ (libboltpack_cuda) compiles against libboltpack_read, and its device check's inputs are made"
 # No GPU here: the kernels run on the device machine (docs/gpu.md). The
 # CUDA toolkit is not a Debian package this project installs, so the step

@@ -681,7 +681,7 @@ TEST(SpecVectorsTest, VectorsStaySmall) {
       if (e.is_regular_file()) total += e.file_size();
     }
   }
-  EXPECT_LT(total, 216u * 1024) << "spec/vectors grew past 216 KiB";
+  EXPECT_LT(total, 232u * 1024) << "spec/vectors grew past 232 KiB";  // 1.3's part vectors: 7 KiB
 }
 
 }  // namespace

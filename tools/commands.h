@@ -23,6 +23,7 @@ struct ConvertArgs {
   std::string view = "full";  // the view .bolt inputs are decoded in (.safetensors output)
   bool no_fsync = false;       // skip the fsync before the rename (common/atomic_file.h)
   bool no_verify = false;      // decode .bolt inputs without checking their checksums
+  std::string part;            // "I/N": write the I-th of N parts (tools/part_plan.h)
 };
 int RunConvert(const ConvertArgs& args);
 
@@ -63,6 +64,12 @@ struct ConformanceArgs {
   std::string budget;
 };
 int RunConformanceImpl(const ConformanceArgs& args);
+struct MergeArgs {
+  std::vector<std::string> parts;  // the part files of `convert --part`
+  std::string output;
+  bool no_fsync = false;
+};
+int RunMerge(const MergeArgs& args);
 
 // Prints "bolt-pack: <message>" to stderr.
 void PrintError(const std::string& message);

@@ -27,6 +27,7 @@
 #include "tools/gguf_nvfp4.h"
 #include "tools/inputs.h"
 #include "io/metadata_json.h"
+#include "tools/part_plan.h"
 #include "tools/progress.h"
 
 namespace boltpack::tools {
@@ -86,6 +87,10 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
   // that cuts an inner dimension (a width, heads) reads only the bytes it
   // keeps; the manifest goes in first, since the writer plans them from it.
   options.line_prefixes = elastic != nullptr || carried != nullptr;
+  // --part I/N: this part's tensors; the elastic manifest goes in its keys.
+  std::optional<PartPlan> part;
+  if (!args.part.empty()) part = PlanParts(in, plan, *ParsePartSpec(args.part));  // checked by CheckOutput
+  options.store_elastic = !part;
   BP_ASSIGN_OR_RETURN(auto writer, Writer::Create(args.output, options));
   if (elastic != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(elastic->manifest));
   if (carried != nullptr) BP_RETURN_IF_ERROR(writer->SetElastic(*carried));
@@ -93,10 +98,12 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
   for (const auto& [key, value] : in.hf_folder() ? hf : in.metadata()) {
     BP_RETURN_IF_ERROR(writer->AddMetadata(key, value));
   }
+  if (part) BP_RETURN_IF_ERROR(AddPartMetadata(*writer, *part, elastic != nullptr ? &elastic->manifest : carried));
   Progress progress("convert", in.total_bytes());
   ExecOptions exec;
   exec.threads = args.threads;
   for (const auto& t : in.tensors()) {
+    if (part && !part->Keeps(static_cast<size_t>(&t - in.tensors().data()))) continue;
     const CodecRule* rule = PlannedRule(plan, in, t);
     // --elastic: bound dimensions are stored in importance order.
     format::ElementMaps maps = elastic != nullptr ? elastic->MapsFor(t.name, t.shape) : format::ElementMaps{};
@@ -500,6 +507,11 @@ absl::Status CheckOutput(const ConvertArgs& args, const std::string& ext, uint64
     auto n = io::ParseGgufSplitSize(args.split_max_size);
     if (!n.ok()) return UsageError(StrCat("--split-max-size: ", n.status().message()));
     *split_max_bytes = *n;
+  }
+  if (!args.part.empty()) {
+    if (ext != ".bolt") return UsageError(StrCat(args.output, ": --part writes a .bolt part file"));
+    auto spec = ParsePartSpec(args.part);
+    if (!spec.ok()) return UsageError(std::string(spec.status().message()));
   }
   return absl::OkStatus();
 }

@@ -97,6 +97,9 @@ int main(int argc, char** argv) {
   c->add_flag("--no-verify", convert.no_verify,
               "Decode .bolt inputs without checking their checksums (for files verified before; copied streams "
               "are still checked)");
+  c->add_option("--part", convert.part,
+                 "I/N: write the I-th of N parts of the tensors, balanced by encode cost (.bolt output; join "
+                 "them with `bolt-pack merge`)");
   c->add_option("--zstd", convert.zstd_level, "Compress streams with zstd at this level where it pays (0 = off)")->check(CLI::Range(0, 22));
 
   InspectArgs inspect;
@@ -141,6 +144,11 @@ int main(int argc, char** argv) {
       throw CLI::RequiredError("input");
     }
   });
+  MergeArgs merge;
+  auto* g = app.add_subcommand("merge", "Join the parts of `convert --part I/N` into one model (no tensor bytes copied)");
+  g->add_option("parts", merge.parts, "The N part files, in the output's folder")->required()->check(kRegularFile);
+  g->add_option("-o,--output", merge.output, "Output file (.bolt)")->required();
+  g->add_flag("--no-fsync", merge.no_fsync, kNoFsyncHelp);
 
   try {
     app.parse(argc, argv);
@@ -154,5 +162,6 @@ int main(int argc, char** argv) {
   if (v->parsed()) return RunVerify(verify);
   if (s->parsed()) return RunSlice(slice);
   if (k->parsed()) return RunConformanceImpl(conformance);
+  if (g->parsed()) return RunMerge(merge);
   return 2;
 }

@@ -53,6 +53,12 @@ struct WriterOptions {
   // (1M names: rehashing was a tenth of a copy). Only a hint: more or
   // fewer may be added.
   size_t expected_tensors = 0;
+  // False: an elastic manifest given to SetElastic plans line prefixes
+  // only and is not stored (nor "elastic" declared). A part of a convert
+  // spread over machines (`convert --part`) holds some of the tensors,
+  // which the manifest's bindings do not all match; `bolt-pack merge`
+  // stores it, checked against every tensor.
+  bool store_elastic = true;
 };
 
 class Writer {

@@ -1357,6 +1357,77 @@ void ValidSharded() {
 }
 
 // ---------------------------------------------------------------------------
+// Format 1.3: part shards (container.md §8.5).
+
+// A part file of `convert --part`: `tensors` at their `places` in a model
+// of `total` tensors, with the part keys (§8.5 [C-8.5.6]) after `shared`.
+Bytes PartFile(const std::string& name, uint32_t index, uint32_t count, uint64_t total,
+               const std::vector<TensorSpec>& tensors, const std::vector<uint64_t>& places) {
+  return WriteWith(name, Options(), [&](bp::Writer& w) {
+    Check(w.AddMetadata("general.name", MetaValue::String("parts")), "part metadata");
+    Check(w.AddMetadata("boltpack.part.index", MetaValue::Uint(ValueType::kUint32, index)), "part index");
+    Check(w.AddMetadata("boltpack.part.count", MetaValue::Uint(ValueType::kUint32, count)), "part count");
+    Check(w.AddMetadata("boltpack.part.plan", MetaValue::Uint(ValueType::kUint64, 0x5eed)), "part plan");
+    Check(w.AddMetadata("boltpack.part.tensors", MetaValue::Uint(ValueType::kUint64, total)), "part tensors");
+    std::vector<MetaValue> order;
+    for (uint64_t p : places) order.push_back(MetaValue::Uint(ValueType::kUint64, p));
+    Check(w.AddMetadata("boltpack.part.order", MetaValue::Array(ValueType::kUint64, std::move(order))), "part order");
+    for (const auto& t : tensors) Add(w, t);
+  });
+}
+
+// Shard 0 of a merged model: no data of its own, the tensors of `parts`
+// (file names and bytes) in `order` (pairs of part, tensor in the part).
+Bytes MergedShard0(const std::string& name, const std::vector<std::pair<std::string, Bytes>>& parts,
+                   const std::vector<std::pair<int, int>>& order) {
+  v1::Manifest m;
+  m.set_format_major(1);
+  m.set_format_minor(3);
+  m.set_alignment(64);
+  m.set_writer(kWriterName);
+  m.add_required_features("shards");
+  m.add_required_features("part_shards");
+  auto* e = m.add_metadata();
+  e->set_key("general.name");
+  e->mutable_value()->set_type(v1::STRING);
+  e->mutable_value()->set_s("parts");
+  m.add_shards();  // shard 0: this file
+  std::vector<v1::Manifest> part_manifests;
+  for (const auto& [file, bytes] : parts) {
+    auto* s = m.add_shards();
+    s->set_file_name(file);
+    s->set_size(bytes.size());
+    s->set_file_id(Take(fmt::ParseHeader(bytes, file), "part header").file_id);
+    s->set_data_end(FooterOf(bytes).manifest_offset);
+    part_manifests.push_back(ManifestOf(bytes));
+  }
+  for (const auto& [part, tensor] : order) {
+    v1::Tensor* t = m.add_tensors();
+    *t = part_manifests[part].tensors(tensor);
+    for (auto& st : *t->mutable_streams()) st.set_shard(part + 1);
+  }
+  fmt::Header h;
+  h.format_minor = 3;
+  h.file_id = FileId(name);
+  h.alignment = 64;
+  return Assembly().Finish(h, Serialize(m));
+}
+
+void ValidParts() {
+  // Tensors a, b, c of one model; part 1 holds a and c, part 2 holds b.
+  TensorSpec a = F32Tensor("a", {2}, {1.0f, 2.0f});
+  TensorSpec b = F32Tensor("b", {2, 2}, {3.0f, 4.0f, 5.0f, 6.0f});
+  TensorSpec c = F32Tensor("c", {3}, {7.0f, 8.0f, 9.0f});
+  const std::string p1 = "parts_part_0001_of_0002", p2 = "parts_part_0002_of_0002";  // gtest names: no dots or dashes
+  Bytes part1 = PartFile(p1, 1, 2, 3, {a, c}, {0, 2});
+  Bytes part2 = PartFile(p2, 2, 2, 3, {b}, {1});
+  SaveValid(p1, part1, {}, DecodesOf({a, c}));
+  SaveValid(p2, part2, {}, DecodesOf({b}));
+  Bytes merged = MergedShard0("parts", {{p1 + ".bolt", part1}, {p2 + ".bolt", part2}}, {{0, 0}, {1, 0}, {0, 1}});
+  SaveValid("parts", merged, {}, DecodesOf({a, b, c}));
+}
+
+// ---------------------------------------------------------------------------
 // Format 1.1 valid vectors: views (container.md §15) and the elastic manifest
 // (spec/elastic.md).
 
@@ -2765,6 +2836,39 @@ void InvalidElastic() {
   InvalidElasticProduct();
 }
 
+void InvalidParts() {
+  // A part file that exists (a .boltshard name here, so that the vector
+  // list holds only shard 0), and shard 0 naming it with an edited entry.
+  TensorSpec a = F32Tensor("a", {2}, {1.0f, 2.0f});
+  auto vector = [&](const std::string& name, const std::function<void(v1::Manifest&, Bytes&)>& edit,
+                    const ErrorSpec& e) {
+    const std::string file = name + "-1.boltshard";
+    Bytes part = PartFile(file, 1, 1, 1, {a}, {0});
+    Bytes merged = MergedShard0(name, {{file, part}}, {{0, 0}});
+    v1::Manifest m = ManifestOf(merged);
+    edit(m, part);
+    WriteFile(g_out / "invalid" / file, part);
+    SaveInvalid(name, Rewrap(merged, m), e);
+  };
+  vector("part_shards_without_feature", [](v1::Manifest& m, Bytes&) { m.mutable_required_features()->RemoveLast(); },
+         Open(kDataLoss, "does not declare the \"part_shards\" feature", "C-8.5.1"));
+  vector("part_data_end_too_large",
+         [](v1::Manifest& m, Bytes&) { m.mutable_shards(1)->set_data_end(m.shards(1).size() - 63); },
+         Open(kDataLoss, "leaves no room for the part's manifest and footer", "C-8.5.2"));
+  vector("part_data_end_mismatch",
+         [](v1::Manifest& m, Bytes&) { m.mutable_shards(1)->set_data_end(m.shards(1).data_end() - 4); },
+         Open(kDataLoss, "the part's manifest starts at", "C-8.5.4"));
+  vector("part_footer_mismatch",
+         [](v1::Manifest&, Bytes& part) {
+           Put64(part.data() + part.size() - 64 + 32, FileId("another write"));  // the footer's File_Id
+           ResealFooter(part);
+         },
+         Open(kDataLoss, "is not the part the manifest names", "C-8.5.3"));
+  vector("part_manifest_checksum",
+         [](v1::Manifest&, Bytes& part) { part[FooterOf(part).manifest_offset] ^= 0x01; },
+         Open(kDataLoss, "the part's manifest checksum mismatch", "C-8.5.5"));
+}
+
 void InvalidVectors() {
   std::vector<TensorSpec> ts;
   Base base;
@@ -2799,6 +2903,7 @@ void InvalidVectors() {
   InvalidViews();
   InvalidElastic();
   InvalidLinePrefixes();
+  InvalidParts();
 }
 
 }  // namespace
@@ -2839,6 +2944,7 @@ int main(int argc, char** argv) {
   ValidElasticGroups();
   ValidElasticProduct();
   ValidElasticLinePrefixes();
+  ValidParts();
   InvalidVectors();
 
   std::filesystem::remove_all(g_scratch);
