@@ -94,6 +94,11 @@ absl::Status CheckWrittenName(std::string_view text, std::string_view kind, std:
 
 absl::Status ValidateAsReader(const std::string& serialized, const std::string& file, uint64_t data_end,
                               bool check_records) {
+  return ValidateAsReader(serialized, file, std::vector<uint64_t>{data_end}, check_records);
+}
+
+absl::Status ValidateAsReader(const std::string& serialized, const std::string& file,
+                              const std::vector<uint64_t>& data_ends, bool check_records) {
   // The reader's limits first, as the reader checks them (format/manifest_scan.h).
   BP_RETURN_IF_ERROR(ScanManifestLimits(
       absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(serialized.data()), serialized.size()), file));
@@ -109,7 +114,13 @@ absl::Status ValidateAsReader(const std::string& serialized, const std::string& 
                                             "that is not UTF-8?); nothing written"));
   }
   BP_RETURN_IF_ERROR(ReadMetadataWire(metadata, file, /*out=*/nullptr));  // checked, not built
-  const std::vector<uint64_t> data_ends = {data_end};
+  if (m.shards_size() > 0) {
+    BP_RETURN_IF_ERROR(ValidateShards(m, file, m.shards(0).file_id()));
+    if (static_cast<size_t>(m.shards_size()) != data_ends.size()) {
+      return absl::InternalError(StrCat(file, ": the manifest lists ", m.shards_size(), " shards, the writer wrote ",
+                                        data_ends.size()));
+    }
+  }
   ManifestValidator validator(m, file, data_ends);
   BP_RETURN_IF_ERROR(validator.Begin(*tensor_count));
   // The converted records are kept only for the elastic check, which
