@@ -228,5 +228,38 @@ TEST(Shards, CliConvertVerifyInspectAndBackBitForBit) {
   EXPECT_EQ(RunCli({"convert", TinyStories(), "-o", dir + "/x.gguf", "--shard-max-size", "1G"}).exit_code, 2);
 }
 
+// An elastic model (views, line prefixes) sharded, and a budget sliced from
+// it to a sharded .bolt, give the bytes the one-file path gives.
+TEST(Shards, ElasticModelSlicesFromAndToShards) {
+  const std::string dir = MakeTempDir();
+  const std::string gguf = SourceDir() + "/testdata/tinystories-656k/TinyStories-656K.f16.gguf";
+  const std::string elastic = SourceDir() + "/recipes/tinystories-656k-elastic.json";
+  for (const char* name : {"e", "one"}) {
+    std::vector<std::string> args = {"convert", gguf, "-o", dir + "/" + name + ".bolt", "--elastic", elastic, "--no-fsync"};
+    if (std::string(name) == "e") args.insert(args.end(), {"--shard-max-size", "300K"});
+    auto c = RunCli(args);
+    ASSERT_EQ(c.exit_code, 0) << c.output;
+  }
+  EXPECT_TRUE(fs::exists(dir + "/e-3.boltshard"));
+  auto s = RunCli({"slice", dir + "/e.bolt", "--budget", "ffn50-heads50", "-o", dir + "/s.bolt", "--shard-max-size",
+                   "100K", "--no-fsync"});
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_TRUE(fs::exists(dir + "/s-3.boltshard"));
+  s = RunCli({"slice", dir + "/one.bolt", "--budget", "ffn50-heads50", "-o", dir + "/s1.bolt"});
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  auto v = RunCli({"verify", dir + "/s.bolt"});
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  for (const char* name : {"s", "s1"}) {
+    auto c = RunCli({"convert", dir + "/" + name + ".bolt", "-o", dir + "/" + name + ".safetensors"});
+    ASSERT_EQ(c.exit_code, 0) << c.output;
+  }
+  EXPECT_EQ(ReadFileBytes(dir + "/s.safetensors"), ReadFileBytes(dir + "/s1.safetensors"));
+  s = RunCli({"slice", dir + "/e.bolt", "--budget", "ffn50-heads50", "-o", dir + "/s.gguf"});
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  s = RunCli({"slice", dir + "/one.bolt", "--budget", "ffn50-heads50", "-o", dir + "/s1.gguf"});
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_EQ(ReadFileBytes(dir + "/s.gguf"), ReadFileBytes(dir + "/s1.gguf"));
+}
+
 }  // namespace
 }  // namespace boltpack
