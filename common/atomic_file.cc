@@ -261,8 +261,8 @@ absl::Status AtomicFile::Overwrite(uint64_t offset, absl::Span<const uint8_t> by
     return absl::InternalError(StrCat(path_, ": overwrite of [", offset, ", +", bytes.size(),
                                       ") beyond the ", position_, " bytes written"));
   }
-  if (sealed_) return absl::FailedPreconditionError(StrCat(path_, ": already committed"));
-  BP_RETURN_IF_ERROR(Drain());
+  if (committed_) return absl::FailedPreconditionError(StrCat(path_, ": already committed"));
+  if (!sealed_) BP_RETURN_IF_ERROR(Drain());
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
@@ -272,6 +272,8 @@ absl::Status AtomicFile::Overwrite(uint64_t offset, absl::Span<const uint8_t> by
     }
     done += static_cast<size_t>(n);
   }
+  // Sealed bytes were fsynced: the rewritten ones are too, before a name.
+  if (sealed_ && durable_ && ::fdatasync(fd_) != 0) return ErrnoError(path_, "fsync failed", errno);
   return absl::OkStatus();
 }
 
@@ -336,6 +338,7 @@ absl::Status AtomicFile::Seal() {
   }
   writeback_.reset();  // before the fsync, which waits for all of it
   if (durable_ && ::fsync(fd_) != 0) return ErrnoError(path_, "fsync failed", errno);
+  std::vector<uint8_t>().swap(buffer_);  // a sealed file waiting for its name holds no buffer
   sealed_ = true;
   return absl::OkStatus();
 }
@@ -397,6 +400,14 @@ void AtomicFile::Unpublish() {
 absl::Status CommitAll(absl::Span<AtomicFile* const> files) {
   for (AtomicFile* f : files) BP_RETURN_IF_ERROR(f->Seal());
   for (size_t i = 0; i < files.size(); ++i) {
+    if (i + 1 == files.size()) {
+      // The names given so far are on disk before the last file gets its
+      // own: a crash never keeps the last (the one that names the others)
+      // without them.
+      for (size_t k = 0; k < i; ++k) {
+        if (files[k]->durable_) ::fsync(files[k]->dir_fd_);
+      }
+    }
     absl::Status s = files[i]->Publish(/*sync_folder=*/false);
     if (!s.ok()) {
       for (size_t k = 0; k < i; ++k) files[k]->Unpublish();

@@ -59,7 +59,10 @@ class AtomicFile final : public QueuedSink {
   absl::Status PadTo(uint64_t alignment);
   uint64_t position() const { return position_; }
   // Rewrites bytes already written (e.g. a header whose fields are known only
-  // at the end); [offset, offset + size) must lie before position().
+  // at the end); [offset, offset + size) must lie before position(). Also
+  // after Seal, until Publish (the bytes are then fsynced again when
+  // durable): a writer's sibling shards are sealed as each fills, and their
+  // headers take the format minor known only at the end.
   absl::Status Overwrite(uint64_t offset, absl::Span<const uint8_t> bytes);
   // Seal() then Publish(): the file appears under its name.
   absl::Status Commit();
@@ -137,7 +140,9 @@ absl::Status AppendPieces(AtomicFile& file, PieceSource& pieces, std::shared_ptr
 
 // Commits several files so that they appear together: every one is sealed
 // (written, fsynced) before the first gets its name, then they are linked
-// in the order given with one fsync of each folder at the end. If one fails,
+// in the order given, their folders fsynced before the last is linked (so
+// the last, which names the others, never outlives a crash without them)
+// and again at the end. If one fails,
 // those already linked are removed again (those that replaced a file stay).
 absl::Status CommitAll(absl::Span<AtomicFile* const> files);
 

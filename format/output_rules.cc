@@ -114,6 +114,13 @@ absl::Status ValidateAsReader(const std::string& serialized, const std::string& 
                                             "that is not UTF-8?); nothing written"));
   }
   BP_RETURN_IF_ERROR(ReadMetadataWire(metadata, file, /*out=*/nullptr));  // checked, not built
+  if (m.shards_size() > 0) {
+    BP_RETURN_IF_ERROR(ValidateShards(m, file, m.shards(0).file_id()));
+    if (static_cast<size_t>(m.shards_size()) != data_ends.size()) {
+      return absl::InternalError(StrCat(file, ": the manifest lists ", m.shards_size(), " shards, the writer wrote ",
+                                        data_ends.size()));
+    }
+  }
   ManifestValidator validator(m, file, data_ends);
   BP_RETURN_IF_ERROR(validator.Begin(*tensor_count));
   // The converted records are kept only for the elastic check, which

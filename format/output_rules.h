@@ -35,8 +35,9 @@ absl::Status CheckWrittenName(std::string_view text, std::string_view kind, std:
 // added, so it skips that here).
 absl::Status ValidateAsReader(const std::string& serialized, const std::string& file, uint64_t data_end,
                               bool check_records = true);
-// The same for a multi-file model: `data_ends[k]` is where shard k's data
-// section ends (a merged model's, format/part_merge.h).
+// The same for a multi-file model: `data_ends[k]` ends shard k's data
+// section (shard 0's manifest offset, then the siblings' sizes); the shard
+// list is checked as the reader checks it (ValidateShards).
 absl::Status ValidateAsReader(const std::string& serialized, const std::string& file,
                               const std::vector<uint64_t>& data_ends, bool check_records = true);
 

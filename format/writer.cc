@@ -42,6 +42,7 @@
 #include "format/stream_checksums.h"
 #include "format/tensor_records.h"
 #include "common/atomic_file.h"
+#include "format/shard_files.h"
 
 namespace boltpack {
 
@@ -92,8 +93,11 @@ struct Writer::Impl {
   // Per entry of `views`, the span [begin, end) of the streams that name it;
   // `every_view` the span of the streams that list no view (read by every
   // view, including those named later).
-  std::vector<std::pair<uint64_t, uint64_t>> view_spans;
-  std::pair<uint64_t, uint64_t> every_view{~0ull, 0};
+  // Per shard (the index), so view_spans[v][shard] and every_view[shard].
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> view_spans;
+  std::vector<std::pair<uint64_t, uint64_t>> every_view;
+  // WriterOptions::shard_max_bytes: the siblings the streams go to.
+  std::unique_ptr<format::ShardFiles> shards;
   uint64_t tensor_names_added = 0;
   // Streams only "full" reads, in the spill file until Finish appends them.
   struct Spilled {
@@ -230,14 +234,15 @@ struct Writer::Impl {
         return absl::InternalError(StrCat(file->path(), ": stream \"", s->role, "\": chunk outside the stream"));
       }
     }
+    s->shard = 0;
+    io::AtomicFile* out = file.get();
     if (spill) {
       if (spill_fd < 0) BP_RETURN_IF_ERROR(OpenSpill());
       s->offset = 0;  // placed at Finish
     } else {
-      BP_RETURN_IF_ERROR(file->PadTo(options.alignment));
-      s->offset = file->position();
+      BP_ASSIGN_OR_RETURN(out, PlaceStream(length, &s->shard));
+      s->offset = out->position();
     }
-    s->shard = 0;
     s->length = length;
     s->alignment = options.alignment;
     if (!s->prefix_bytes.empty()) uses_line_prefixes = true;
@@ -245,12 +250,12 @@ struct Writer::Impl {
     auto hash = [&](absl::Span<const uint8_t> part) { checksums.Update(part); };
     uint64_t written = 0;
     auto write = [&](absl::Span<const uint8_t> part) -> absl::Status {
-      absl::Status w = spill ? SpillWrite(part, spill_size + written) : file->Write(part);
+      absl::Status w = spill ? SpillWrite(part, spill_size + written) : out->Write(part);
       written += part.size();
       return w;
     };
     if (behind != nullptr && !spill) {
-      BP_RETURN_IF_ERROR(CopyPiecesBehind(std::move(behind), *file, hash));
+      BP_RETURN_IF_ERROR(CopyPiecesBehind(std::move(behind), *out, hash));
     } else {
       BP_RETURN_IF_ERROR(CopyPieces(src, SideWorkerFor(side, length), write, hash));
     }
@@ -265,6 +270,19 @@ struct Writer::Impl {
       spill_size += length;
     }
     return absl::OkStatus();
+  }
+  // The file a stream of `length` bytes goes to, padded to the alignment:
+  // shard 0, or with shard_max_bytes the sibling it fits in (its index in
+  // `*shard`).
+  absl::StatusOr<io::AtomicFile*> PlaceStream(uint64_t length, uint32_t* shard) {
+    io::AtomicFile* out = file.get();
+    *shard = 0;
+    if (shards != nullptr) {
+      BP_ASSIGN_OR_RETURN(*shard, shards->Place(length));
+      out = &shards->current();
+    }
+    BP_RETURN_IF_ERROR(out->PadTo(options.alignment));
+    return out;
   }
   absl::Status OpenSpill() {
     std::filesystem::path out(file->path());
@@ -300,8 +318,9 @@ struct Writer::Impl {
     std::vector<uint8_t> block;
     Xxh3Stream state;
     for (const Spilled& sp : spilled) {
-      BP_RETURN_IF_ERROR(file->PadTo(options.alignment));
-      records.Pending(static_cast<size_t>(sp.tensor))->streams[static_cast<size_t>(sp.stream)].offset = file->position();
+      StreamInfo& placed = records.Pending(static_cast<size_t>(sp.tensor))->streams[static_cast<size_t>(sp.stream)];
+      BP_ASSIGN_OR_RETURN(io::AtomicFile* out, PlaceStream(sp.length, &placed.shard));
+      placed.offset = out->position();
       block.resize(std::min<uint64_t>(sp.length, kCopyBlock));
       state.Reset();
       for (uint64_t done = 0; done < sp.length;) {
@@ -311,7 +330,7 @@ struct Writer::Impl {
         if (n <= 0) return ErrnoError(file->path(), "cannot read the spill file");
         auto piece = absl::MakeConstSpan(block.data(), static_cast<size_t>(n));
         state.Update(piece);
-        BP_RETURN_IF_ERROR(file->Write(piece));
+        BP_RETURN_IF_ERROR(out->Write(piece));
         done += static_cast<uint64_t>(n);
       }
       if (state.Digest() != sp.xxh3) {
@@ -326,12 +345,14 @@ struct Writer::Impl {
     bool pending = !spilled.empty() && spilled.back().tensor == static_cast<int>(records.size());
     for (const auto& s : info.streams) {
       if (s.length == 0 || FullOnly(s)) continue;  // a spilled stream is FullOnly: no declared view reads it
-      auto widen = [&](std::pair<uint64_t, uint64_t>& span) {
+      auto widen = [&](std::vector<std::pair<uint64_t, uint64_t>>& spans) {
+        if (spans.size() <= s.shard) spans.resize(s.shard + 1, {~0ull, 0});
+        auto& span = spans[s.shard];
         span.first = std::min<uint64_t>(span.first, s.offset);
         span.second = std::max<uint64_t>(span.second, s.offset + s.length);
       };
       if (s.views.empty()) widen(every_view);
-      view_spans.resize(views.size(), {~0ull, 0});
+      view_spans.resize(views.size());
       for (const auto& name : s.views) {
         for (size_t v = 0; v < views.size(); ++v) {
           if (views[v].first == name) widen(view_spans[v]);
@@ -342,17 +363,23 @@ struct Writer::Impl {
   }
   // Manifest.views: per declared view, the span of the streams it reads.
   void RecordViews() {
-    view_spans.resize(views.size(), {~0ull, 0});
+    view_spans.resize(views.size());
     for (size_t k = 0; k < views.size(); ++k) {
       const auto& [name, description] = views[k];
-      const uint64_t begin = std::min(view_spans[k].first, every_view.first);
-      const uint64_t end = std::max(view_spans[k].second, every_view.second);
       auto* v = manifest.add_views();
       v->set_name(name);
       v->set_description(description);
-      if (begin < end) {
+      // One range per shard that holds a stream the view reads, in shard order.
+      const size_t shard_count = std::max(view_spans[k].size(), every_view.size());
+      for (size_t shard = 0; shard < shard_count; ++shard) {
+        const std::pair<uint64_t, uint64_t> none{~0ull, 0};
+        const auto& own = shard < view_spans[k].size() ? view_spans[k][shard] : none;
+        const auto& every = shard < every_view.size() ? every_view[shard] : none;
+        const uint64_t begin = std::min(own.first, every.first);
+        const uint64_t end = std::max(own.second, every.second);
+        if (begin >= end) continue;
         auto* r = v->add_ranges();
-        r->set_shard(0);
+        r->set_shard(static_cast<uint32_t>(shard));
         r->set_offset(begin);
         r->set_length(end - begin);
       }
@@ -441,6 +468,10 @@ absl::StatusOr<std::unique_ptr<Writer>> Writer::Create(const std::string& path, 
   impl->header.alignment = options.alignment;
   auto header = format::EncodeHeader(impl->header);
   BP_RETURN_IF_ERROR(impl->file->Write(header));
+  if (options.shard_max_bytes > 0) {
+    impl->shards = std::make_unique<format::ShardFiles>(path, options.shard_max_bytes, impl->header, options.inputs,
+                                                        options.durable);
+  }
   auto& m = impl->manifest;
   m.set_format_major(format::kFormatMajor);
   m.set_format_minor(format::kFormatMinorBase);
@@ -644,6 +675,8 @@ absl::Status Writer::Finish() {
     impl_->header.format_minor = minor;
     BP_RETURN_IF_ERROR(impl_->file->Overwrite(0, format::EncodeHeader(impl_->header)));
   }
+  // Siblings: their headers take the minor, each is sealed, the manifest lists them.
+  if (impl_->shards != nullptr) BP_RETURN_IF_ERROR(impl_->shards->Close(minor, &m));
   uint64_t manifest_offset = impl_->file->position();
   std::string bytes = impl_->records.Serialize(m, impl_->metadata_wire);
   // Freed before the read-back builds its own: the metadata, the name index.
@@ -657,7 +690,9 @@ absl::Status Writer::Finish() {
   // parse and container rules, so no command commits a file its reader
   // refuses; each record passed its codec's ValidateRecord when it was added
   // (AddTensor, AddStored, CopyTensor), which the reader applies at decode.
-  BP_RETURN_IF_ERROR(format::ValidateAsReader(bytes, impl_->file->path(), manifest_offset, /*check_records=*/false));
+  const std::vector<uint64_t> data_ends =
+      impl_->shards != nullptr ? impl_->shards->DataEnds(manifest_offset) : std::vector<uint64_t>{manifest_offset};
+  BP_RETURN_IF_ERROR(format::ValidateAsReader(bytes, impl_->file->path(), data_ends, /*check_records=*/false));
   auto span = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   BP_RETURN_IF_ERROR(impl_->file->Write(span));
   format::Footer footer;
@@ -667,7 +702,13 @@ absl::Status Writer::Finish() {
   footer.file_id = impl_->header.file_id;
   footer.format_minor = impl_->header.format_minor;
   footer.file_size = manifest_offset + bytes.size() + format::kFooterSize;
+  if (impl_->shards != nullptr && footer.file_size > impl_->options.shard_max_bytes) {
+    return absl::ResourceExhaustedError(StrCat(impl_->file->path(), ": shard 0 (the manifest, ", footer.file_size,
+                                               " bytes) does not fit the shard size limit of ",
+                                               impl_->options.shard_max_bytes, " bytes; nothing written"));
+  }
   BP_RETURN_IF_ERROR(impl_->file->Write(format::EncodeFooter(footer)));
+  if (impl_->shards != nullptr) return impl_->shards->Commit(*impl_->file);
   return impl_->file->Commit();
 }
 

@@ -20,6 +20,7 @@ struct ConvertArgs {
   std::string elastic;  // elastic authoring JSON (spec/elastic.md)
   std::string split_max_size;  // .gguf output: split like gguf-split ("500M", "2G", bytes)
   uint64_t split_max_tensors = 0;  // .gguf output: at most this many tensors per file
+  std::string shard_max_size;  // .bolt output: a multi-file model of files this large at most (spec §8)
   std::string view = "full";  // the view .bolt inputs are decoded in (.safetensors output)
   bool no_fsync = false;       // skip the fsync before the rename (common/atomic_file.h)
   bool no_verify = false;      // decode .bolt inputs without checking their checksums
@@ -48,6 +49,7 @@ struct SliceArgs {
   std::string budget;
   bool list_budgets = false;
   std::vector<std::string> keep;  // ad-hoc budget: AXIS=FRACTION or AXIS=COUNT
+  std::string shard_max_size;     // .bolt output: a multi-file model (spec §8)
   int threads = 0;
   bool no_fsync = false;  // skip the fsync before the rename (common/atomic_file.h)
 };

@@ -83,6 +83,8 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
   options.threads = args.threads;
   options.durable = !args.no_fsync;
   options.expected_tensors = in.tensors().size();
+  // Checked by CheckOutput.
+  if (!args.shard_max_size.empty()) options.shard_max_bytes = *io::ParseGgufSplitSize(args.shard_max_size);
   // An elastic file gets line-prefix checksums, so that slicing a budget
   // that cuts an inner dimension (a width, heads) reads only the bytes it
   // keeps; the manifest goes in first, since the writer plans them from it.
@@ -502,6 +504,14 @@ absl::Status CheckOutput(const ConvertArgs& args, const std::string& ext, uint64
   if ((!args.split_max_size.empty() || args.split_max_tensors > 0) && ext != ".gguf") {
     return UsageError(StrCat(args.output, ": --split-max-size and --split-max-tensors split GGUF output only ",
                              "(the output is \"", ext, "\")"));
+  }
+  if (!args.shard_max_size.empty()) {
+    if (ext != ".bolt") {
+      return UsageError(StrCat(args.output, ": --shard-max-size writes a multi-file .bolt model (the output is \"",
+                               ext, "\")"));
+    }
+    auto n = io::ParseGgufSplitSize(args.shard_max_size);
+    if (!n.ok()) return UsageError(StrCat("--shard-max-size: ", n.status().message()));
   }
   if (!args.split_max_size.empty()) {
     auto n = io::ParseGgufSplitSize(args.split_max_size);

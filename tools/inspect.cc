@@ -61,6 +61,8 @@ struct Summary {
   std::string writer;
   std::vector<std::string> required_features;
   std::vector<std::string> missing_features;
+  // .bolt multi-file models: every file, shard 0 first, with its size.
+  std::vector<std::pair<std::string, uint64_t>> shards;
   const Metadata* metadata = nullptr;
   // How many entries of *metadata to show, from the first (a GGUF's own keys,
   // before the gguf.* facts Inputs appends to them).
@@ -259,6 +261,13 @@ void PrintText(const Summary& s) {
     for (const auto& x : s.required_features) f += (f.empty() ? "" : ", ") + esc(x);
     std::printf("required features: %s\n", f.c_str());
   }
+  if (!s.shards.empty()) {
+    std::printf("shards (%zu):\n", s.shards.size());
+    for (size_t k = 0; k < s.shards.size(); ++k) {
+      std::printf("  %zu  %s  %llu bytes%s\n", k, esc(s.shards[k].first).c_str(),
+                  static_cast<unsigned long long>(s.shards[k].second), k == 0 ? " (manifest)" : "");
+    }
+  }
   if (s.views.size() > 1) {
     std::printf("views (%zu):\n", s.views.size());
     for (const auto& v : s.views) {
@@ -314,6 +323,13 @@ void PrintJson(const Summary& s, const std::string& path, bool entropy) {
   o += StrCat("\"file\":", io::JsonQuote(path), ",\"format\":", io::JsonQuote(s.format),
               ",\"format_version\":", io::JsonQuote(s.format_version), ",\"file_size\":", s.file_size);
   if (s.alignment) o += StrCat(",\"alignment\":", s.alignment, ",\"writer\":", io::JsonQuote(s.writer));
+  if (!s.shards.empty()) {
+    o += ",\"shards\":[";
+    for (size_t k = 0; k < s.shards.size(); ++k) {
+      o += StrCat(k ? "," : "", "{\"file\":", io::JsonQuote(s.shards[k].first), ",\"size\":", s.shards[k].second, "}");
+    }
+    o += "]";
+  }
   auto list = [](const std::vector<std::string>& v) {
     std::string r = "[";
     for (size_t i = 0; i < v.size(); ++i) r += (i ? "," : "") + io::JsonQuote(v[i]);
@@ -462,6 +478,13 @@ int RunInspect(const InspectArgs& args) {
     s.required_features = reader->required_features();
     s.missing_features = reader->missing_features();
     s.views = reader->views();
+    for (uint32_t k = 0;; ++k) {
+      auto shard = reader->ShardPath(k);
+      if (!shard.ok()) break;
+      std::error_code ec;
+      s.shards.emplace_back(*shard, k == 0 ? reader->file_size() : std::filesystem::file_size(*shard, ec));
+    }
+    if (s.shards.size() == 1) s.shards.clear();
     if (const ElasticManifest* m = reader->elastic()) {
       for (const auto& budget : m->budgets) {
         Summary::Budget b;

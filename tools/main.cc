@@ -16,6 +16,10 @@
 #include "tools/commands.h"
 #include "tools/inputs.h"
 
+constexpr const char* kShardHelp =
+    ".bolt output: a multi-file model (spec/container.md §8) of files of at most N bytes (N, NK, NM, NG or NT, "
+    "powers of 1000): OUT.bolt holds the manifest, OUT-1.boltshard, OUT-2.boltshard, ... the tensors; a stream "
+    "larger than N goes alone into a file of its own";
 constexpr const char* kNoFsyncHelp =
     "Do not fsync the output before renaming it into place (as cp does): faster; a crash soon after may leave it "
     "empty or short";
@@ -87,6 +91,7 @@ int main(int argc, char** argv) {
   c->add_option("--split-max-size", convert.split_max_size,
                 "GGUF output: write split files OUT-00001-of-0000N.gguf (as gguf-split) of at most N bytes of "
                 "tensor data each (N, NK, NM or NG)");
+  c->add_option("--shard-max-size", convert.shard_max_size, kShardHelp);
   c->add_option("--split-max-tensors", convert.split_max_tensors,
                 "GGUF output: write split files of at most N tensors each (as gguf-split --split-max-tensors)")
       ->check(CLI::PositiveNumber);
@@ -125,6 +130,7 @@ int main(int argc, char** argv) {
   s->add_flag("--list-budgets", slice.list_budgets, "List the file's budgets");
   s->add_option("--keep", slice.keep, "Ad-hoc budget, AXIS=FRACTION (0.5) or AXIS=COUNT (48); repeatable")->take_all();
   s->add_flag("--no-fsync", slice.no_fsync, kNoFsyncHelp);
+  s->add_option("--shard-max-size", slice.shard_max_size, kShardHelp);
 
   // The conformance kit's protocol (spec/conformance.md), for the runner
   // rather than for people: kept out of --help (group "").

@@ -22,6 +22,7 @@
 #include "format/elastic_validate.h"
 #include "io/gguf.h"
 #include "io/gguf_nvfp4.h"
+#include "io/gguf_split.h"
 #include "io/safetensors.h"
 #include "codecs/nvfp4/nvfp4_codec.h"
 #include "tools/commands.h"
@@ -157,6 +158,7 @@ absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const S
   options.durable = !args.no_fsync;
   options.write_behind = true;  // `r` outlives the writer
   options.expected_tensors = r.tensors().size();
+  if (!args.shard_max_size.empty()) options.shard_max_bytes = *io::ParseGgufSplitSize(args.shard_max_size);  // checked by RunSlice
   // The budgets nested in this one stay sliceable the same way: the cut
   // tensors get line-prefix checksums for them (whole tensors keep theirs),
   // planned from the output's manifest, which therefore goes in first.
@@ -377,6 +379,14 @@ int RunSlice(const SliceArgs& args) {
     PrintError(StrCat(args.output.empty() ? std::string("(no -o)") : args.output,
                       ": slice writes .bolt, .gguf or .safetensors (give -o OUT)"));
     return 2;
+  }
+  if (!args.shard_max_size.empty()) {
+    auto n = io::ParseGgufSplitSize(args.shard_max_size);
+    if (ext != ".bolt" || !n.ok()) {
+      PrintError(ext != ".bolt" ? StrCat(args.output, ": --shard-max-size writes a multi-file .bolt model")
+                                : StrCat("--shard-max-size: ", n.status().message()));
+      return 2;
+    }
   }
   auto reader = Reader::Open(args.input);
   if (!reader.ok()) {

@@ -59,6 +59,18 @@ struct WriterOptions {
   // which the manifest's bindings do not all match; `bolt-pack merge`
   // stores it, checked against every tensor.
   bool store_elastic = true;
+  // > 0: a multi-file model (spec/container.md §8) whose files are at most
+  // this many bytes: the path given holds the manifest alone (shard 0), the
+  // streams go in order to siblings `<stem>-1.boltshard`, `-2`, ... beside
+  // it, a new one started when the next stream would not fit. A stream is
+  // never split: one larger than the limit goes alone into a sibling of its
+  // own, which is then larger. Finish fails if the manifest itself does not
+  // fit. Every sibling is written and fsynced before shard 0 gets its name
+  // (and none is named if the write fails or the Writer is destroyed
+  // first); after the commit, siblings `-<N+1>.boltshard`, ... left by an
+  // earlier write of more shards under this name are removed. Each sibling
+  // holds two file descriptors until Finish. 0: one file.
+  uint64_t shard_max_bytes = 0;
 };
 
 class Writer {
