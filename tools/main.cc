@@ -15,6 +15,7 @@
 #include "tools/codec_rules.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
+#include "tools/progress.h"
 
 constexpr const char* kNoFsyncHelp =
     "Do not fsync the output before renaming it into place (as cp does): faster; a crash soon after may leave it "
@@ -123,6 +124,30 @@ int main(int argc, char** argv) {
   s->add_option("--keep", slice.keep, "Ad-hoc budget, AXIS=FRACTION (0.5) or AXIS=COUNT (48); repeatable")->take_all();
   s->add_flag("--no-fsync", slice.no_fsync, kNoFsyncHelp);
 
+  PlanArgs plan;
+  auto* p = app.add_subcommand("plan", "Exact bytes of the .bolt file each recipe tier and elastic budget gives, "
+                                       "from headers alone (no tensor read), and which fit a byte budget");
+  p->add_option("inputs", plan.inputs, "Input files as convert takes them (.safetensors, index .json, .gguf, .bolt, or a "
+                                      "Hugging Face folder)")
+      ->required()
+      ->check(kFileOrFolder);
+  p->add_option("--budget", plan.budget, "Bytes available: N, NK/NM/NG/NT (10^3n) or NKiB/NMiB/NGiB/NTiB (2^10n)")
+      ->required();
+  p->add_option("--codec", plan.codec_rules, "As convert's --codec")->take_all();
+  p->add_option("--recipe", plan.recipe, "As convert's --recipe; each codec with a fallback is tried both ways (tiers)")
+      ->check(kRegularFile);
+  p->add_option("--elastic", plan.elastic, "As convert's --elastic: every budget it defines is planned as a slice")
+      ->check(kRegularFile);
+  p->add_option("--alignment", plan.alignment, "As convert's --alignment (default 4096)");
+  p->add_flag("--json", plan.json, "Machine-readable output (docs/cli.md)");
+
+  std::string progress = "auto";
+  app.add_option("--progress", progress,
+                 "auto (a bar when stderr is a terminal), bar, json (one JSON object a line on stderr, for logs) or "
+                 "none")
+      ->check(CLI::IsMember({"auto", "bar", "json", "none"}));
+  app.fallthrough();  // --progress after the subcommand too
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -130,7 +155,9 @@ int main(int argc, char** argv) {
     // CLI11 returns 0 for --help/--version; usage errors become 2.
     return code == 0 ? 0 : 2;
   }
+  SetProgressMode(*ParseProgressMode(progress));  // IsMember checked it
   if (c->parsed()) return RunConvert(convert);
+  if (p->parsed()) return RunPlan(plan);
   if (i->parsed()) return RunInspect(inspect);
   if (v->parsed()) return RunVerify(verify);
   if (s->parsed()) return RunSlice(slice);
