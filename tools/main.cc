@@ -142,11 +142,12 @@ int main(int argc, char** argv) {
   p->add_flag("--json", plan.json, "Machine-readable output (docs/cli.md)");
 
   std::string progress = "auto";
-  app.add_option("--progress", progress,
-                 "auto (a bar when stderr is a terminal), bar, json (one JSON object a line on stderr, for logs) or "
-                 "none")
-      ->check(CLI::IsMember({"auto", "bar", "json", "none"}));
-  app.fallthrough();  // --progress after the subcommand too
+  constexpr const char* kProgressHelp =
+      "auto (a bar when stderr is a terminal), bar, json (one JSON object a line on stderr, for logs) or none";
+  app.add_option("--progress", progress, kProgressHelp)->check(CLI::IsMember({"auto", "bar", "json", "none"}));
+  for (auto* sub : {c, i, v, s, p}) {  // before or after the subcommand
+    sub->add_option("--progress", progress, kProgressHelp)->check(CLI::IsMember({"auto", "bar", "json", "none"}));
+  }
 
   try {
     app.parse(argc, argv);

@@ -95,7 +95,12 @@ absl::Status PlanTier(const Inputs& in, const PlanArgs& args, const RecipeTier& 
   prepared.ext = ".bolt";
   std::vector<ConvertNote> tier_notes;
   absl::Status st = ConvertInputs(in, c, prepared, &tier_notes);
-  for (auto& n : tier_notes) notes->push_back({n.warning, StrCat("tier \"", tier.name, "\": ", n.text)});
+  for (auto& n : tier_notes) {
+    // The same warning of every tier is told once.
+    bool seen = false;
+    for (const auto& o : *notes) seen |= o.text == n.text;
+    if (!seen) notes->push_back(std::move(n));
+  }
   BP_RETURN_IF_ERROR(st);
   BP_ASSIGN_OR_RETURN(uint64_t size, FileSize(c.output));
   full.exact = full.estimate.tensors.empty();
@@ -134,9 +139,17 @@ const PlanRow* LargestFit(const std::vector<PlanRow>& rows, uint64_t budget) {
   return best;
 }
 
+// "23.41 GiB", "2.52 MiB", "812 B".
 std::string Gib(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double x = static_cast<double>(bytes);
+  int u = 0;
+  while (x >= 1024 && u < 5) {
+    x /= 1024;
+    ++u;
+  }
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f", static_cast<double>(bytes) / static_cast<double>(uint64_t{1} << 30));
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.2f %s", x, units[u]);
   return buf;
 }
 
@@ -147,14 +160,14 @@ void PrintText(const PlanArgs& args, const Inputs& in, uint64_t budget, const st
     for (uint64_t d : t.shape) n *= d;
     elements += n;
   }
-  std::printf("plan: %s (%zu tensors, %llu parameters), budget %llu bytes (%s GiB)\n", args.inputs.front().c_str(),
+  std::printf("plan: %s (%zu tensors, %llu parameters), budget %llu bytes (%s)\n", args.inputs.front().c_str(),
               in.tensors().size(), static_cast<unsigned long long>(elements), static_cast<unsigned long long>(budget),
               Gib(budget).c_str());
-  std::printf("%-40s %-16s %20s %10s  %s\n", "tier", "budget", "bytes", "GiB", "fits");
+  std::printf("%-40s %-16s %20s %12s  %s\n", "tier", "budget", "bytes", "", "fits");
   bool any_estimate = false;
   for (const auto& r : rows) {
     std::string bytes = StrCat(r.exact ? "" : "~", r.bytes);
-    std::printf("%-40s %-16s %20s %10s  %s\n", r.tier.c_str(), r.budget.c_str(), bytes.c_str(), Gib(r.bytes).c_str(),
+    std::printf("%-40s %-16s %20s %12s  %s\n", r.tier.c_str(), r.budget.c_str(), bytes.c_str(), Gib(r.bytes).c_str(),
                 r.bytes <= budget ? "yes" : "no");
     any_estimate |= !r.exact;
   }
@@ -166,7 +179,7 @@ void PrintText(const PlanArgs& args, const Inputs& in, uint64_t budget, const st
   if (best == nullptr) {
     std::printf("nothing fits in %llu bytes\n", static_cast<unsigned long long>(budget));
   } else {
-    std::printf("largest that fits: tier \"%s\", budget \"%s\": %s%llu bytes (%s GiB)\n", best->tier.c_str(),
+    std::printf("largest that fits: tier \"%s\", budget \"%s\": %s%llu bytes (%s)\n", best->tier.c_str(),
                 best->budget.c_str(), best->exact ? "" : "~", static_cast<unsigned long long>(best->bytes),
                 Gib(best->bytes).c_str());
   }
