@@ -41,6 +41,18 @@ inline TensorInfo RecordFor(std::string name, DType dtype, std::vector<uint64_t>
   return info;
 }
 
+// The record of a planned encode (Codec::PlanEncode): RecordFor's, with
+// the lengths the plan gives in place of bytes.
+inline TensorInfo RecordForPlan(std::string name, DType dtype, std::vector<uint64_t> shape,
+                                std::string_view codec_id, const EncodePlan& plan) {
+  TensorInfo info = RecordFor(std::move(name), dtype, std::move(shape), codec_id, plan.record);
+  for (size_t k = 0; k < info.streams.size() && k < plan.lengths.size(); ++k) {
+    info.streams[k].length = plan.lengths[k];
+    info.streams[k].raw_length = plan.lengths[k];
+  }
+  return info;
+}
+
 inline DecodeInput InputFor(const TensorInfo& info, const EncodedTensor& encoded) {
   DecodeInput in;
   in.info = &info;

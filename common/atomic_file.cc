@@ -310,6 +310,18 @@ absl::Status AtomicFile::WriteZeros(uint64_t count) {
   return absl::OkStatus();
 }
 
+absl::Status AtomicFile::Skip(uint64_t count) {
+  if (sealed_) return absl::FailedPreconditionError(StrCat(path_, ": already committed"));
+  if (count == 0) return absl::OkStatus();
+  BP_RETURN_IF_ERROR(Drain());
+  if (count > static_cast<uint64_t>(INT64_MAX) - written_) return ErrnoError(path_, "cannot leave a hole", EFBIG);
+  if (::lseek(fd_, static_cast<off_t>(count), SEEK_CUR) < 0) return ErrnoError(path_, "cannot leave a hole", errno);
+  reserve_ = false;
+  written_ += count;
+  position_ += count;
+  return absl::OkStatus();
+}
+
 absl::Status AtomicFile::PadTo(uint64_t alignment) {
   uint64_t rem = position_ % alignment;
   return rem == 0 ? absl::OkStatus() : WriteZeros(alignment - rem);

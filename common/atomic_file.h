@@ -55,6 +55,10 @@ class AtomicFile final : public QueuedSink {
 
   absl::Status Write(absl::Span<const uint8_t> bytes);
   absl::Status WriteZeros(uint64_t count);
+  // Leaves a hole of `count` bytes (the file grows, nothing is written or
+  // allocated: a skeleton file, WriterOptions::skeleton); from then on no
+  // space is reserved ahead, which would allocate the holes.
+  absl::Status Skip(uint64_t count);
   // Pads with zeros up to a multiple of `alignment`.
   absl::Status PadTo(uint64_t alignment);
   uint64_t position() const { return position_; }

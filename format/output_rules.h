@@ -20,7 +20,9 @@ namespace boltpack::format {
 // says (or none), and a codec this version knows accepts the record
 // (ValidateRecord). An unknown codec's record is copied on the container
 // rules alone [C-10.2.1] [C-5.3.7]. Errors name the input and tensor.
-absl::Status CheckCopyable(const Reader& reader, size_t tensor);
+// `check_stored` false: the record only, no stored byte read (a skeleton
+// file's copy, WriterOptions::skeleton).
+absl::Status CheckCopyable(const Reader& reader, size_t tensor, bool check_stored = true);
 
 // `text` names a tensor or key: it must be 1..kMaxNameBytes of UTF-8
 // without NUL (protobuf refuses to parse a `string` field that is not UTF-8,

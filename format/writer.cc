@@ -246,6 +246,7 @@ struct Writer::Impl {
     s->length = length;
     s->alignment = options.alignment;
     if (!s->prefix_bytes.empty()) uses_line_prefixes = true;
+    if (options.skeleton) return AppendHole(s, stream, copied, spill, out);
     format::StreamChecksums checksums(src, *s, copied, file->path());
     auto hash = [&](absl::Span<const uint8_t> part) { checksums.Update(part); };
     uint64_t written = 0;
@@ -284,6 +285,21 @@ struct Writer::Impl {
     BP_RETURN_IF_ERROR(out->PadTo(options.alignment));
     return out;
   }
+  // A skeleton's stream (WriterOptions::skeleton): a hole of its length,
+  // with the checksums a real one would have in number.
+  absl::Status AppendHole(StreamInfo* s, int stream, bool copied, bool spill, io::AtomicFile* out) {
+    if (!copied) {
+      s->xxh3 = kSkeletonXxh3;
+      for (auto& c : s->chunks) c.xxh3 = kSkeletonXxh3;
+      s->prefix_xxh3.assign(s->chunks.size() * s->prefix_bytes.size(), kSkeletonXxh3);
+    }
+    if (spill) {
+      spilled.push_back({static_cast<int>(records.size()), stream, spill_size, s->length, s->xxh3});
+      spill_size += s->length;
+      return absl::OkStatus();
+    }
+    return out->Skip(s->length);
+  }
   absl::Status OpenSpill() {
     std::filesystem::path out(file->path());
     std::string dir = out.parent_path().empty() ? std::string(".") : out.parent_path().string();
@@ -321,6 +337,10 @@ struct Writer::Impl {
       StreamInfo& placed = records.Pending(static_cast<size_t>(sp.tensor))->streams[static_cast<size_t>(sp.stream)];
       BP_ASSIGN_OR_RETURN(io::AtomicFile* out, PlaceStream(sp.length, &placed.shard));
       placed.offset = out->position();
+      if (options.skeleton) {
+        BP_RETURN_IF_ERROR(out->Skip(sp.length));
+        continue;
+      }
       block.resize(std::min<uint64_t>(sp.length, kCopyBlock));
       state.Reset();
       for (uint64_t done = 0; done < sp.length;) {
@@ -614,7 +634,7 @@ absl::Status Writer::CopyTensor(const Reader& reader, size_t tensor, std::string
   // The name table's slots load while the record is checked and copied
   // (CheckName below: cache misses were most of its cost for 1M tensors).
   impl_->tensor_names.Prefetch(new_name.empty() ? std::string_view(shared->name) : std::string_view(new_name));
-  BP_RETURN_IF_ERROR(format::CheckCopyable(reader, tensor));
+  BP_RETURN_IF_ERROR(format::CheckCopyable(reader, tensor, /*check_stored=*/!impl_->options.skeleton));
   TensorInfo info = *shared;
   if (!new_name.empty()) info.name = std::move(new_name);
   for (const auto& f : reader.required_features()) {

@@ -8,6 +8,13 @@
 
 namespace boltpack::tools {
 
+// What a skeleton (bolt-pack plan) cannot know from headers: tensors whose
+// stored bytes depend on their data, estimated.
+struct PlanEstimate {
+  uint64_t bytes = 0;                // their streams, each padded to the alignment
+  std::vector<std::string> tensors;  // "name (why)"
+};
+
 struct ConvertArgs {
   std::vector<std::string> inputs;
   std::string output;
@@ -25,6 +32,12 @@ struct ConvertArgs {
   bool no_fsync = false;       // skip the fsync before the rename (common/atomic_file.h)
   bool no_verify = false;      // decode .bolt inputs without checking their checksums
   std::string part;            // "I/N": write the I-th of N parts (tools/part_plan.h)
+  // bolt-pack plan: a .bolt output is written as a skeleton (WriterOptions::
+  // skeleton) from the inputs' headers alone, no tensor read or encoded.
+  // Tensors whose record depends on their data (entropy codes) are left
+  // out and estimated into *estimate.
+  bool skeleton = false;
+  PlanEstimate* estimate = nullptr;
 };
 int RunConvert(const ConvertArgs& args);
 
@@ -52,6 +65,8 @@ struct SliceArgs {
   std::string shard_max_size;     // .bolt output: a multi-file model (spec §8)
   int threads = 0;
   bool no_fsync = false;  // skip the fsync before the rename (common/atomic_file.h)
+  bool skeleton = false;  // bolt-pack plan: as ConvertArgs::skeleton (.bolt output)
+  PlanEstimate* estimate = nullptr;
 };
 int RunSlice(const SliceArgs& args);
 
@@ -72,6 +87,19 @@ struct MergeArgs {
   bool no_fsync = false;
 };
 int RunMerge(const MergeArgs& args);
+// bolt-pack plan IN --budget BYTES [--recipe R] [--codec ...] [--elastic E]:
+// the exact size of the .bolt file each recipe tier and elastic budget
+// gives, from headers alone (tools/plan.cc, docs/cli.md).
+struct PlanArgs {
+  std::vector<std::string> inputs;
+  std::string budget;  // bytes: N, or with K/M/G/T (10^3n) or KiB/MiB/GiB/TiB (2^10n)
+  std::vector<std::string> codec_rules;
+  std::string recipe;
+  std::string elastic;
+  uint64_t alignment = 4096;
+  bool json = false;
+};
+int RunPlan(const PlanArgs& args);
 
 // Prints "bolt-pack: <message>" to stderr.
 void PrintError(const std::string& message);

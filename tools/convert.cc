@@ -7,6 +7,7 @@
 #include "absl/strings/cord.h"
 #include "boltpack/codec_registry.h"
 #include "boltpack/writer.h"
+#include "codecs/encoded_record.h"
 #include "codecs/float_convert.h"
 #include "common/escape.h"
 #include "common/parallel_for.h"
@@ -38,7 +39,7 @@ constexpr const char* kVersionString = "bolt-pack 0.1.0";
 // Tensor `t` is written: its share of the progress bar, and its input pages
 // leave the address space (Inputs::Release).
 void Done(const Inputs& in, const InputTensor& t, Progress& progress, uint64_t bytes) {
-  progress.Advance(bytes);
+  progress.Advance(bytes, t.name);
   in.Release(t);
 }
 
@@ -68,6 +69,37 @@ absl::StatusOr<absl::Span<const float>> ImportanceFor(const io::Imatrix* imatrix
   return imatrix->For(t.name, t.shape);
 }
 
+// Stream bytes `info`'s streams take in a file aligned to `alignment`
+// (each starts at a multiple of it): an estimate's measure.
+uint64_t PaddedBytes(uint64_t bytes, uint64_t alignment) {
+  return bytes == 0 ? 0 : (bytes + alignment - 1) / alignment * alignment;
+}
+
+// bolt-pack plan: tensor `t` encoded with `codec_id` goes into a skeleton as
+// its planned record (Codec::PlanEncode), its streams holes; a codec whose
+// record depends on the data is estimated instead (its EncodedSize, or the
+// source's bytes where it has none).
+absl::Status AddPlanned(Writer& writer, const InputTensor& t, const std::string& codec_id, const CodecParams& params,
+                        const ConvertArgs& args) {
+  const Codec* codec = FindCodec(codec_id);
+  if (codec == nullptr) return absl::NotFoundError(StrCat(Where(t), ": unknown codec \"", codec_id, "\""));
+  BP_ASSIGN_OR_RETURN(std::optional<EncodePlan> plan, codec->PlanEncode(t.dtype, t.shape, params));
+  if (!plan) {
+    absl::StatusOr<uint64_t> size = codec->EncodedSize(t.dtype, t.shape, params);
+    if (args.estimate != nullptr) {
+      args.estimate->bytes += PaddedBytes(size.ok() ? *size : InputBytes(t), args.alignment);
+      args.estimate->tensors.push_back(StrCat(t.name, " (", codec_id, ")"));
+    }
+    return absl::OkStatus();
+  }
+  TensorInfo info = RecordForPlan(std::string(t.name), t.dtype, {t.shape.begin(), t.shape.end()}, codec_id, *plan);
+  std::vector<HolePieces> holes;
+  for (uint64_t n : plan->lengths) holes.emplace_back(n);
+  std::vector<PieceSource*> sources;
+  for (auto& h : holes) sources.push_back(&h);
+  return writer.AddStoredTensor(std::move(info), sources);
+}
+
 // A Hugging Face folder's keys with the general.file_type its GGUF export
 // will say (defined with the GGUF export below).
 Metadata HfFolderBoltMetadata(const Inputs& in, const CodecPlan& plan);
@@ -85,6 +117,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
   options.expected_tensors = in.tensors().size();
   // Checked by CheckOutput.
   if (!args.shard_max_size.empty()) options.shard_max_bytes = *io::ParseGgufSplitSize(args.shard_max_size);
+  options.skeleton = args.skeleton;
   // An elastic file gets line-prefix checksums, so that slicing a budget
   // that cuts an inner dimension (a width, heads) reads only the bytes it
   // keeps; the manifest goes in first, since the writer plans them from it.
@@ -112,6 +145,14 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
     bool permuted = Moves(maps);
     bool stored_form = t.kind == InputKind::kBolt ||
                        (t.kind == InputKind::kGguf && !TraitsOf(t.SourceCodec()).element);
+    if (permuted && rule == nullptr && stored_form && args.skeleton) {
+      // Permuting reads the stored cells: estimated at their size.
+      if (args.estimate != nullptr) {
+        args.estimate->bytes += PaddedBytes(InputBytes(t), args.alignment);
+        args.estimate->tensors.push_back(StrCat(t.name, " (permuted stored cells)"));
+      }
+      continue;
+    }
     if (permuted && rule == nullptr && stored_form) {
       BP_RETURN_IF_ERROR(PrefixError(AddPermutedStored(*writer, t, maps), t));
       Done(in, t, progress, InputBytes(t));
@@ -131,6 +172,10 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
       if (!record.ok()) return PrefixError(record.status(), t);
       BP_RETURN_IF_ERROR(PrefixError(writer->AddStoredTensor(std::move(*record), {t.bytes}), t));
       Done(in, t, progress, t.bytes.size());
+      continue;
+    }
+    if (args.skeleton) {
+      BP_RETURN_IF_ERROR(PrefixError(AddPlanned(*writer, t, codec, params, args), t));
       continue;
     }
     std::vector<uint8_t> decoded;

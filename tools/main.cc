@@ -15,6 +15,7 @@
 #include "tools/codec_rules.h"
 #include "tools/commands.h"
 #include "tools/inputs.h"
+#include "tools/progress.h"
 
 constexpr const char* kShardHelp =
     ".bolt output: a multi-file model (spec/container.md §8) of files of at most N bytes (N, NK, NM, NG or NT, "
@@ -156,6 +157,31 @@ int main(int argc, char** argv) {
   g->add_option("-o,--output", merge.output, "Output file (.bolt)")->required();
   g->add_flag("--no-fsync", merge.no_fsync, kNoFsyncHelp);
 
+  PlanArgs plan;
+  auto* p = app.add_subcommand("plan", "Exact bytes of the .bolt file each recipe tier and elastic budget gives, "
+                                       "from headers alone (no tensor read), and which fit a byte budget");
+  p->add_option("inputs", plan.inputs, "Input files as convert takes them (.safetensors, index .json, .gguf, .bolt, or a "
+                                      "Hugging Face folder)")
+      ->required()
+      ->check(kFileOrFolder);
+  p->add_option("--budget", plan.budget, "Bytes available: N, NK/NM/NG/NT (10^3n) or NKiB/NMiB/NGiB/NTiB (2^10n)")
+      ->required();
+  p->add_option("--codec", plan.codec_rules, "As convert's --codec")->take_all();
+  p->add_option("--recipe", plan.recipe, "As convert's --recipe; each codec with a fallback is tried both ways (tiers)")
+      ->check(kRegularFile);
+  p->add_option("--elastic", plan.elastic, "As convert's --elastic: every budget it defines is planned as a slice")
+      ->check(kRegularFile);
+  p->add_option("--alignment", plan.alignment, "As convert's --alignment (default 4096)");
+  p->add_flag("--json", plan.json, "Machine-readable output (docs/cli.md)");
+
+  std::string progress = "auto";
+  constexpr const char* kProgressHelp =
+      "auto (a bar when stderr is a terminal), bar, json (one JSON object a line on stderr, for logs) or none";
+  app.add_option("--progress", progress, kProgressHelp)->check(CLI::IsMember({"auto", "bar", "json", "none"}));
+  for (auto* sub : {c, i, v, s, p}) {  // before or after the subcommand
+    sub->add_option("--progress", progress, kProgressHelp)->check(CLI::IsMember({"auto", "bar", "json", "none"}));
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -163,7 +189,9 @@ int main(int argc, char** argv) {
     // CLI11 returns 0 for --help/--version; usage errors become 2.
     return code == 0 ? 0 : 2;
   }
+  SetProgressMode(*ParseProgressMode(progress));  // IsMember checked it
   if (c->parsed()) return RunConvert(convert);
+  if (p->parsed()) return RunPlan(plan);
   if (i->parsed()) return RunInspect(inspect);
   if (v->parsed()) return RunVerify(verify);
   if (s->parsed()) return RunSlice(slice);

@@ -31,6 +31,7 @@
 #include "tools/inputs.h"
 #include "tools/llama_check.h"
 #include "io/metadata_json.h"
+#include "tools/plan.h"
 #include "tools/progress.h"
 
 namespace boltpack::tools {
@@ -150,6 +151,25 @@ absl::Status WriteDecoded(const Reader& r, const format::PlannedTensor& p, W& wr
   return writer.WriteNext(bytes);
 }
 
+// A skeleton's estimate of a tensor cut by decoding: its stored bytes times
+// the share of elements the cut keeps, padded to the alignment.
+void EstimateCut(const Reader& r, const format::PlannedTensor& p, const SliceArgs& args) {
+  if (args.estimate == nullptr) return;
+  const auto info = r.SharedTensor(p.source);
+  long double kept = 1;
+  for (size_t d = 0; d < info->shape.size() && d < p.kept.size(); ++d) {
+    if (info->shape[d] > 0) kept *= static_cast<long double>(p.kept[d]) / static_cast<long double>(info->shape[d]);
+  }
+  const uint64_t a = r.alignment();
+  uint64_t bytes = 0;
+  for (const auto& s : info->streams) {
+    const auto n = static_cast<uint64_t>(static_cast<long double>(s.length) * kept);
+    bytes += n == 0 ? 0 : (n + a - 1) / a * a;
+  }
+  args.estimate->bytes += bytes;
+  args.estimate->tensors.push_back(StrCat(p.name, " (", info->codec_id, " cut by decoding)"));
+}
+
 absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const SliceArgs& args) {
   WriterOptions options;
   options.alignment = r.alignment();
@@ -157,6 +177,7 @@ absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const S
   options.writer_name = kVersionString;
   options.durable = !args.no_fsync;
   options.write_behind = true;  // `r` outlives the writer
+  options.skeleton = args.skeleton;
   options.expected_tensors = r.tensors().size();
   if (!args.shard_max_size.empty()) options.shard_max_bytes = *io::ParseGgufSplitSize(args.shard_max_size);  // checked by RunSlice
   // The budgets nested in this one stay sliceable the same way: the cut
@@ -166,7 +187,7 @@ absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const S
   BP_ASSIGN_OR_RETURN(auto writer, Writer::Create(args.output, options));
   BP_RETURN_IF_ERROR(writer->SetElastic(plan.elastic));
   for (const auto& [key, value] : plan.metadata) BP_RETURN_IF_ERROR(writer->AddMetadata(key, value));
-  Progress progress("slice", plan.tensors.size());
+  Progress progress("slice", plan.tensors.size(), Progress::Unit::kItems);
   for (const auto& p : plan.tensors) {
     if (p.whole) {
       BP_RETURN_IF_ERROR(writer->CopyTensor(r, p.source, p.name));
@@ -178,13 +199,17 @@ absl::Status SliceToBolt(const Reader& r, const format::SlicePlan& plan, const S
         std::vector<std::shared_ptr<PieceSource>> streams;
         for (size_t k = 0; k < cut->streams.size(); ++k) streams.push_back(StreamOf(cut, k));
         BP_RETURN_IF_ERROR(writer->AddStoredTensorBehind(cut->info, streams));
+      } else if (args.skeleton) {
+        // Cut by decoding (an entropy code): the kept share of its stored
+        // bytes, estimated.
+        EstimateCut(r, p, args);
       } else {
         BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, maps, p.name));
         std::vector<absl::Span<const uint8_t>> spans(cut.streams.begin(), cut.streams.end());
         BP_RETURN_IF_ERROR(writer->AddStoredTensor(std::move(cut.info), spans));
       }
     }
-    progress.Advance(1);
+    progress.Advance(1, p.name);
   }
   progress.Finish();
   return writer->Finish();
@@ -198,10 +223,10 @@ absl::Status SliceToSafetensors(const Reader& r, const format::SlicePlan& plan, 
     meta.emplace_back(key, value.type == ValueType::kString ? value.s : io::MetaValueToJson(value));
   }
   BP_ASSIGN_OR_RETURN(auto writer, io::SafetensorsWriter::Create(args.output, meta, decls, {args.input}, !args.no_fsync));
-  Progress progress("slice", plan.tensors.size());
+  Progress progress("slice", plan.tensors.size(), Progress::Unit::kItems);
   for (const auto& p : plan.tensors) {
     BP_RETURN_IF_ERROR(WriteDecoded(r, p, *writer));
-    progress.Advance(1);
+    progress.Advance(1, p.name);
   }
   progress.Finish();
   return writer->Finish();
@@ -341,7 +366,7 @@ absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const S
   options.inputs = {args.input};
   options.durable = !args.no_fsync;
   BP_ASSIGN_OR_RETURN(auto writer, io::GgufWriter::Create(args.output, kv, decls, options));
-  Progress progress("slice", plan.tensors.size());
+  Progress progress("slice", plan.tensors.size(), Progress::Unit::kItems);
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const auto& p = plan.tensors[i];
     if (how[i].nvfp4) {
@@ -356,13 +381,25 @@ absl::Status SliceToGguf(const Reader& r, const format::SlicePlan& plan, const S
       BP_ASSIGN_OR_RETURN(auto cut, format::CutStoredTensor(r, p.source, maps, p.name));
       BP_RETURN_IF_ERROR(writer->WriteNext(cut.streams.at(0)));
     }
-    progress.Advance(1);
+    progress.Advance(1, p.name);
   }
   progress.Finish();
   return writer->Finish();
 }
 
 }  // namespace
+
+absl::Status SliceSkeleton(const Reader& r, const ElasticBudget& budget, const std::string& output,
+                           PlanEstimate* estimate) {
+  BP_ASSIGN_OR_RETURN(auto plan, format::PlanSlice(*r.elastic(), r.tensors(), r.metadata(), budget));
+  SliceArgs args;
+  args.input = r.path();
+  args.output = output;
+  args.no_fsync = true;
+  args.skeleton = true;
+  args.estimate = estimate;
+  return SliceToBolt(r, plan, args);
+}
 
 int RunSlice(const SliceArgs& args) {
   if (Extension(args.input) != ".bolt") {

@@ -263,6 +263,47 @@ absl::Status BlockCodec::CanEncode(DType dtype, absl::Span<const uint64_t> shape
   return CheckEncodeParams(params);
 }
 
+// The record of a tensor of geometry `g` without its bytes: Encode's and
+// PlanEncode's, so that a plan cannot drift from what is written.
+EncodedTensor BlockCodec::Skeleton(const Geometry& g, CodecParams stored) const {
+  const uint32_t B = format_.block_elems;
+  EncodedTensor out;
+  out.params = std::move(stored);
+  out.streams.resize(format_.streams.size());
+  for (size_t k = 0; k < format_.streams.size(); ++k) out.streams[k].role = format_.streams[k].role;
+  // Chunks of whole outer rows, sized by the largest stream.
+  if (g.whole_block_rows && g.rows > 1) {
+    const uint64_t row_blocks = g.row_elements / B;
+    uint32_t max_bpb = 0;
+    for (const auto& s : format_.streams) max_bpb = std::max(max_bpb, s.bytes_per_block);
+    const uint64_t row_bytes = row_blocks * max_bpb;
+    if (row_bytes > 0 && g.rows * row_bytes > kBlockChunkTargetBytes) {
+      const uint64_t per = std::max<uint64_t>(1, kBlockChunkTargetBytes / row_bytes);
+      for (size_t k = 0; k < format_.streams.size(); ++k) {
+        const uint64_t rb = row_blocks * format_.streams[k].bytes_per_block;
+        for (uint64_t first = 0; first < g.rows; first += per) {
+          const uint64_t count = std::min(per, g.rows - first);
+          out.streams[k].chunks.push_back(EncodedChunk{first * rb, count * rb, first, count});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<EncodePlan>> BlockCodec::PlanEncode(DType dtype, absl::Span<const uint64_t> shape,
+                                                                 const CodecParams& params) const {
+  BP_RETURN_IF_ERROR(CanEncode(dtype, shape, params));
+  const Geometry g = *CheckShape(shape);
+  // The amax only picks a stored value (nvfp4's tensor scale), never its
+  // encoded size: 0 stands for any.
+  BP_ASSIGN_OR_RETURN(CodecParams stored, EncodeParams(params, 0.0f));
+  EncodePlan plan;
+  plan.record = Skeleton(g, std::move(stored));
+  for (const auto& s : format_.streams) plan.lengths.push_back(g.blocks * s.bytes_per_block);
+  return std::optional<EncodePlan>(std::move(plan));
+}
+
 absl::StatusOr<EncodedTensor> BlockCodec::Encode(const TensorSource& source,
                                                  const CodecParams& params,
                                                  const ExecOptions& exec) const {
@@ -343,11 +384,8 @@ absl::StatusOr<EncodedTensor> BlockCodec::Encode(const TensorSource& source,
   auto parsed = ParseStoredParams(*stored);
   if (!parsed.ok()) return named(parsed.status());
 
-  EncodedTensor encoded;
-  encoded.params = *std::move(stored);
-  encoded.streams.resize(format_.streams.size());
+  EncodedTensor encoded = Skeleton(g, *std::move(stored));
   for (size_t k = 0; k < format_.streams.size(); ++k) {
-    encoded.streams[k].role = format_.streams[k].role;
     encoded.streams[k].bytes.resize(g.blocks * format_.streams[k].bytes_per_block);
   }
   // Pass 2: the blocks.
@@ -374,23 +412,6 @@ absl::StatusOr<EncodedTensor> BlockCodec::Encode(const TensorSource& source,
     return named(st);
   }
 
-  // Chunks of whole outer rows, sized by the largest stream.
-  if (g.whole_block_rows && g.rows > 1) {
-    const uint64_t row_blocks = g.row_elements / B;
-    uint32_t max_bpb = 0;
-    for (const auto& s : format_.streams) max_bpb = std::max(max_bpb, s.bytes_per_block);
-    const uint64_t row_bytes = row_blocks * max_bpb;
-    if (row_bytes > 0 && g.rows * row_bytes > kBlockChunkTargetBytes) {
-      const uint64_t per = std::max<uint64_t>(1, kBlockChunkTargetBytes / row_bytes);
-      for (size_t k = 0; k < format_.streams.size(); ++k) {
-        const uint64_t rb = row_blocks * format_.streams[k].bytes_per_block;
-        for (uint64_t first = 0; first < g.rows; first += per) {
-          const uint64_t count = std::min(per, g.rows - first);
-          encoded.streams[k].chunks.push_back(EncodedChunk{first * rb, count * rb, first, count});
-        }
-      }
-    }
-  }
   return encoded;
 }
 

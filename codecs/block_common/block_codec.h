@@ -93,6 +93,8 @@ class BlockCodec : public Codec {
                                                               uint64_t row_end) const override;
   absl::StatusOr<uint64_t> EncodedSize(DType dtype, absl::Span<const uint64_t> shape,
                                        const CodecParams& params) const override;
+  absl::StatusOr<std::optional<EncodePlan>> PlanEncode(DType dtype, absl::Span<const uint64_t> shape,
+                                                       const CodecParams& params) const override;
   std::vector<int> SliceableAxes(absl::Span<const uint64_t> shape,
                                  const CodecParams& params) const override;
   // One cell per block and stream: format().block_elems elements in each
@@ -151,6 +153,7 @@ class BlockCodec : public Codec {
  private:
   struct Geometry;
   absl::StatusOr<Geometry> CheckShape(absl::Span<const uint64_t> shape) const;
+  EncodedTensor Skeleton(const Geometry& g, CodecParams stored) const;
   absl::Status CheckInput(const DecodeInput& input) const;
   // Decodes elements [e0, e1) given the stream spans (stream k's span starts
   // at raw byte base[k]) into dst, telling `progress` (when not null, and

@@ -125,9 +125,7 @@ class Iq2XxsCodec : public Codec {
       }
     }
 
-    EncodedStream stream;
-    stream.role = std::string(kRole);
-    stream.compressible = false;  // near-random bits: zstd would not pay
+    EncodedStream stream = SkeletonStream(source.shape);
     const uint64_t row_bytes = ncols / kBlockElems * kBlockBytes;
     stream.bytes.resize(static_cast<size_t>(nrows * row_bytes));
     // Rows per task: about 64K weights, so small tensors stay on one thread.
@@ -161,7 +159,6 @@ class Iq2XxsCodec : public Codec {
           }
           return absl::OkStatus();
         }));
-    stream.chunks = MakeChunks(source.shape);
     EncodedTensor encoded;
     encoded.streams.push_back(std::move(stream));
     return encoded;
@@ -312,6 +309,15 @@ class Iq2XxsCodec : public Codec {
     return *CheckedProduct(shape) / kBlockElems * kBlockBytes;
   }
 
+  absl::StatusOr<std::optional<EncodePlan>> PlanEncode(DType dtype, absl::Span<const uint64_t> shape,
+                                                       const CodecParams& params) const override {
+    BP_ASSIGN_OR_RETURN(uint64_t length, EncodedSize(dtype, shape, params));
+    EncodePlan plan;
+    plan.record.streams.push_back(SkeletonStream(shape));
+    plan.lengths.push_back(length);
+    return std::optional<EncodePlan>(std::move(plan));
+  }
+
   std::vector<int> SliceableAxes(absl::Span<const uint64_t> shape,
                                  const CodecParams& /*params*/) const override {
     // Blocks run along the innermost axis: every outer axis can be cut.
@@ -335,6 +341,15 @@ class Iq2XxsCodec : public Codec {
   }
 
  private:
+  // The stream's record without its bytes: Encode's and PlanEncode's.
+  static EncodedStream SkeletonStream(absl::Span<const uint64_t> shape) {
+    EncodedStream stream;
+    stream.role = std::string(kRole);
+    stream.compressible = false;  // near-random bits: zstd would not pay
+    stream.chunks = MakeChunks(shape);
+    return stream;
+  }
+
   static absl::Status CheckParams(const CodecParams& params) {
     if (params.empty()) return absl::OkStatus();
     // [C-10.3.1] [I-1.4]

@@ -86,8 +86,7 @@ class ElementCodec : public Codec {
                        n, " elements x ", src_size, " bytes")));
     }
 
-    EncodedStream stream;
-    stream.role = std::string(kDataRole);
+    EncodedStream stream = SkeletonStream(source.shape, stored_size);
     stream.bytes.resize(static_cast<size_t>(n * stored_size));
     const uint8_t* src = source.bytes.data();
     uint8_t* dst = stream.bytes.data();
@@ -97,7 +96,6 @@ class ElementCodec : public Codec {
                   end - begin);
           return absl::OkStatus();
         }));
-    stream.chunks = MakeChunks(source.shape, stored_size);
 
     EncodedTensor encoded;
     encoded.streams.push_back(std::move(stream));
@@ -270,6 +268,15 @@ class ElementCodec : public Codec {
     return *ElementCount(shape) * static_cast<uint64_t>(DTypeSize(StoredDType(dtype)));
   }
 
+  absl::StatusOr<std::optional<EncodePlan>> PlanEncode(DType dtype, absl::Span<const uint64_t> shape,
+                                                       const CodecParams& params) const override {
+    BP_ASSIGN_OR_RETURN(uint64_t length, EncodedSize(dtype, shape, params));
+    EncodePlan plan;
+    plan.record.streams.push_back(SkeletonStream(shape, static_cast<uint64_t>(DTypeSize(StoredDType(dtype)))));
+    plan.lengths.push_back(length);
+    return std::optional<EncodePlan>(std::move(plan));
+  }
+
   std::vector<int> SliceableAxes(absl::Span<const uint64_t> shape,
                                  const CodecParams& /*params*/) const override {
     // Every element is stored whole and in place: any sub-box can be cut.
@@ -394,6 +401,14 @@ class ElementCodec : public Codec {
       return;
     }
     ConvertFloats(from, to, src, dst, static_cast<size_t>(n));
+  }
+
+  // The stream's record without its bytes: Encode's and PlanEncode's.
+  static EncodedStream SkeletonStream(absl::Span<const uint64_t> shape, uint64_t stored_size) {
+    EncodedStream stream;
+    stream.role = std::string(kDataRole);
+    stream.chunks = MakeChunks(shape, stored_size);
+    return stream;
   }
 
   // Whole outer rows of about kRawChunkTargetBytes each; none when the

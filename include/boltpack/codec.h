@@ -95,6 +95,14 @@ struct ExecOptions {
   int threads = 1;
 };
 
+// What Encode gives for a tensor, known from its dtype, shape and
+// parameters alone (Codec::PlanEncode): the record (stored parameters and
+// streams: role, chunks, views, `bytes` left empty) and each stream's length.
+struct EncodePlan {
+  EncodedTensor record;
+  std::vector<uint64_t> lengths;  // per stream of record
+};
+
 // How a codec's streams tile a tensor, for cutting them without decoding
 // (elastic budgets, slice): each stream stores, for every run of
 // `block_elems` consecutive elements along the innermost dimension, exactly
@@ -214,6 +222,18 @@ class Codec {
   virtual absl::StatusOr<uint64_t> EncodedSize(DType dtype,
                                                absl::Span<const uint64_t> shape,
                                                const CodecParams& params) const = 0;
+  // The record Encode writes for such a tensor, without its elements, for
+  // planning a file's exact size (bolt-pack plan): equal to Encode's but
+  // for a stored parameter whose value depends on the data (nvfp4's tensor
+  // scale), which gets a placeholder of the same serialized size. nullopt
+  // (the default) when the record itself depends on the data (entropy
+  // codes, whose lengths and code tables do): such a tensor can only be
+  // estimated. An error when Encode would refuse the tensor (CanEncode).
+  virtual absl::StatusOr<std::optional<EncodePlan>> PlanEncode(DType /*dtype*/,
+                                                              absl::Span<const uint64_t> /*shape*/,
+                                                              const CodecParams& /*params*/) const {
+    return std::optional<EncodePlan>();
+  }
   // Axes (0 = outermost) along which a whole-unit prefix or subset can be cut
   // from the stored bytes without re-encoding.
   virtual std::vector<int> SliceableAxes(absl::Span<const uint64_t> shape,

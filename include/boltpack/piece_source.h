@@ -75,6 +75,20 @@ class SpanPieces final : public PieceSource {
   bool done_ = false;
 };
 
+// A stream of a skeleton file (WriterOptions::skeleton): a length, no
+// bytes. The writer never asks for its pieces; one that did is told so.
+class HolePieces final : public PieceSource {
+ public:
+  explicit HolePieces(uint64_t size) : size_(size) {}
+  uint64_t size() const override { return size_; }
+  absl::StatusOr<absl::Span<const uint8_t>> Next() override {
+    return absl::FailedPreconditionError("a skeleton stream has no bytes to read");
+  }
+
+ private:
+  uint64_t size_;
+};
+
 }  // namespace boltpack
 
 #endif  // BOLTPACK_PIECE_SOURCE_H_

@@ -43,6 +43,14 @@ struct WriterOptions {
   // False: no fsync before the rename (`--no-fsync`), as cp: faster, but a
   // crash soon after may leave the output empty or short.
   bool durable = true;
+  // True: a skeleton file (`bolt-pack plan`): every stream is a hole of its
+  // length, its bytes neither read from the sources nor written, and its
+  // checksums (stream, chunk, line prefix) are kSkeletonXxh3, except those
+  // a copied stream brings. Everything else (header, padding, manifest,
+  // footer) is what the real file would have, so the skeleton's size is the
+  // real file's to the byte; it opens with Reader (for planning a slice of
+  // it) but no stream in it verifies. Sources are not checked either.
+  bool skeleton = false;
   // True: CopyTensor returns before the bytes it copies are written (a
   // thread of the writer writes them while the caller goes on to the next
   // tensor), so the Reader given to CopyTensor must outlive Finish (or the
@@ -72,6 +80,11 @@ struct WriterOptions {
   // holds two file descriptors until Finish. 0: one file.
   uint64_t shard_max_bytes = 0;
 };
+
+// The checksum a skeleton file gives every stream, chunk and line prefix
+// it computes (WriterOptions::skeleton): not zero, so that it takes the
+// bytes in the manifest a real checksum takes (a real one is 0 once in 2^64).
+inline constexpr uint64_t kSkeletonXxh3 = 0x4e4f544441544121ull;  // "!ATADTON"
 
 class Writer {
  public:
