@@ -241,6 +241,44 @@ OutputType OutputFor(DType d) {
   }
 }
 
+// A tensor's bytes for a safetensors output: its input's own (in_place,
+// `bytes`), or decoded or converted into `buf`.
+struct SafetensorsJob {
+  bool in_place = false;
+  absl::Span<const uint8_t> bytes;
+  std::vector<uint8_t> logical;  // a Hugging Face Q or K reordered
+  std::vector<uint8_t> buf;
+};
+
+absl::Status SafetensorsBytes(const InputTensor& t, DType d, const ConvertArgs& args, const ExecOptions& exec,
+                              SafetensorsJob* job) {
+  std::string source_codec = t.SourceCodec();
+  bool plain = t.kind == InputKind::kSafetensors || (t.kind == InputKind::kGguf && TraitsOf(source_codec).element);
+  BP_ASSIGN_OR_RETURN(absl::Span<const uint8_t> element, ElementBytes(t, &job->logical));
+  if (plain && d == t.dtype) {
+    job->in_place = true;
+    job->bytes = element;
+    return absl::OkStatus();
+  }
+  if (t.kind != InputKind::kBolt) {
+    // A float-to-float change of element type: the raw codecs do it.
+    absl::Span<const uint8_t> bytes = element;
+    if (!plain) {
+      BP_ASSIGN_OR_RETURN(job->logical, DecodeToLogical(t, args.threads));
+      bytes = job->logical;
+    }
+    TensorSource src{t.name, t.dtype, t.shape, bytes};
+    BP_ASSIGN_OR_RETURN(EncodedTensor enc, EncodeTensor(std::string(ElementCodecFor(d)), src, {}, exec));
+    job->buf = std::move(enc.streams.at(0).bytes);
+    job->logical = std::vector<uint8_t>();
+    return absl::OkStatus();
+  }
+  OutputType out = OutputFor(d);
+  BP_ASSIGN_OR_RETURN(uint64_t n, t.reader->DecodedBytes(t.index, out));
+  job->buf.resize(n);
+  return t.reader->Decode(t.index, args.view, out, absl::MakeSpan(job->buf), exec);
+}
+
 absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args) {
   std::vector<io::SafetensorsTensorDecl> decls;
   decls.reserve(in.tensors().size());
@@ -261,44 +299,32 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
   Progress progress("convert", in.total_bytes());
   ExecOptions exec;
   exec.threads = args.threads;
-  for (size_t i = 0; i < in.tensors().size(); ++i) {
+  // Tensors are decoded ahead on worker threads and written here in order,
+  // as for .bolt output: one slot per tensor in flight.
+  std::vector<SafetensorsJob> slots(args.threads > 1 ? kPipelineWindow : 1);
+  PipelineOptions pipeline;
+  pipeline.window = slots.size();
+  pipeline.budget = kPipelineBytes;
+  pipeline.cost = [&](size_t i) {  // its input pages and its output
     const auto& t = in.tensors()[i];
-    DType d = dtypes[i];
-    std::string source_codec = t.SourceCodec();
-    bool plain = t.kind == InputKind::kSafetensors ||
-                 (t.kind == InputKind::kGguf && TraitsOf(source_codec).element);
-    std::vector<uint8_t> logical;
-    auto element = ElementBytes(t, &logical);  // a Hugging Face Q or K reordered
-    if (!element.ok()) return PrefixError(element.status(), t);
-    if (plain && d == t.dtype) {
-      BP_RETURN_IF_ERROR(writer->WriteNext(*element));
-      Done(in, t, progress, t.bytes.size());
-      continue;
-    }
-    std::vector<uint8_t> buf;
-    if (t.kind != InputKind::kBolt) {
-      // A float-to-float change of element type: the raw codecs do it.
-      absl::Span<const uint8_t> bytes = *element;
-      if (!plain) {
-        auto l = DecodeToLogical(t, args.threads);
-        if (!l.ok()) return PrefixError(l.status(), t);
-        logical = std::move(*l);
-        bytes = logical;
-      }
-      TensorSource src{t.name, t.dtype, t.shape, bytes};
-      auto enc = EncodeTensor(std::string(ElementCodecFor(d)), src, {}, exec);
-      if (!enc.ok()) return PrefixError(enc.status(), t);
-      buf = std::move(enc->streams.at(0).bytes);
-    } else {
-      OutputType out = OutputFor(d);
-      auto n = t.reader->DecodedBytes(t.index, out);
-      if (!n.ok()) return PrefixError(n.status(), t);
-      buf.resize(*n);
-      BP_RETURN_IF_ERROR(PrefixError(t.reader->Decode(t.index, args.view, out, absl::MakeSpan(buf), exec), t));
-    }
-    BP_RETURN_IF_ERROR(PrefixError(writer->WriteNext(buf), t));
+    return InputBytes(t) + t.element_count() * static_cast<uint64_t>(DTypeSize(dtypes[i]));
+  };
+  pipeline.held = [&](size_t slot) { return static_cast<uint64_t>(slots[slot].buf.size()); };
+  auto produce = [&](size_t i, size_t slot) -> absl::Status {
+    const auto& t = in.tensors()[i];
+    slots[slot] = SafetensorsJob();
+    absl::Status s = PrefixError(SafetensorsBytes(t, dtypes[i], args, exec, &slots[slot]), t);
+    if (!slots[slot].in_place) in.Release(t);  // decoded: its input pages are no longer needed
+    return s;
+  };
+  auto consume = [&](size_t i, size_t slot) -> absl::Status {
+    const auto& t = in.tensors()[i];
+    SafetensorsJob job = std::move(slots[slot]);
+    BP_RETURN_IF_ERROR(PrefixError(writer->WriteNext(job.in_place ? job.bytes : absl::MakeConstSpan(job.buf)), t));
     Done(in, t, progress, InputBytes(t));
-  }
+    return absl::OkStatus();
+  };
+  BP_RETURN_IF_ERROR(RunOrdered(in.tensors().size(), pipeline, produce, consume));
   progress.Finish();
   return writer->Finish();
 }
