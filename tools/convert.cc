@@ -10,6 +10,7 @@
 #include "codecs/encoded_record.h"
 #include "codecs/float_convert.h"
 #include "common/escape.h"
+#include "common/ordered_pipeline.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -104,6 +105,113 @@ absl::Status AddPlanned(Writer& writer, const InputTensor& t, const std::string&
 // will say (defined with the GGUF export below).
 Metadata HfFolderBoltMetadata(const Inputs& in, const CodecPlan& plan);
 
+// A tensor's way into a .bolt output: copied as stored (encoded false), or
+// encoded (ahead of the writes, on a worker thread) and then added.
+struct BoltJob {
+  const CodecRule* rule = nullptr;
+  format::ElementMaps maps;
+  bool encoded = false;
+  std::string codec;
+  EncodedTensor enc;
+};
+
+bool StoredForm(const InputTensor& t) {
+  return t.kind == InputKind::kBolt || (t.kind == InputKind::kGguf && !TraitsOf(t.SourceCodec()).element);
+}
+
+// True for a tensor the writer takes as stored (no encode): a permuted
+// stored form, a .bolt tensor copied through, GGUF blocks passed through.
+bool PassesStored(const InputTensor& t, const BoltJob& job) {
+  if (job.rule != nullptr) return false;
+  if (Moves(job.maps) && StoredForm(t)) return true;
+  if (t.kind == InputKind::kBolt) return true;
+  return t.kind == InputKind::kGguf && !TraitsOf(t.SourceCodec()).element;
+}
+
+// The encode of `t` under job->rule (or its source codec): its elements
+// decoded where stored, permuted where --elastic moves them, then encoded.
+absl::Status EncodeForBolt(const InputTensor& t, const io::Imatrix* imatrix, int threads,
+                           const ExecOptions& exec, BoltJob* job) {
+  const CodecRule* rule = job->rule;
+  job->codec = rule != nullptr ? rule->codec_id : t.SourceCodec();
+  CodecParams params = rule != nullptr ? rule->params : CodecParams{};
+  std::vector<uint8_t> decoded;
+  BP_ASSIGN_OR_RETURN(absl::Span<const uint8_t> bytes, ElementBytes(t, &decoded));  // a Hugging Face Q or K reordered
+  if (t.kind == InputKind::kBolt || (t.kind == InputKind::kGguf && rule != nullptr)) {
+    BP_ASSIGN_OR_RETURN(decoded, DecodeToLogical(t, threads));
+    bytes = decoded;
+  }
+  std::vector<uint8_t> moved;
+  if (Moves(job->maps)) {
+    // Permuted as elements, then encoded (a q8_0 tensor is quantized after).
+    BP_ASSIGN_OR_RETURN(moved, format::GatherCells(bytes, t.shape, static_cast<uint64_t>(DTypeSize(t.dtype)),
+                                                   job->maps));
+    bytes = moved;
+  }
+  TensorSource src{t.name, t.dtype, t.shape, bytes};
+  if (rule != nullptr) {
+    BP_ASSIGN_OR_RETURN(src.importance, ImportanceFor(imatrix, t));
+  }
+  BP_ASSIGN_OR_RETURN(job->enc, EncodeTensor(job->codec, src, params, exec));
+  job->encoded = true;
+  return absl::OkStatus();
+}
+
+// Adds tensor `t` to the writer as `job` says (in tensor order).
+absl::Status AddBoltJob(Writer& writer, const InputTensor& t, BoltJob job) {
+  if (job.encoded) {
+    return writer.AddTensor(std::string(t.name), {t.shape.begin(), t.shape.end()}, t.dtype, job.codec,
+                            std::move(job.enc));
+  }
+  if (Moves(job.maps) && StoredForm(t)) return AddPermutedStored(writer, t, job.maps);
+  if (t.kind == InputKind::kBolt) return writer.CopyTensor(*t.reader, t.index);  // stored bytes pass through
+  // GGUF blocks pass through unchanged under their codec id.
+  BP_ASSIGN_OR_RETURN(TensorInfo record, GgufBlockRecord(t));
+  return writer.AddStoredTensor(std::move(record), {t.bytes});
+}
+
+// bolt-pack plan: `t`'s record from its header alone (WriterOptions::
+// skeleton). A permuted stored tensor would read its cells: it is estimated
+// at its size instead.
+absl::Status AddSkeleton(Writer& writer, const InputTensor& t, const BoltJob& job, const ConvertArgs& args) {
+  if (job.rule == nullptr && Moves(job.maps) && StoredForm(t)) {
+    if (args.estimate != nullptr) {
+      args.estimate->bytes += PaddedBytes(InputBytes(t), args.alignment);
+      args.estimate->tensors.push_back(StrCat(t.name, " (permuted stored cells)"));
+    }
+    return absl::OkStatus();
+  }
+  if (PassesStored(t, job)) return AddBoltJob(writer, t, job);
+  const std::string codec = job.rule != nullptr ? job.rule->codec_id : t.SourceCodec();
+  const CodecParams params = job.rule != nullptr ? job.rule->params : CodecParams{};
+  return AddPlanned(writer, t, codec, params, args);
+}
+
+// Tensors in flight at once, on more than one thread: up to kPipelineWindow
+// (one written, the others encoded), and while their estimated memory is
+// at most kPipelineBytes (one tensor alone may exceed it). A tensor being
+// encoded counts 5/2 of its input (its input pages, its output and the
+// encoder's scratch: bf16-huffman's peak), an encoded one what its streams
+// hold until written. So memory stays near kPipelineBytes whatever the
+// model's size: with 256 MiB tensors, one is encoded while one is written.
+constexpr size_t kPipelineWindow = 4;
+constexpr uint64_t kPipelineBytes = uint64_t{896} << 20;
+
+uint64_t EncodedBytes(const BoltJob& job) {
+  uint64_t n = 0;
+  for (const auto& s : job.enc.streams) n += s.bytes.size();
+  return n;
+}
+
+PipelineOptions ConvertPipeline(const Inputs& in, int threads, const std::vector<BoltJob>& slots) {
+  PipelineOptions p;
+  p.window = threads > 1 ? kPipelineWindow : 1;
+  p.budget = kPipelineBytes;
+  p.cost = [&in](size_t i) { return InputBytes(in.tensors()[i]) / 2 * 5; };
+  p.held = [&slots](size_t slot) { return EncodedBytes(slots[slot]); };
+  return p;
+}
+
 absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args,
                            const io::Imatrix* imatrix, const io::ElasticAuthoring* elastic,
                            const ElasticManifest* carried) {
@@ -137,76 +245,35 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
   Progress progress("convert", in.total_bytes());
   ExecOptions exec;
   exec.threads = args.threads;
-  for (const auto& t : in.tensors()) {
-    if (part && !part->Keeps(static_cast<size_t>(&t - in.tensors().data()))) continue;
-    const CodecRule* rule = PlannedRule(plan, in, t);
-    // --elastic: bound dimensions are stored in importance order.
-    format::ElementMaps maps = elastic != nullptr ? elastic->MapsFor(t.name, t.shape) : format::ElementMaps{};
-    bool permuted = Moves(maps);
-    bool stored_form = t.kind == InputKind::kBolt ||
-                       (t.kind == InputKind::kGguf && !TraitsOf(t.SourceCodec()).element);
-    if (permuted && rule == nullptr && stored_form && args.skeleton) {
-      // Permuting reads the stored cells: estimated at their size.
-      if (args.estimate != nullptr) {
-        args.estimate->bytes += PaddedBytes(InputBytes(t), args.alignment);
-        args.estimate->tensors.push_back(StrCat(t.name, " (permuted stored cells)"));
-      }
-      continue;
-    }
-    if (permuted && rule == nullptr && stored_form) {
-      BP_RETURN_IF_ERROR(PrefixError(AddPermutedStored(*writer, t, maps), t));
-      Done(in, t, progress, InputBytes(t));
-      continue;
-    }
-    if (rule == nullptr && t.kind == InputKind::kBolt) {
-      // Stored bytes pass through untouched, whatever the codec.
-      BP_RETURN_IF_ERROR(PrefixError(writer->CopyTensor(*t.reader, t.index), t));
-      Done(in, t, progress, t.reader->SharedTensor(t.index)->stored_bytes());
-      continue;
-    }
-    std::string codec = rule != nullptr ? rule->codec_id : t.SourceCodec();
-    CodecParams params = rule != nullptr ? rule->params : CodecParams{};
-    if (rule == nullptr && t.kind == InputKind::kGguf && !TraitsOf(codec).element) {
-      // GGUF blocks pass through unchanged under their codec id.
-      auto record = GgufBlockRecord(t);
-      if (!record.ok()) return PrefixError(record.status(), t);
-      BP_RETURN_IF_ERROR(PrefixError(writer->AddStoredTensor(std::move(*record), {t.bytes}), t));
-      Done(in, t, progress, t.bytes.size());
-      continue;
-    }
-    if (args.skeleton) {
-      BP_RETURN_IF_ERROR(PrefixError(AddPlanned(*writer, t, codec, params, args), t));
-      continue;
-    }
-    std::vector<uint8_t> decoded;
-    auto element = ElementBytes(t, &decoded);  // a Hugging Face Q or K reordered
-    if (!element.ok()) return PrefixError(element.status(), t);
-    absl::Span<const uint8_t> bytes = *element;
-    if (t.kind == InputKind::kBolt || (t.kind == InputKind::kGguf && rule != nullptr)) {
-      auto d = DecodeToLogical(t, args.threads);
-      if (!d.ok()) return PrefixError(d.status(), t);
-      decoded = std::move(*d);
-      bytes = decoded;
-    }
-    std::vector<uint8_t> moved;
-    if (permuted) {
-      // Permuted as elements, then encoded (a q8_0 tensor is quantized after).
-      auto g = format::GatherCells(bytes, t.shape, static_cast<uint64_t>(DTypeSize(t.dtype)), maps);
-      if (!g.ok()) return PrefixError(g.status(), t);
-      moved = std::move(*g);
-      bytes = moved;
-    }
-    TensorSource src{t.name, t.dtype, t.shape, bytes};
-    if (rule != nullptr) {
-      auto importance = ImportanceFor(imatrix, t);
-      if (!importance.ok()) return PrefixError(importance.status(), t);
-      src.importance = *importance;
-    }
-    auto encoded = EncodeTensor(codec, src, params, exec);
-    if (!encoded.ok()) return PrefixError(encoded.status(), t);
-    BP_RETURN_IF_ERROR(PrefixError(writer->AddTensor(std::string(t.name), {t.shape.begin(), t.shape.end()}, t.dtype, codec, std::move(*encoded)), t));
+  // --part I/N: only this part's tensors.
+  auto InPart = [&](size_t i) { return !part || part->Keeps(i); };
+  // Tensors are encoded ahead on worker threads and written here in order
+  // (common/ordered_pipeline.h): one slot per tensor in flight.
+  std::vector<BoltJob> slots(args.threads > 1 ? kPipelineWindow : 1);
+  const PipelineOptions pipeline = ConvertPipeline(in, args.threads, slots);
+  auto produce = [&](size_t i, size_t slot) -> absl::Status {
+    const InputTensor& t = in.tensors()[i];
+    slots[slot] = BoltJob();
+    BoltJob& job = slots[slot];
+    job.maps = elastic != nullptr ? elastic->MapsFor(t.name, t.shape) : format::ElementMaps{};
+    job.rule = PlannedRule(plan, in, t);
+    if (!InPart(i)) return absl::OkStatus();
+    // The writer copies a stored tensor, and a skeleton plans one, in consume.
+    if (PassesStored(t, job) || args.skeleton) return absl::OkStatus();
+    absl::Status s = PrefixError(EncodeForBolt(t, imatrix, args.threads, exec, &job), t);
+    in.Release(t);  // encoded: its input pages are no longer needed
+    return s;
+  };
+  auto consume = [&](size_t i, size_t slot) -> absl::Status {
+    const InputTensor& t = in.tensors()[i];
+    if (!InPart(i)) return absl::OkStatus();
+    BoltJob job = std::move(slots[slot]);
+    if (args.skeleton) return PrefixError(AddSkeleton(*writer, t, job, args), t);
+    BP_RETURN_IF_ERROR(PrefixError(AddBoltJob(*writer, t, std::move(job)), t));
     Done(in, t, progress, InputBytes(t));
-  }
+    return absl::OkStatus();
+  };
+  BP_RETURN_IF_ERROR(RunOrdered(in.tensors().size(), pipeline, produce, consume));
   progress.Finish();
   return writer->Finish();
 }
@@ -238,6 +305,44 @@ OutputType OutputFor(DType d) {
   }
 }
 
+// A tensor's bytes for a safetensors output: its input's own (in_place,
+// `bytes`), or decoded or converted into `buf`.
+struct SafetensorsJob {
+  bool in_place = false;
+  absl::Span<const uint8_t> bytes;
+  std::vector<uint8_t> logical;  // a Hugging Face Q or K reordered
+  std::vector<uint8_t> buf;
+};
+
+absl::Status SafetensorsBytes(const InputTensor& t, DType d, const ConvertArgs& args, const ExecOptions& exec,
+                              SafetensorsJob* job) {
+  std::string source_codec = t.SourceCodec();
+  bool plain = t.kind == InputKind::kSafetensors || (t.kind == InputKind::kGguf && TraitsOf(source_codec).element);
+  BP_ASSIGN_OR_RETURN(absl::Span<const uint8_t> element, ElementBytes(t, &job->logical));
+  if (plain && d == t.dtype) {
+    job->in_place = true;
+    job->bytes = element;
+    return absl::OkStatus();
+  }
+  if (t.kind != InputKind::kBolt) {
+    // A float-to-float change of element type: the raw codecs do it.
+    absl::Span<const uint8_t> bytes = element;
+    if (!plain) {
+      BP_ASSIGN_OR_RETURN(job->logical, DecodeToLogical(t, args.threads));
+      bytes = job->logical;
+    }
+    TensorSource src{t.name, t.dtype, t.shape, bytes};
+    BP_ASSIGN_OR_RETURN(EncodedTensor enc, EncodeTensor(std::string(ElementCodecFor(d)), src, {}, exec));
+    job->buf = std::move(enc.streams.at(0).bytes);
+    job->logical = std::vector<uint8_t>();
+    return absl::OkStatus();
+  }
+  OutputType out = OutputFor(d);
+  BP_ASSIGN_OR_RETURN(uint64_t n, t.reader->DecodedBytes(t.index, out));
+  job->buf.resize(n);
+  return t.reader->Decode(t.index, args.view, out, absl::MakeSpan(job->buf), exec);
+}
+
 absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args) {
   std::vector<io::SafetensorsTensorDecl> decls;
   decls.reserve(in.tensors().size());
@@ -258,44 +363,32 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
   Progress progress("convert", in.total_bytes());
   ExecOptions exec;
   exec.threads = args.threads;
-  for (size_t i = 0; i < in.tensors().size(); ++i) {
+  // Tensors are decoded ahead on worker threads and written here in order,
+  // as for .bolt output: one slot per tensor in flight.
+  std::vector<SafetensorsJob> slots(args.threads > 1 ? kPipelineWindow : 1);
+  PipelineOptions pipeline;
+  pipeline.window = slots.size();
+  pipeline.budget = kPipelineBytes;
+  pipeline.cost = [&](size_t i) {  // its input pages and its output
     const auto& t = in.tensors()[i];
-    DType d = dtypes[i];
-    std::string source_codec = t.SourceCodec();
-    bool plain = t.kind == InputKind::kSafetensors ||
-                 (t.kind == InputKind::kGguf && TraitsOf(source_codec).element);
-    std::vector<uint8_t> logical;
-    auto element = ElementBytes(t, &logical);  // a Hugging Face Q or K reordered
-    if (!element.ok()) return PrefixError(element.status(), t);
-    if (plain && d == t.dtype) {
-      BP_RETURN_IF_ERROR(writer->WriteNext(*element));
-      Done(in, t, progress, t.bytes.size());
-      continue;
-    }
-    std::vector<uint8_t> buf;
-    if (t.kind != InputKind::kBolt) {
-      // A float-to-float change of element type: the raw codecs do it.
-      absl::Span<const uint8_t> bytes = *element;
-      if (!plain) {
-        auto l = DecodeToLogical(t, args.threads);
-        if (!l.ok()) return PrefixError(l.status(), t);
-        logical = std::move(*l);
-        bytes = logical;
-      }
-      TensorSource src{t.name, t.dtype, t.shape, bytes};
-      auto enc = EncodeTensor(std::string(ElementCodecFor(d)), src, {}, exec);
-      if (!enc.ok()) return PrefixError(enc.status(), t);
-      buf = std::move(enc->streams.at(0).bytes);
-    } else {
-      OutputType out = OutputFor(d);
-      auto n = t.reader->DecodedBytes(t.index, out);
-      if (!n.ok()) return PrefixError(n.status(), t);
-      buf.resize(*n);
-      BP_RETURN_IF_ERROR(PrefixError(t.reader->Decode(t.index, args.view, out, absl::MakeSpan(buf), exec), t));
-    }
-    BP_RETURN_IF_ERROR(PrefixError(writer->WriteNext(buf), t));
+    return InputBytes(t) + t.element_count() * static_cast<uint64_t>(DTypeSize(dtypes[i]));
+  };
+  pipeline.held = [&](size_t slot) { return static_cast<uint64_t>(slots[slot].buf.size()); };
+  auto produce = [&](size_t i, size_t slot) -> absl::Status {
+    const auto& t = in.tensors()[i];
+    slots[slot] = SafetensorsJob();
+    absl::Status s = PrefixError(SafetensorsBytes(t, dtypes[i], args, exec, &slots[slot]), t);
+    if (!slots[slot].in_place) in.Release(t);  // decoded: its input pages are no longer needed
+    return s;
+  };
+  auto consume = [&](size_t i, size_t slot) -> absl::Status {
+    const auto& t = in.tensors()[i];
+    SafetensorsJob job = std::move(slots[slot]);
+    BP_RETURN_IF_ERROR(PrefixError(writer->WriteNext(job.in_place ? job.bytes : absl::MakeConstSpan(job.buf)), t));
     Done(in, t, progress, InputBytes(t));
-  }
+    return absl::OkStatus();
+  };
+  BP_RETURN_IF_ERROR(RunOrdered(in.tensors().size(), pipeline, produce, consume));
   progress.Finish();
   return writer->Finish();
 }

@@ -9,8 +9,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "codecs/float_convert.h"
 #include "codecs/iq2_xxs/iq2_xxs_tables.h"
@@ -108,23 +110,28 @@ __attribute__((target("avx2,fma"))) void DecodeAvx2(const uint8_t* src, size_t n
 // t A_k + N_k (t > 0). Both versions use the same fused multiply-adds in the
 // same order, so the results are bit-identical.
 
+// A depends on the weights alone: with an imatrix, on the column, so the
+// rows of a tensor share it (QuantizeRow keeps it per block, ACache).
 struct alignas(32) GroupAB {
-  float a[256];
   float n[256];
+  const float* a;  // 256 floats, 32-byte aligned
 };
 
-void ComputeABPortable(const float* w, const float* wa, GroupAB* out) {
+void ComputeAPortable(const float* w, float* out) {
+  for (int k = 0; k < 256; ++k) {
+    float a = w[0] * kTables.g2[0][k];
+    for (int j = 1; j < 8; ++j) a = std::fma(w[j], kTables.g2[j][k], a);
+    out[k] = a;
+  }
+}
+
+void ComputeNPortable(const float* wa, float* out) {
   float m2wa[8];
   for (int j = 0; j < 8; ++j) m2wa[j] = -2.0f * wa[j];
   for (int k = 0; k < 256; ++k) {
-    float a = w[0] * kTables.g2[0][k];
     float b = m2wa[0] * kTables.g[0][k];
-    for (int j = 1; j < 8; ++j) {
-      a = std::fma(w[j], kTables.g2[j][k], a);
-      b = std::fma(m2wa[j], kTables.g[j][k], b);
-    }
-    out->a[k] = a;
-    out->n[k] = b;
+    for (int j = 1; j < 8; ++j) b = std::fma(m2wa[j], kTables.g[j][k], b);
+    out[k] = b;
   }
 }
 
@@ -150,12 +157,14 @@ __attribute__((target("avx2,fma"))) inline void WeightedGridSum(const float* v,
   }
 }
 
-__attribute__((target("avx2,fma"))) void ComputeABAvx2(const float* w, const float* wa,
-                                                             GroupAB* out) {
+__attribute__((target("avx2,fma"))) void ComputeAAvx2(const float* w, float* out) {
+  WeightedGridSum(w, kTables.g2, out);
+}
+
+__attribute__((target("avx2,fma"))) void ComputeNAvx2(const float* wa, float* out) {
   float m2wa[8];
   for (int j = 0; j < 8; ++j) m2wa[j] = -2.0f * wa[j];
-  WeightedGridSum(w, kTables.g2, out->a);
-  WeightedGridSum(m2wa, kTables.g, out->n);
+  WeightedGridSum(m2wa, kTables.g, out);
 }
 
 #endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
@@ -174,6 +183,13 @@ int ArgminPortable(const GroupAB& ab, float t, float* cost) {
   }
   *cost = t * best;
   return static_cast<int>(FloatBits(best) & 0xffu);
+}
+
+// Argmin at two scales in one pass over A and N (each result the one
+// Argmin gives at that scale).
+void Argmin2Portable(const GroupAB& ab, float t0, float t1, int k[2], float cost[2]) {
+  k[0] = ArgminPortable(ab, t0, &cost[0]);
+  k[1] = ArgminPortable(ab, t1, &cost[1]);
 }
 
 alignas(32) constexpr struct KeyIndex {
@@ -215,19 +231,53 @@ __attribute__((target("avx2,fma"))) int ArgminAvx2(const GroupAB& ab, float t,
   return static_cast<int>(FloatBits(best) & 0xffu);
 }
 
+// The same keys as ArgminAvx2 at two scales, A and N loaded once.
+__attribute__((target("avx2,fma"))) void Argmin2Avx2(const GroupAB& ab, float t0, float t1, int k[2],
+                                                     float cost[2]) {
+  const __m256 vt0 = _mm256_set1_ps(t0), vt1 = _mm256_set1_ps(t1);
+  const __m256 hi_mask = _mm256_castsi256_ps(_mm256_set1_epi32(~0xff));
+  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  __m256 b00 = inf, b01 = inf, b10 = inf, b11 = inf;
+#define BP_IQ2_STEP2(r)                                                                              \
+  {                                                                                                  \
+    const __m256 a = _mm256_load_ps(&ab.a[k0 + 8 * r]);                                              \
+    const __m256 n = _mm256_load_ps(&ab.n[k0 + 8 * r]);                                              \
+    const __m256 idx = _mm256_load_ps(reinterpret_cast<const float*>(&kKeyIndex.v[k0 + 8 * r]));     \
+    b0##r = _mm256_min_ps(b0##r, _mm256_or_ps(_mm256_and_ps(_mm256_fmadd_ps(a, vt0, n), hi_mask), idx)); \
+    b1##r = _mm256_min_ps(b1##r, _mm256_or_ps(_mm256_and_ps(_mm256_fmadd_ps(a, vt1, n), hi_mask), idx)); \
+  }
+  for (int k0 = 0; k0 < 256; k0 += 16) {
+    BP_IQ2_STEP2(0)
+    BP_IQ2_STEP2(1)
+  }
+#undef BP_IQ2_STEP2
+  const __m256 m[2] = {_mm256_min_ps(b00, b01), _mm256_min_ps(b10, b11)};
+  const float t[2] = {t0, t1};
+  for (int i = 0; i < 2; ++i) {
+    __m256 v = _mm256_min_ps(m[i], _mm256_permute2f128_ps(m[i], m[i], 1));
+    v = _mm256_min_ps(v, _mm256_permute_ps(v, 0x4e));
+    v = _mm256_min_ps(v, _mm256_permute_ps(v, 0xb1));
+    const float best = _mm_cvtss_f32(_mm256_castps256_ps128(v));
+    cost[i] = t[i] * best;
+    k[i] = static_cast<int>(FloatBits(best) & 0xffu);
+  }
+}
+
 #endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
 
 struct Kernels {
-  void (*compute_ab)(const float*, const float*, GroupAB*);
+  void (*compute_a)(const float*, float*);
+  void (*compute_n)(const float*, float*);
   int (*argmin)(const GroupAB&, float, float*);
+  void (*argmin2)(const GroupAB&, float, float, int*, float*);
 };
 
 Kernels SelectKernels(Isa isa) {
   if (isa == Isa::kAuto) isa = Avx2Supported() ? Isa::kAvx2 : Isa::kPortable;
 #if BOLTPACK_IQ2_HAVE_AVX2_PATH
-  if (isa == Isa::kAvx2) return {ComputeABAvx2, ArgminAvx2};
+  if (isa == Isa::kAvx2) return {ComputeAAvx2, ComputeNAvx2, ArgminAvx2, Argmin2Avx2};
 #endif
-  return {ComputeABPortable, ArgminPortable};
+  return {ComputeAPortable, ComputeNPortable, ArgminPortable, Argmin2Portable};
 }
 
 // ---- the block quantizer (shared scalar logic) ------------------------------------
@@ -253,6 +303,25 @@ inline SubEval EvalSub(const Kernels& kn, const GroupAB* ab, float t) {
   return r;
 }
 
+// EvalSub at two scales at once: e[i] is EvalSub(kn, ab, t[i]).
+inline void EvalSub2(const Kernels& kn, const GroupAB* ab, const float t[2], SubEval e[2]) {
+  for (int i = 0; i < 2; ++i) {
+    e[i] = SubEval();
+    e[i].cost = 0;
+  }
+  for (int g = 0; g < 4; ++g) {
+    int k[2];
+    float c[2];
+    kn.argmin2(ab[g], t[0], t[1], k, c);
+    for (int i = 0; i < 2; ++i) {
+      e[i].cost += c[i];
+      e[i].sum_a += ab[g].a[k[i]];
+      e[i].sum_b += -0.5f * ab[g].n[k[i]];
+      e[i].k[g] = static_cast<uint8_t>(k[i]);
+    }
+  }
+}
+
 // Scale multipliers of max|x|/43 tried first in every sub-block.
 // Search effort (measured on conformance/ggml/encode_input.f32 against ggml's
 // imatrix figures; see spec/codecs-iq2_xxs.md): start scales per sub-block
@@ -273,6 +342,7 @@ inline float Max(float a, float b) { return a > b ? a : b; }
 
 struct Scratch {
   GroupAB ab[32];
+  alignas(32) float a[32][256];  // A of a block whose A is not kept
 };
 
 // A block normalised by 2^-e so max|x| is in [1, 2), with the weight of
@@ -283,6 +353,21 @@ struct NormalBlock {
   float xn[kBlockElems];
   float w[kBlockElems];
 };
+
+// A block's weights from its importance alone (scaled so the largest is in
+// [1, 2)); false when there is none (null, or all zero).
+bool ImportanceWeights(const float* importance, float* w) {
+  float wmax = 0;
+  if (importance != nullptr) {
+    for (size_t i = 0; i < kBlockElems; ++i) wmax = Max(wmax, importance[i]);
+  }
+  if (!(wmax > 0)) return false;
+  int ew;
+  std::frexp(wmax, &ew);
+  const float wscale = std::ldexp(1.0f, 1 - ew);
+  for (size_t i = 0; i < kBlockElems; ++i) w[i] = importance[i] * wscale;
+  return true;
+}
 
 // False for a block that had best be all zeros (d = 0 decodes to zeros).
 bool Normalise(const float* x, const float* importance, NormalBlock* nb) {
@@ -296,16 +381,7 @@ bool Normalise(const float* x, const float* importance, NormalBlock* nb) {
   float* xn = nb->xn;
   float* w = nb->w;
   for (size_t i = 0; i < kBlockElems; ++i) xn[i] = x[i] * nb->xscale;
-  float wmax = 0;
-  if (importance != nullptr) {
-    for (size_t i = 0; i < kBlockElems; ++i) wmax = Max(wmax, importance[i]);
-  }
-  if (wmax > 0) {
-    int ew;
-    std::frexp(wmax, &ew);
-    const float wscale = std::ldexp(1.0f, 1 - ew);
-    for (size_t i = 0; i < kBlockElems; ++i) w[i] = importance[i] * wscale;
-  } else {
+  if (!ImportanceWeights(importance, w)) {
     // No importance: weight by magnitude over the block's spread, as ggml's
     // quantizers do when they have no imatrix.
     float sumx2 = 0;
@@ -316,8 +392,10 @@ bool Normalise(const float* x, const float* importance, NormalBlock* nb) {
   return true;
 }
 
-// Signs and A/B per group of 8.
-void GroupSignsAndAB(const Kernels& kn, const NormalBlock& nb, uint8_t signs[32], Scratch& scratch) {
+// Signs and A/N per group of 8; A from `kept` (the block's, computed
+// before from the same weights) or computed here.
+void GroupSignsAndAB(const Kernels& kn, const NormalBlock& nb, uint8_t signs[32], Scratch& scratch,
+                     const float (*kept)[256]) {
   for (int gi = 0; gi < 32; ++gi) {
     const float* xg = nb.xn + 8 * gi;
     const float* wg = nb.w + 8 * gi;
@@ -337,7 +415,13 @@ void GroupSignsAndAB(const Kernels& kn, const NormalBlock& nb, uint8_t signs[32]
       wa[jmin] = -wa[jmin];
     }
     signs[gi] = static_cast<uint8_t>(mask & 127);
-    kn.compute_ab(wg, wa, &scratch.ab[gi]);
+    kn.compute_n(wa, scratch.ab[gi].n);
+    if (kept != nullptr) {
+      scratch.ab[gi].a = kept[gi];
+    } else {
+      kn.compute_a(wg, scratch.a[gi]);
+      scratch.ab[gi].a = scratch.a[gi];
+    }
   }
 }
 
@@ -353,16 +437,12 @@ void SubBlockScale(const Kernels& kn, const NormalBlock& nb, const Scratch& scra
   *tc = 0;
   *curv = 0;
   if (smax == 0) return;
-  SubEval best;
-  float best_t = 0;
-  for (float f : kStartFactors) {
-    const float t = smax * (f / 43.0f);
-    SubEval e = EvalSub(kn, ab, t);
-    if (e.cost < best.cost) {
-      best = e;
-      best_t = t;
-    }
-  }
+  // The start scales, tried in this order (the first of equal costs wins),
+  // two at a time where there are two.
+  constexpr size_t kStarts = std::size(kStartFactors) + (kMeanStart ? 1 : 0);
+  float starts[kStarts];
+  size_t count = 0;
+  for (float f : kStartFactors) starts[count++] = smax * (f / 43.0f);
   if (kMeanStart) {
     // Flat sub-blocks (all magnitudes alike) want every value on level 8.
     float swa = 0, sw = 0;
@@ -371,13 +451,25 @@ void SubBlockScale(const Kernels& kn, const NormalBlock& nb, const Scratch& scra
       sw += w[32 * sb + i];
     }
     const float t = sw > 0 ? swa / (8.0f * sw) : 0.0f;
-    if (t > 0) {
-      SubEval e = EvalSub(kn, ab, t);
-      if (e.cost < best.cost) {
-        best = e;
-        best_t = t;
+    if (t > 0) starts[count++] = t;
+  }
+  SubEval best;
+  float best_t = 0;
+  for (size_t i = 0; i < count;) {
+    SubEval e[2];
+    const size_t step = i + 1 < count ? 2 : 1;
+    if (step == 2) {
+      EvalSub2(kn, ab, starts + i, e);
+    } else {
+      e[0] = EvalSub(kn, ab, starts[i]);
+    }
+    for (size_t j = 0; j < step; ++j) {
+      if (e[j].cost < best.cost) {
+        best = e[j];
+        best_t = starts[i + j];
       }
     }
+    i += step;
   }
   for (int it = 0; it < kRefineSteps; ++it) {
     if (!(best.sum_a > 0) || !(best.sum_b > 0)) break;
@@ -480,12 +572,12 @@ float EncodeSubBlocks(const Kernels& kn, const Scratch& scratch, const float tc[
 }
 
 void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, uint8_t* out,
-                   Scratch& scratch) {
+                   Scratch& scratch, const float (*kept)[256]) {
   std::memset(out, 0, kBlockBytes);
   NormalBlock nb;
   if (!Normalise(x, importance, &nb)) return;
   uint8_t signs[32];
-  GroupSignsAndAB(kn, nb, signs, scratch);
+  GroupSignsAndAB(kn, nb, signs, scratch, kept);
   float tc[8], curv[8];
   for (int sb = 0; sb < 8; ++sb) SubBlockScale(kn, nb, scratch, sb, &tc[sb], &curv[sb]);
   // Then each sub-block tries the two scales around its optimum for real.
@@ -499,6 +591,40 @@ void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, u
   out[1] = static_cast<uint8_t>(best_h >> 8);
   std::memcpy(out + 2, aux, sizeof aux);
 }
+
+// Per block of a row, the A tables of its importance (the same for every
+// row of a tensor): computed for the first row, reused while the block's
+// importance is the same (compared, not assumed). At most kKeptBlocks
+// blocks (2 MiB a thread); a longer row computes the rest every time.
+constexpr size_t kKeptBlocks = 64;
+
+class ACache {
+ public:
+  // The A tables of block `b` for `importance` (its 256 weights), or null
+  // when it has none to keep (no importance, all zero, or past the cap).
+  const float (*Get(const Kernels& kn, size_t b, const float* importance))[256] {
+    if (importance == nullptr || b >= kKeptBlocks) return nullptr;
+    if (entries_.size() <= b) entries_.resize(b + 1);
+    if (!entries_[b]) entries_[b] = std::make_unique<Entry>();
+    Entry& e = *entries_[b];
+    if (e.valid && std::memcmp(e.importance, importance, sizeof e.importance) == 0) return e.a;
+    e.valid = false;
+    alignas(32) float w[kBlockElems];
+    if (!ImportanceWeights(importance, w)) return nullptr;
+    for (int gi = 0; gi < 32; ++gi) kn.compute_a(w + 8 * gi, e.a[gi]);
+    std::memcpy(e.importance, importance, sizeof e.importance);
+    e.valid = true;
+    return e.a;
+  }
+
+ private:
+  struct Entry {
+    bool valid = false;
+    float importance[kBlockElems];
+    alignas(32) float a[32][256];
+  };
+  std::vector<std::unique_ptr<Entry>> entries_;
+};
 
 }  // namespace
 
@@ -528,10 +654,12 @@ void QuantizeRow(const float* x, const float* importance, size_t n, uint8_t* dst
   // 8 KiB per sub-block of A/N tables; one set per thread, reused.
   thread_local std::unique_ptr<Scratch> scratch;
   if (!scratch) scratch = std::make_unique<Scratch>();
+  // Kept per ISA: the two give the same bits, but a test may mix them.
+  thread_local ACache kept[2];
+  ACache& cache = kept[kn.compute_a == SelectKernels(Isa::kPortable).compute_a ? 0 : 1];
   for (size_t b = 0; b < n / kBlockElems; ++b) {
-    QuantizeBlock(kn, x + b * kBlockElems,
-                  importance != nullptr ? importance + b * kBlockElems : nullptr,
-                  dst + b * kBlockBytes, *scratch);
+    const float* imp = importance != nullptr ? importance + b * kBlockElems : nullptr;
+    QuantizeBlock(kn, x + b * kBlockElems, imp, dst + b * kBlockBytes, *scratch, cache.Get(kn, b, imp));
   }
 }
 
