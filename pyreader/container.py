@@ -19,7 +19,7 @@ DTYPES = {1: ("F32", 4), 2: ("F16", 2), 3: ("BF16", 2), 4: ("F64", 8), 5: ("I8",
           6: ("I16", 2), 7: ("I32", 4), 8: ("I64", 8), 9: ("U8", 1), 10: ("U16", 2),
           11: ("U32", 4), 12: ("U64", 8), 13: ("BOOL", 1), 14: ("F8_E4M3", 1),
           15: ("F8_E5M2", 1), 16: ("F8_E8M0", 1), 17: ("C64", 8)}
-KNOWN_FEATURES = {"zstd", "shards"}  # required features this reader implements
+KNOWN_FEATURES = {"zstd", "shards", "part_shards"}  # required features this reader implements
 INT_RANGES = {1: (0, 255), 3: (0, 65535), 5: (0, 2**32 - 1), 7: (0, 2**64 - 1),
               2: (-128, 127), 4: (-32768, 32767), 6: (-2**31, 2**31 - 1), 8: (-2**63, 2**63 - 1)}
 ARRAY_FIELD = {1: "uints", 3: "uints", 5: "uints", 7: "uints", 2: "ints", 4: "ints", 6: "ints",
@@ -133,6 +133,8 @@ class Reader:
         s0 = shards[0]
         if s0["file_name"] or s0["size"] or s0["file_id"] not in (0, self.header["file_id"]):
             raise dl("%s: shard 0 entry must have no name, size 0 and file_id 0 or this file's" % p)  # [C-8.2.3]
+        if s0["data_end"]:  # [C-8.5.1]
+            raise dl("%s: shard 0 entry has a data_end" % p)
         names, ids = set(), {self.header["file_id"]}
         for s in shards[1:]:
             n = s["file_name"]
@@ -146,6 +148,12 @@ class Reader:
             ids.add(s["file_id"])
         if len(shards) > 1 and "shards" not in m["required_features"]:  # [C-5.3.9] [C-8.2.6]
             raise dl("%s: names sibling files without declaring the shards feature" % p)
+        if any(s["data_end"] for s in shards[1:]) and "part_shards" not in m["required_features"]:
+            raise dl('%s: names part shards but does not declare the "part_shards" feature' % p)  # [C-8.5.1]
+        for s in shards[1:]:  # [C-8.5.2]
+            if s["data_end"] and not 64 <= s["data_end"] <= s["size"] - 64:
+                raise dl("%s: part %r: data_end %d leaves no room for the part's manifest and footer"
+                         % (p, s["file_name"], s["data_end"]))
         self.shard_ends = [self.manifest_offset]
         folder = os.path.dirname(os.path.abspath(p))
         for s in shards[1:]:  # §8.3
@@ -158,8 +166,10 @@ class Reader:
             sh = check_header(sd, sp)  # [C-8.3.2]
             if sh["file_id"] != s["file_id"] or len(sd) != s["size"]:  # [C-8.3.3]
                 raise dl("%s: %s is not the shard the manifest names" % (p, sp))
+            if s["data_end"]:
+                check_part(sd, sh, s["data_end"], p, sp)
             self.shard_data.append(sd)
-            self.shard_ends.append(len(sd))
+            self.shard_ends.append(s["data_end"] or len(sd))
 
     def _check_metadata(self):
         md, p = self.m["metadata"], self.path
@@ -386,6 +396,25 @@ class Reader:
                 if a > pos and any(sd[pos:a]):
                     raise dl("%s: shard %d: padding not zero in [%d, %d)" % (self.path, shard, pos, a))
                 pos = max(pos, b2)
+
+
+def check_part(b, h, data_end, p, sp):
+    """A part shard's footer and manifest (container.md §8.5); its header passed §8.3."""
+    ft = b[-64:]
+    if ft[56:] != FOOTER_MAGIC:  # [C-8.5.3] [C-4.2.2]
+        raise dl("%s: part %s: no footer magic (truncated or unfinished)" % (p, sp))
+    if xxh3_64(ft[:48]) != struct.unpack_from("<Q", ft, 48)[0]:  # [C-8.5.3] [C-4.2.3]
+        raise dl("%s: part %s: footer checksum mismatch" % (p, sp))
+    mo, ml, mc, fmaj, fmin, res, fid, fsize = struct.unpack_from("<QQQHHIQQ", ft, 0)
+    if res:  # [C-8.5.3] [C-4.2.4]
+        raise dl("%s: part %s: footer reserved bytes not zero" % (p, sp))
+    if fid != h["file_id"] or fsize != len(b) or (fmaj, fmin) != (h["major"], h["minor"]):  # [C-8.5.3]
+        raise dl("%s: %s is not the part the manifest names (its footer is another write's)" % (p, sp))
+    if mo != data_end or mo + ml != fsize - 64:  # [C-8.5.4]
+        raise dl("%s: part %s: the part's manifest starts at %d and ends at %d, not at data_end %d "
+                 "and the footer" % (p, sp, mo, mo + ml, data_end))
+    if xxh3_64(b[mo:mo + ml]) != mc:  # [C-8.5.5]
+        raise dl("%s: part %s: the part's manifest checksum mismatch" % (p, sp))
 
 
 def check_name(n, where):

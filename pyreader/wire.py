@@ -90,7 +90,8 @@ _msg("Tensor", [_f(1, "name", "string"), _f(2, "shape", "uint64", True), _f(3, "
                 _f(4, "codec", "message", False, "Codec"),
                 _f(5, "streams", "message", True, "Stream"),
                 _f(6, "required_features", "string", True)])
-_msg("Shard", [_f(1, "file_name", "string"), _f(2, "size", "uint64"), _f(3, "file_id", "fixed64")])
+_msg("Shard", [_f(1, "file_name", "string"), _f(2, "size", "uint64"), _f(3, "file_id", "fixed64"),
+                  _f(4, "data_end", "uint64")])  # 1.3, container.md §8.5
 _msg("ElasticManifest", [_f(2, "version", "uint32"), _f(3, "storage_order", "enum"),
                          _f(4, "layer_count", "uint32"), _f(5, "layer_pattern", "string"),
                          _f(6, "axes", "message", True, "ElasticAxis"),
