@@ -21,6 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conformance  # noqa: E402  (the runner's own rejection logic)
+import vector_files  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -95,23 +96,12 @@ def main():
     if why:
         sys.exit(why)
     out = os.path.join(ROOT, "spec", "vectors", "crashes")
-    os.makedirs(out, exist_ok=True)
     want = {"README.md": readme().encode()}
     for name, src, rule, _ in CONTAINER:
         with open(os.path.join(ROOT, src), "rb") as f:
             want[name + ".bolt"] = f.read()
         want[name + ".expected_error.txt"] = expected_text(impl, os.path.join(ROOT, src), rule).encode()
-    differ = 0
-    for name, data in sorted(want.items()):
-        path = os.path.join(out, name)
-        if args.check:
-            have = open(path, "rb").read() if os.path.exists(path) else None
-            if have != data:
-                print("differs: spec/vectors/crashes/" + name)
-                differ += 1
-        else:
-            with open(path, "wb") as f:
-                f.write(data)
+    differ = vector_files.sync(out, "spec/vectors/crashes", want, args.check)
     print("%d files %s" % (len(want), "checked, %d differ" % differ if args.check else "written"))
     return 1 if differ else 0
 

@@ -26,6 +26,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vector_files  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(ROOT, "testdata", "conformance", "ggml")
 
@@ -84,22 +87,13 @@ def main():
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
     out = os.path.join(ROOT, "spec", "vectors", "ggml")
-    os.makedirs(out, exist_ok=True)
-    differ = 0
+    files = {}
     with tempfile.TemporaryDirectory() as tmp:
         for prefix, ggml_type, block_elems, block_bytes in TYPES:
             bolt, expected = make(shlex.split(args.bolt_pack), prefix, ggml_type, block_elems, block_bytes, tmp)
-            for name, data in ((prefix + ".bolt", bolt), (prefix + ".expected.json", expected)):
-                path = os.path.join(out, name)
-                if args.check:
-                    have = open(path, "rb").read() if os.path.exists(path) else None
-                    # A .bolt file carries a fresh file id: compare its expectation only.
-                    if name.endswith(".json") and have != data:
-                        print("differs: spec/vectors/ggml/" + name)
-                        differ += 1
-                else:
-                    with open(path, "wb") as f:
-                        f.write(data)
+            files[prefix + ".bolt"], files[prefix + ".expected.json"] = bolt, expected
+    # A .bolt file carries a fresh file id: --check compares its expectation only.
+    differ = vector_files.sync(out, "spec/vectors/ggml", files, args.check, lambda name: name.endswith(".json"))
     print("%d types %s" % (len(TYPES), "checked, %d differ" % differ if args.check else "written"))
     return 1 if differ else 0
 
