@@ -17,6 +17,11 @@
 #      the embedding in Q8_0 since llama.cpp reads no token_embd.scale),
 #      directly and through a .bolt, must pass verify --target llama.cpp,
 #      load in llama.cpp and write a story, not garbage.
+#   5. random-weight Nemotron-H test models (tests/llama_cpp/make_nemotron_h.py:
+#      nemotron_h_moe, its latent-MoE variant, dense nemotron_h) must load and
+#      round-trip, the Nemotron Bolt recipe export must load and agree with
+#      its parent, and verify --target llama.cpp must refuse exactly the
+#      broken variants llama.cpp refuses.
 # Prints "SKIP: ..." and exits 0 when node/npm are missing or too old, the
 # machine is not linux-x64, or the npm registry cannot be reached (and the
 # packages are not cached); any other failure exits non-zero.
@@ -50,7 +55,7 @@ export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=f
 
 APP="$WORK/app"
 mkdir -p "$APP" "$CACHE"
-cp "$SRC/package.json" "$SRC/package-lock.json" "$SRC/check.mjs" "$SRC/zero_cut_units.mjs" "$APP/"
+cp "$SRC/package.json" "$SRC/package-lock.json" "$SRC/check.mjs" "$SRC/zero_cut_units.mjs" "$SRC/loads.mjs" "$APP/"
 LOCK_SUM="$(sha256sum "$SRC/package-lock.json" | cut -d' ' -f1)"
 if [ "$(cat "$APP/node_modules/.bolt-pack-lock-sha256" 2>/dev/null)" = "$LOCK_SUM" ]; then
   echo "== node-llama-cpp: already installed in $APP (same package-lock.json)"
@@ -138,6 +143,50 @@ for b in ffn75 ffn50 heads50 ffn50-heads50; do
   JOBS+=("same:$OUT/TinyStories-656K.$b.gguf,$OUT/TinyStories-656K.zeroed-$b.gguf")
 done
 for b in ffn75 ffn50; do SLICE_JOBS+=("sane:$OUT/TinyStories-656K.$b.gguf,$DATA/$F16"); done
+
+# Nemotron-H (issue 21): random-weight test models of the hybrid Mamba-2 +
+# MoE + attention family, generated here (tests/llama_cpp/make_nemotron_h.py:
+# MoE, latent MoE and dense nemotron_h), each GGUF -> .bolt -> GGUF
+# byte-identical with the same greedy tokens, and the Nemotron Bolt recipe
+# export (iq2_xxs experts, nvfp4 Mamba, q8_0 attention) written directly and
+# through a .bolt, byte-identical, loading in llama.cpp and agreeing with the
+# parent's greedy continuation at >= 30% of positions (random weights give
+# near-uniform logits; a broken export agrees at ~1/2048).
+echo "== Nemotron-H test models: round trip and the Bolt recipe export"
+MAKE_NH=(/usr/bin/python3 "$SRC/make_nemotron_h.py" "$DATA/$F16")
+NH_JOBS=()
+AGREE_JOBS=()
+for v in moe latent dense; do
+  nh="$OUT/nemotron-h-$v"
+  "${MAKE_NH[@]}" "$nh.gguf" --variant "$v"
+  "$BP" verify --target llama.cpp "$nh.gguf" >/dev/null || fail "nemotron-h-$v.gguf: verify --target llama.cpp refuses the parent"
+  "$BP" convert "$nh.gguf" -o "$nh.bolt" --no-fsync >/dev/null
+  "$BP" convert "$nh.bolt" -o "$nh.roundtrip.gguf" --no-fsync >/dev/null
+  cmp "$nh.gguf" "$nh.roundtrip.gguf" || fail "nemotron-h-$v: GGUF -> bolt -> GGUF is not byte-identical"
+  "$BP" convert "$nh.gguf" -o "$nh.bolt-mix.gguf" --recipe "$ROOT/recipes/nemotron-bolt.textproto" --no-fsync 2>/dev/null >/dev/null
+  "$BP" convert "$nh.gguf" -o "$nh.bolt-mix.bolt" --recipe "$ROOT/recipes/nemotron-bolt.textproto" --no-fsync 2>/dev/null >/dev/null
+  "$BP" convert "$nh.bolt-mix.bolt" -o "$nh.bolt-mix.via-bolt.gguf" --no-fsync >/dev/null
+  cmp "$nh.bolt-mix.gguf" "$nh.bolt-mix.via-bolt.gguf" || fail "nemotron-h-$v: the recipe export differs through a .bolt"
+  "$BP" verify --target llama.cpp "$nh.bolt-mix.gguf" >/dev/null || fail "nemotron-h-$v.bolt-mix.gguf: verify --target llama.cpp refuses it"
+  echo "   nemotron-h-$v: $(stat -c %s "$nh.gguf") bytes F16 -> Bolt mix $(stat -c %s "$nh.bolt-mix.gguf") bytes; round trip byte-identical"
+  NH_JOBS+=("same:$nh.gguf,$nh.roundtrip.gguf")
+  AGREE_JOBS+=("agree:$nh.bolt-mix.gguf,$nh.gguf")
+done
+# verify --target llama.cpp must agree with llama.cpp on files it refuses:
+# each broken variant is loaded by llama.cpp in its own process (one aborts).
+for b in no-ln-eps head0 probs-name expert-count; do
+  f="$OUT/nemotron-h-broken-$b.gguf"
+  "${MAKE_NH[@]}" "$f" --break "$b"
+  if "$BP" verify --target llama.cpp "$f" >/dev/null 2>&1; then bp_says=accepts; else bp_says=refuses; fi
+  llama_says=refuses
+  out="$(cd "$APP" && timeout 120 node loads.mjs "$f" 2>&1)" && llama_says=accepts
+  echo "   broken $b: llama.cpp $llama_says ($(echo "$out" | tail -1 | cut -c1-120)); bolt-pack verify $bp_says"
+  [ "$bp_says" = "$llama_says" ] || fail "nemotron-h broken $b: verify --target llama.cpp $bp_says a file llama.cpp $llama_says"
+done
+(cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 32 "${NH_JOBS[@]}") \
+  || fail "see the FAIL lines above"
+(cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 32 --min-agree 0.3 "${AGREE_JOBS[@]}") \
+  || fail "see the FAIL lines above"
 
 echo "== llama.cpp (node-llama-cpp, CPU, $THREADS thread(s)): greedy generation"
 (cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 48 --prompt "Once upon a time" "${JOBS[@]}") \

@@ -489,7 +489,7 @@ Model TinyNemotronHMoe(bool latent = false) {
       m.tensors.push_back({b + "attn_output.weight", {64, 64}, kF32});
     } else {
       m.tensors.push_back({b + "ffn_gate_inp.weight", {64, 4}, kF32});
-      m.tensors.push_back({b + "ffn_exp_probs_b.bias", {4}, kF32});
+      m.tensors.push_back({b + "exp_probs_b.bias", {4}, kF32});
       if (latent) {
         m.tensors.push_back({b + "ffn_latent_down.weight", {64, 32}, kF32});
         m.tensors.push_back({b + "ffn_latent_up.weight", {32, 64}, kF32});
@@ -619,8 +619,8 @@ TEST(LlamaCheckNemotronH, BrokenVariantsAreErrors) {
        "tensor \"blk.1.ffn_up_shexp.weight\": shape [32, 64] (GGUF ne [64, 32]) but llama.cpp expects ne "
        "[n_embd=64, n_ff_shexp=64]"},
       {"no router bias",
-       [](Model& m) { std::erase_if(m.tensors, [](const auto& t) { return t.name == "blk.5.ffn_exp_probs_b.bias"; }); },
-       "error: tensor \"blk.5.ffn_exp_probs_b.bias\": missing (llama.cpp: \"missing tensor\")"},
+       [](Model& m) { std::erase_if(m.tensors, [](const auto& t) { return t.name == "blk.5.exp_probs_b.bias"; }); },
+       "error: tensor \"blk.5.exp_probs_b.bias\": missing (llama.cpp: \"missing tensor\")"},
       {"attention tensor in a Mamba-2 block",
        [](Model& m) { m.tensors.push_back({"blk.0.attn_q.weight", {64, 64}, kF32}); },
        "error: tensor \"blk.0.attn_q.weight\": is not a tensor llama.cpp's \"nemotron_h_moe\" architecture creates "

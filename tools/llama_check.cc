@@ -622,7 +622,7 @@ class Checker {
                                     : Dim{ff && nu.value_or(0) > 0 ? std::optional(*ff / *nu) : std::nullopt,
                                           "n_ff/n_expert_used"};
     using V = std::vector<Dim>;
-    if (local == "ffn_exp_probs_b.bias") return V{experts};
+    if (local == "exp_probs_b.bias") return V{experts};
     if (local == "ffn_latent_down.weight") return V{embd, moe_embd};
     if (local == "ffn_latent_up.weight") return V{moe_embd, embd};
     if (local == "ffn_up_exps.weight") return V{moe_embd, ff_exp, experts};
@@ -909,7 +909,7 @@ class Checker {
   //                ssm_d, ssm_norm {d_inner/n_group, n_group}, ssm_out
   //   attention    attn_q, attn_k, attn_v (or a fused attn_qkv; biases
   //                optional), attn_output (+ optional bias); no RoPE
-  //   MoE          ffn_gate_inp, ffn_exp_probs_b.bias, ffn_up_exps,
+  //   MoE          ffn_gate_inp, exp_probs_b.bias, ffn_up_exps,
   //                ffn_down_exps (no gate), ffn_up_shexp, ffn_down_shexp,
   //                optional ffn_latent_down/up (moe_latent_size)
   //   MLP          ffn_up, ffn_down (+ optional biases)
@@ -956,7 +956,7 @@ class Checker {
         allow({"attn_output.bias"});
         break;
       case NemotronKind::kMoe:
-        need({"ffn_gate_inp.weight", "ffn_exp_probs_b.bias", "ffn_up_exps.weight", "ffn_down_exps.weight",
+        need({"ffn_gate_inp.weight", "exp_probs_b.bias", "ffn_up_exps.weight", "ffn_down_exps.weight",
               "ffn_up_shexp.weight", "ffn_down_shexp.weight"});
         allow({"ffn_latent_down.weight", "ffn_latent_up.weight"});
         break;

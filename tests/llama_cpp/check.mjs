@@ -9,6 +9,9 @@
 //                              REF's greedy continuation is replayed through A
 //                              (teacher forcing) and A's argmax must agree with it
 //                              at >= --min-agree of the positions.
+//       | agree:A.gguf,REF.gguf    the teacher-forced agreement of sane: alone, for
+//                              models that are not meant to write English (the
+//                              random-weight Nemotron-H test models).
 //
 // Prints one "RESULT ..." line per model and "PASS"/"FAIL" per job; exits 1 on
 // any failure. llama.cpp log lines at warn level or above are collected per
@@ -25,7 +28,7 @@ function parseArgs(argv) {
     else if (a === "--threads") o.threads = Number(argv[++i]);
     else if (a === "--min-agree") o.minAgree = Number(argv[++i]);
     else {
-      const m = /^(same|sane):([^,]+),([^,]+)$/.exec(a);
+      const m = /^(same|sane|agree):([^,]+),([^,]+)$/.exec(a);
       if (!m) throw new Error(`bad argument: ${a}`);
       o.jobs.push({ kind: m[1], a: m[2], b: m[3] });
     }
@@ -174,7 +177,9 @@ for (const job of opts.jobs) {
       console.log(`  ${path.basename(job.b)}: ${JSON.stringify(B.text)}`);
     }
   } else {
-    const s = sanity(A);
+    // agree: a random-weight model writes no English; only the agreement counts.
+    const s = job.kind === "sane" ? sanity(A) : { problems: [], words: 0, distinct: new Set(A.tokens).size, maxRun: 0 };
+    if (job.kind === "agree" && A.tokens.length < 8) s.problems.push(`only ${A.tokens.length} tokens before end of text`);
     const tf = await teacherForcedAgreement(A, B);
     const prefix = commonPrefix(A.tokens, B.tokens);
     const frac = tf.n ? tf.agree / tf.n : 0;
