@@ -518,7 +518,7 @@ Model TinyNemotronH() {
   for (uint64_t x : {0, 96, 0, 0, 0, 96}) ff.push_back(MetaValue::Int(ValueType::kInt32, static_cast<int64_t>(x)));
   *out.Find("nemotron_h.feed_forward_length") = MetaValue::Array(ValueType::kInt32, ff);
   for (auto& t : m.tensors) {
-    if (t.name.find("ffn_") != std::string::npos) continue;
+    if (t.name.find("ffn_") != std::string::npos || t.name.find("exp_probs_b") != std::string::npos) continue;
     out.tensors.push_back(t);
   }
   for (int i : {1, 5}) {
