@@ -172,6 +172,44 @@ for v in moe latent dense; do
   NH_JOBS+=("same:$nh.gguf,$nh.roundtrip.gguf")
   AGREE_JOBS+=("agree:$nh.bolt-mix.gguf,$nh.gguf")
 done
+# Every elastic cut of the family (issue 21 item 3): routed experts, expert
+# width, shared-expert width, query heads inside their GQA groups, a dropped
+# Mamba-2 layer and a dropped MoE layer, and all at once; each slice must
+# pass verify and give exactly the tokens of the parent with the cut units
+# switched off (make_nemotron_h.py --switch-off). Then the Bolt mix with the
+# budgets its codecs can cut, in one convert (recipe + elastic): each slice
+# loads, is smaller than the uncut mix, and agrees with its switched-off
+# parent as the uncut mix agrees with the parent.
+nh="$OUT/nemotron-h-moe"
+"${MAKE_NH[@]}" "$OUT/nemotron-h-elastic.gguf" --elastic "$OUT/nemotron-h-elastic.json"
+"$BP" convert "$nh.gguf" -o "$nh.elastic.bolt" --elastic "$OUT/nemotron-h-elastic.json" --no-fsync >/dev/null 2>&1
+cmp "$nh.gguf" "$OUT/nemotron-h-elastic.gguf" || fail "make_nemotron_h.py is not deterministic"
+CUT_JOBS=()
+for b in experts75 experts50 moe-ffn50 shexp50 heads50 drop-mamba drop-moe bolt50; do
+  "$BP" slice "$nh.elastic.bolt" --budget "$b" -o "$nh.$b.gguf" >/dev/null 2>&1 || fail "slice --budget $b failed"
+  "$BP" verify --target llama.cpp "$nh.$b.gguf" >/dev/null || fail "nemotron-h-moe.$b.gguf: verify --target llama.cpp refuses it"
+  "${MAKE_NH[@]}" "$nh.switched-off-$b.gguf" --switch-off "$b"
+  echo "   cut $b: $(stat -c %s "$nh.$b.gguf") bytes (parent $(stat -c %s "$nh.gguf"))"
+  CUT_JOBS+=("same:$nh.switched-off-$b.gguf,$nh.$b.gguf")
+done
+"${MAKE_NH[@]}" /dev/null --elastic "$OUT/nemotron-h-mix.json" --budgets mix
+"$BP" convert "$nh.gguf" -o "$nh.bolt-mix.elastic.bolt" --recipe "$ROOT/recipes/nemotron-bolt.textproto" \
+  --elastic "$OUT/nemotron-h-mix.json" --no-fsync >/dev/null 2>&1 || fail "recipe + elastic convert failed"
+"$BP" convert "$nh.bolt-mix.elastic.bolt" -o "$nh.bolt-mix.elastic-full.gguf" --no-fsync >/dev/null 2>&1
+# Units stored in importance order are quantized in that order: the full
+# budget is the mix's size, not its bytes.
+MIX_SIZE=$(stat -c %s "$nh.bolt-mix.gguf")
+[ "$(stat -c %s "$nh.bolt-mix.elastic-full.gguf")" = "$MIX_SIZE" ] || fail "the elastic Bolt mix's full budget is not the mix's size"
+AGREE_JOBS+=("agree:$nh.bolt-mix.elastic-full.gguf,$nh.gguf")
+for b in experts75 experts50 bolt-mix50 drop-moe; do
+  "$BP" slice "$nh.bolt-mix.elastic.bolt" --budget "$b" -o "$nh.bolt-mix.$b.gguf" >/dev/null 2>&1 || fail "mix slice --budget $b failed"
+  "$BP" verify --target llama.cpp "$nh.bolt-mix.$b.gguf" >/dev/null || fail "nemotron-h-moe.bolt-mix.$b.gguf: verify refuses it"
+  size=$(stat -c %s "$nh.bolt-mix.$b.gguf")
+  [ "$size" -lt "$MIX_SIZE" ] || fail "mix slice $b ($size bytes) is not smaller than the uncut mix ($MIX_SIZE)"
+  [ -f "$nh.switched-off-$b.gguf" ] || "${MAKE_NH[@]}" "$nh.switched-off-$b.gguf" --switch-off "$b"
+  echo "   Bolt mix cut $b: $size bytes (uncut mix $MIX_SIZE)"
+  AGREE_JOBS+=("agree:$nh.bolt-mix.$b.gguf,$nh.switched-off-$b.gguf")
+done
 # verify --target llama.cpp must agree with llama.cpp on files it refuses:
 # each broken variant is loaded by llama.cpp in its own process (one aborts).
 for b in no-ln-eps head0 probs-name expert-count; do
@@ -183,7 +221,7 @@ for b in no-ln-eps head0 probs-name expert-count; do
   echo "   broken $b: llama.cpp $llama_says ($(echo "$out" | tail -1 | cut -c1-120)); bolt-pack verify $bp_says"
   [ "$bp_says" = "$llama_says" ] || fail "nemotron-h broken $b: verify --target llama.cpp $bp_says a file llama.cpp $llama_says"
 done
-(cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 32 "${NH_JOBS[@]}") \
+(cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 48 "${NH_JOBS[@]}" "${CUT_JOBS[@]}") \
   || fail "see the FAIL lines above"
 (cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 32 --min-agree 0.3 "${AGREE_JOBS[@]}") \
   || fail "see the FAIL lines above"

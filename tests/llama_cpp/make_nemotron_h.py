@@ -5,6 +5,7 @@
 (gguf-py's constants and tensor map; llama.cpp's nemotron_h loader).
 
     make_nemotron_h.py TOKENIZER.gguf OUT.gguf [--variant moe|latent|dense] [--seed N] [--break B]
+                       [--elastic OUT.json [--budgets all|mix]] [--switch-off BUDGET]
 
 Layers: Mamba-2, MoE (or MLP), Mamba-2, attention, Mamba-2, MoE (or MLP).
 n_embd 256; Mamba-2 d_inner 512 in 8 heads of 64, 2 groups, state 64, conv 4;
@@ -17,6 +18,17 @@ TinyStories-656K, a 2048-token llama vocabulary). Weights are deterministic
 converter stores them. The output is random: it runs, it does not write
 English.
 
+--elastic writes the model's elastic authoring file (spec/elastic.md §4):
+routed experts, expert width, shared-expert width and query heads inside
+their GQA groups, with importance scores, and budgets that cut each of them
+and drop a Mamba-2 and a MoE layer. --switch-off BUDGET writes instead the
+parent with the units BUDGET cuts switched off, the reference a slice of
+that budget must match token for token in llama.cpp: a cut expert's router
+bias at -1e30 (never selected), a cut channel's or head's rows and columns
+zeroed (ReLU^2(0) = 0; a zero query head's output meets zeroed attn_output
+columns), a dropped layer's output projections zeroed (its residual passes
+through).
+
 --break makes one of the files llama.cpp refuses (issue 21, items 1-2), for
 checking that `verify --target llama.cpp` refuses it too:
   no-ln-eps       no attention.layer_norm_epsilon (the loader requires it
@@ -28,6 +40,7 @@ checking that `verify --target llama.cpp` refuses it too:
   expert-count    expert_count per layer (it must stay one number)
 """
 import argparse
+import json
 import struct
 
 import numpy as np
@@ -185,6 +198,106 @@ def model_tensors(variant, n_vocab, rng, broken=None):
     return ts
 
 
+ELASTIC_AXES = {
+    "experts": {"scope": "layer"},
+    "moe_ffn": {"scope": "layer", "granularity": 32},
+    "sh_ffn": {"scope": "layer", "granularity": 32, "metadata_key": "expert_shared_feed_forward_length"},
+    "q_heads": {"scope": "layer", "unit_elems": N_EMBD // N_HEAD, "groups": N_HEAD_KV,
+                "metadata_key": "attention.head_count"},
+}
+# (tensor, dims outermost first: numpy order, GGUF ne reversed)
+ELASTIC_BINDINGS = (
+    ("ffn_gate_inp.weight", ["experts", "-"]), ("exp_probs_b.bias", ["experts"]),
+    ("ffn_up_exps.weight", ["experts", "moe_ffn", "-"]), ("ffn_down_exps.weight", ["experts", "-", "moe_ffn"]),
+    ("ffn_up_shexp.weight", ["sh_ffn", "-"]), ("ffn_down_shexp.weight", ["-", "sh_ffn"]),
+    ("attn_q.weight", ["q_heads", "-"]), ("attn_output.weight", ["-", "q_heads"]),
+)
+MOE_LAYERS = [i for i, k in enumerate(KINDS) if k == "ffn"]
+
+
+def per_layer(value, layers):
+    return [value if i in layers else None for i in range(len(KINDS))]
+
+
+ATTN = [KINDS.index("attn")]
+ELASTIC_BUDGETS = [
+    {"name": "experts75", "per_layer": {"experts": per_layer(6, MOE_LAYERS)}},
+    {"name": "experts50", "per_layer": {"experts": per_layer(4, MOE_LAYERS)}, "nested_in": "experts75"},
+    {"name": "moe-ffn50", "per_layer": {"moe_ffn": per_layer(FF_EXP // 2, MOE_LAYERS)}},
+    {"name": "shexp50", "per_layer": {"sh_ffn": per_layer(FF_SHEXP // 2, MOE_LAYERS)}},
+    {"name": "heads50", "per_layer": {"q_heads": per_layer(N_HEAD // 2, ATTN)}},
+    {"name": "drop-mamba", "layer_keep": [int(i != 4) for i in range(len(KINDS))]},
+    {"name": "drop-moe", "layer_keep": [int(i != 5) for i in range(len(KINDS))]},
+    {"name": "bolt50", "per_layer": {"experts": per_layer(4, MOE_LAYERS), "moe_ffn": per_layer(FF_EXP // 2, MOE_LAYERS),
+                                     "q_heads": per_layer(N_HEAD // 2, ATTN)}},
+    # For the Bolt recipe's iq2_xxs experts (blocks of 256 along the
+    # innermost dimension) an expert can lose no width: --budgets mix
+    # leaves out the moe_ffn cuts, which the manifest validation refuses.
+    {"name": "bolt-mix50", "per_layer": {"experts": per_layer(4, MOE_LAYERS), "sh_ffn": per_layer(FF_SHEXP // 2, MOE_LAYERS),
+                                         "q_heads": per_layer(N_HEAD // 2, ATTN)}},
+]
+
+
+def elastic_authoring(seed, budgets="all"):
+    """The authoring JSON (a dict); importance scores are deterministic.
+    budgets "mix": only those the Bolt recipe's codecs can cut."""
+    rng = np.random.default_rng(seed + 1)
+    units = {"experts": N_EXPERT, "moe_ffn": FF_EXP, "sh_ffn": FF_SHEXP, "q_heads": N_HEAD}
+    importance = {ax: {str(L): [round(float(x), 4) for x in rng.uniform(0, 1, n)]
+                       for L in (ATTN if ax == "q_heads" else MOE_LAYERS)} for ax, n in units.items()}
+    return {"version": 1, "layers": {"count": len(KINDS), "name_pattern": "blk.{L}."}, "axes": ELASTIC_AXES,
+            "bindings": [{"tensor": "blk.{L}." + t, "dims": d} for t, d in ELASTIC_BINDINGS],
+            "importance_method": "random scores (a test model)", "importance": importance,
+            "budgets": [b for b in ELASTIC_BUDGETS if budgets == "all" or "moe_ffn" not in b.get("per_layer", {})]}
+
+
+def kept_units(authoring, axis, layer, count):
+    """spec/elastic.md §4: descending score, ties by lower index, within groups."""
+    scores = authoring["importance"][axis][str(layer)]
+    groups = ELASTIC_AXES[axis].get("groups", 1)
+    size = len(scores) // groups
+    kept = set()
+    for g in range(groups):
+        idx = sorted(range(g * size, (g + 1) * size), key=lambda u: (-scores[u], u))
+        kept.update(idx[:count // groups])
+    return kept
+
+
+def switch_off(tensors, authoring, budget_name):
+    """The parent with the units budget_name cuts switched off (see --elastic)."""
+    budget = next(b for b in authoring["budgets"] if b["name"] == budget_name)
+    arrays = dict(tensors)
+    for layer, keep in enumerate(budget.get("layer_keep", [1] * len(KINDS))):
+        if keep:
+            continue
+        for out in ("ssm_out.weight", "attn_output.weight", "ffn_down_exps.weight", "ffn_down_shexp.weight",
+                    "ffn_down.weight"):
+            if f"blk.{layer}.{out}" in arrays:
+                arrays[f"blk.{layer}.{out}"][...] = 0
+    for axis, counts in budget.get("per_layer", {}).items():
+        unit = ELASTIC_AXES[axis].get("unit_elems", 1)
+        for layer, count in enumerate(counts):
+            if count is None:
+                continue
+            cut = sorted(set(range(len(authoring["importance"][axis][str(layer)])))
+                         - kept_units(authoring, axis, layer, count))
+            for tensor, dims in ELASTIC_BINDINGS:
+                name = f"blk.{layer}.{tensor}"
+                if axis not in dims or name not in arrays:
+                    continue
+                if tensor == "exp_probs_b.bias":
+                    arrays[name][cut] = -1e30  # never selected
+                    continue
+                if tensor == "ffn_gate_inp.weight":
+                    continue  # the router's scores of an unselectable expert do not matter
+                a, d = arrays[name], dims.index(axis)
+                for u in cut:
+                    index = [slice(None)] * a.ndim
+                    index[d] = slice(u * unit, (u + 1) * unit)
+                    a[tuple(index)] = 0
+    return list(arrays.items())
+
+
 def write_gguf(path, keys, tensors, alignment=32):
     head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(keys)) + b"".join(keys)
     offset, datas = 0, []
@@ -211,6 +324,10 @@ def main():
     ap.add_argument("--variant", choices=("moe", "latent", "dense"), default="moe")
     ap.add_argument("--seed", type=int, default=21)
     ap.add_argument("--break", dest="broken", choices=BREAKS)
+    ap.add_argument("--elastic", metavar="OUT.json", help="also write the elastic authoring file")
+    ap.add_argument("--budgets", choices=("all", "mix"), default="all",
+                    help="the budgets --elastic writes: all, or those the Bolt recipe can cut")
+    ap.add_argument("--switch-off", metavar="BUDGET", help="write the parent with BUDGET's cut units switched off")
     a = ap.parse_args()
     tok = read_tokenizer_kvs(a.tokenizer)
     n_vocab = None
@@ -221,7 +338,17 @@ def main():
         raise SystemExit(f"{a.tokenizer}: no tokenizer.ggml.tokens")
     arch = "nemotron_h" if a.variant == "dense" else "nemotron_h_moe"
     keys = model_keys(arch, a.variant, n_vocab, a.broken) + [raw for _, raw in tok]
-    write_gguf(a.out, keys, model_tensors(a.variant, n_vocab, np.random.default_rng(a.seed), a.broken))
+    tensors = model_tensors(a.variant, n_vocab, np.random.default_rng(a.seed), a.broken)
+    authoring = elastic_authoring(a.seed, a.budgets)
+    if a.elastic:
+        with open(a.elastic, "w") as f:
+            json.dump(authoring, f, indent=1)
+            f.write("\n")
+    if a.switch_off:
+        if a.variant != "moe":
+            raise SystemExit("--switch-off: the elastic test model is the moe variant")
+        tensors = switch_off(tensors, authoring, a.switch_off)
+    write_gguf(a.out, keys, tensors)
 
 
 if __name__ == "__main__":
