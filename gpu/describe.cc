@@ -13,6 +13,7 @@
 #include "boltpack/boltpack.h"
 #include "boltpack/cuda.h"
 #include "gpu/last_error.h"
+#include "gpu/layout_check.h"
 
 namespace {
 
@@ -87,6 +88,12 @@ bp_status bp_cuda_describe(const bp_reader* r, size_t tensor, bp_cuda_tensor* ou
 
 bp_status bp_cuda_upload(const bp_reader* r, size_t tensor, bp_cuda_tensor* out) {
   if (bp_status st = bp_cuda_describe(r, tensor, out); st != BP_OK) return st;
+  // The file's sizes are checked against the codec's layout before any of
+  // them reaches cudaMalloc (the pointers are checked again after the copy).
+  if (bp_status st = boltpack::gpu::CheckTensorLayout(*out, /*device_pointers=*/false); st != BP_OK) {
+    const std::string why = bp_cuda_last_error();
+    return Fail(st, Where(r, tensor) + ": " + why);
+  }
   for (uint32_t s = 0; s < out->stream_count; ++s) {
     const void* host = nullptr;
     uint64_t size = 0;

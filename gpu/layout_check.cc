@@ -1,0 +1,50 @@
+// CheckTensorLayout: see layout_check.h.
+#include "gpu/layout_check.h"
+
+#include <cmath>
+#include <string>
+
+#include "gpu/codec_layouts.h"
+#include "gpu/last_error.h"
+
+namespace boltpack::gpu {
+
+bool Aligned(const void* p, uintptr_t alignment) {
+  return (reinterpret_cast<uintptr_t>(p) & (alignment - 1)) == 0;
+}
+
+bp_status CheckTensorLayout(const bp_cuda_tensor& t, bool device_pointers) {
+  const CodecLayout* l = FindLayout(t.codec);
+  if (l == nullptr) return Fail(BP_ERR_UNSUPPORTED, "GPU codec number " + std::to_string(t.codec) + " is unknown");
+  const std::string name = "codec '" + std::string(l->id) + "': ";
+  if (t.cols == 0 || t.cols % l->block_elems != 0 || t.cols % 8 != 0) {
+    return Fail(BP_ERR_INVALID_ARGUMENT, name + std::to_string(t.cols) + " columns: the kernels need a multiple of " +
+                                             std::to_string(l->block_elems) + " and of 8");
+  }
+  if (t.rows > UINT64_MAX / t.cols || t.rows * t.cols >= (uint64_t{1} << 56)) {
+    return Fail(BP_ERR_INVALID_ARGUMENT, name + "rows x cols reaches the format's limit of 2^56 elements");
+  }
+  if (t.stream_count != l->stream_count) {
+    return Fail(BP_ERR_INVALID_ARGUMENT, name + std::to_string(t.stream_count) + " streams, the codec has " +
+                                             std::to_string(l->stream_count));
+  }
+  const uint64_t blocks = t.rows * t.cols / l->block_elems;  // < 2^56: times <= 66 cannot overflow
+  for (uint32_t i = 0; i < l->stream_count; ++i) {
+    const uint64_t want = blocks * l->block_bytes[i];
+    if (t.stream_bytes[i] != want) {
+      return Fail(BP_ERR_INVALID_ARGUMENT, name + "stream " + std::to_string(i) + " has " +
+                                               std::to_string(t.stream_bytes[i]) + " bytes, " +
+                                               std::to_string(t.rows) + " x " + std::to_string(t.cols) +
+                                               " needs " + std::to_string(want));
+    }
+    if (device_pointers && want > 0 && (t.streams[i] == nullptr || !Aligned(t.streams[i], 16))) {
+      return Fail(BP_ERR_INVALID_ARGUMENT, name + "stream " + std::to_string(i) + " is NULL or not 16-byte aligned");
+    }
+  }
+  if (t.codec == BP_CUDA_CODEC_NVFP4 && !(std::isfinite(t.tensor_scale) && t.tensor_scale > 0)) {
+    return Fail(BP_ERR_INVALID_ARGUMENT, name + "tensor_scale must be a finite positive float");
+  }
+  return Ok();
+}
+
+}  // namespace boltpack::gpu
