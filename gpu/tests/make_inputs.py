@@ -10,7 +10,9 @@ device has no encoder and no Debian packages):
                     UE4M3 scales of mxfp4 and nvfp4 blocks (NaN, inf, subnormal,
                     -0 among them), with random quant bytes;
   CODEC.bolt        N(0, 0.02) weights and TinyStories' real ones tiled to
-                    1024x1024, encoded by the CLI for each codec with kernels.
+                    1024x1024, encoded by the CLI for each codec with kernels;
+  layout.bolt       a bf16 tensor of 12 columns, which bp_cuda_upload must
+                    refuse before it allocates device memory.
 
 usage: make_inputs.py BOLT_PACK_CLI OUT_DIR
 """
@@ -121,6 +123,11 @@ def codec_files(cli, out, rng):
         name = codec.split(":")[0]
         subprocess.run([cli, "convert", src, "-o", os.path.join(out, name + ".bolt"), "--codec", "*=" + codec],
                        check=True, stdout=subprocess.DEVNULL)
+    # A valid file the kernels cannot take: bf16 with 12 columns (not a
+    # multiple of 8); bp_cuda_upload must refuse it before allocating.
+    write_safetensors(src, {"narrow.weight": rng.normal(0, 0.02, size=(16, 12))})
+    subprocess.run([cli, "convert", src, "-o", os.path.join(out, "layout.bolt"), "--codec", "*=bf16"],
+                   check=True, stdout=subprocess.DEVNULL)
     os.remove(src)
 
 
