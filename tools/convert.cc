@@ -9,6 +9,7 @@
 #include "boltpack/writer.h"
 #include "codecs/encoded_record.h"
 #include "codecs/float_convert.h"
+#include "codecs/int4/int4_q4_0.h"
 #include "common/escape.h"
 #include "common/ordered_pipeline.h"
 #include "common/parallel_for.h"
@@ -409,10 +410,42 @@ bool StoresBf16Values(const TensorInfo& info) {
   return codec != nullptr && codec->Ggml(info.dtype, info.codec_params).how == GgmlExport::kDecodedBf16;
 }
 
+// int4-g128 (re-encoded by the rule, or stored): Q4_0 holds its groups
+// exactly, four blocks per group (codecs/int4/int4_q4_0.h).
+bool ExportsAsQ4_0(const InputTensor& t, const CodecRule* rule) {
+  const Codec* codec = nullptr;
+  if (rule != nullptr) {
+    codec = FindCodec(rule->codec_id);
+    return codec != nullptr && codec->Ggml(t.dtype, rule->params).how == GgmlExport::kRepackedQ4_0;
+  }
+  if (t.kind != InputKind::kBolt) return false;
+  const auto shared = t.reader->SharedTensor(t.index);
+  codec = FindCodec(shared->codec_id);
+  return codec != nullptr && codec->Ggml(shared->dtype, shared->codec_params).how == GgmlExport::kRepackedQ4_0;
+}
+
+// A stored int4-g128 tensor's streams (checksums checked, zstd undone) as
+// Q4_0 blocks.
+absl::StatusOr<std::vector<uint8_t>> StoredInt4AsQ4_0(const InputTensor& t, const TensorInfo& info, int threads) {
+  if (info.streams.size() != 2) {
+    return absl::InvalidArgumentError(StrCat(Where(t), ": int4-g128 record with ", info.streams.size(),
+                                             " streams, expected 2"));
+  }
+  std::vector<uint8_t> streams[2];
+  for (size_t s = 0; s < 2; ++s) {
+    streams[s].resize(info.streams[s].raw_length);
+    BP_RETURN_IF_ERROR(t.reader->ReadRawStream(t.index, s, absl::MakeSpan(streams[s]), ExecOptions{threads}));
+  }
+  auto q4 = Int4G128ToQ4_0(streams[0], streams[1]);
+  if (!q4.ok()) return absl::InvalidArgumentError(StrCat(Where(t), ": ", q4.status().message()));
+  return q4;
+}
+
 absl::StatusOr<const io::GgmlType*> GgufTypeOf(const InputTensor& t, const CodecRule* rule) {
   const io::GgmlType* type = nullptr;
   std::string codec;
   if (IsTwoLevelNvfp4(t, rule)) return io::GgmlTypeById(40);  // NVFP4 + <name>.scale
+  if (ExportsAsQ4_0(t, rule)) return io::GgmlTypeById(kGgmlQ4_0Type);
   if (rule != nullptr) {
     codec = rule->codec_id;
     type = io::GgmlTypeForCodec(codec, t.dtype, rule->params);
@@ -449,7 +482,10 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
   } else if (rule == nullptr) {
     const auto shared = t.reader->SharedTensor(t.index);
     const TensorInfo& info = *shared;
-    if (info.streams.size() == 1) {
+    if (ExportsAsQ4_0(t, nullptr)) {
+      BP_ASSIGN_OR_RETURN(out->owned, StoredInt4AsQ4_0(t, info, threads));
+      out->bytes = out->owned;
+    } else if (info.streams.size() == 1) {
       // The stored codec bytes are the GGUF bytes (the codec ids GGUF knows
       // store ggml's block layout); zstd is undone, checksums checked.
       if (info.streams[0].compression == Compression::kNone) {
@@ -479,11 +515,14 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
     ExecOptions exec;
     exec.threads = threads;
     BP_ASSIGN_OR_RETURN(EncodedTensor enc, EncodeTensor(rule->codec_id, src, rule->params, exec));
-    if (enc.streams.size() != 1) {
+    if (ExportsAsQ4_0(t, rule) && enc.streams.size() == 2) {
+      BP_ASSIGN_OR_RETURN(out->owned, Int4G128ToQ4_0(enc.streams[0].bytes, enc.streams[1].bytes));
+    } else if (enc.streams.size() != 1) {
       return absl::UnimplementedError(StrCat(Where(t), ": codec \"", rule->codec_id, "\" writes ",
                                              enc.streams.size(), " streams; a GGUF tensor is one"));
+    } else {
+      out->owned = std::move(enc.streams[0].bytes);
     }
-    out->owned = std::move(enc.streams[0].bytes);
     out->bytes = out->owned;
   }
   if (out->bytes.size() != need) {

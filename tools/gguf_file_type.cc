@@ -21,6 +21,7 @@ int LlamaFileType(int ggml_type) {
   switch (ggml_type) {
     case 0: return 0;    // ALL_F32
     case 1: return 1;    // MOSTLY_F16
+    case 2: return 2;    // MOSTLY_Q4_0
     case 8: return 7;    // MOSTLY_Q8_0
     case 16: return 19;  // MOSTLY_IQ2_XXS
     case 30: return 32;  // MOSTLY_BF16

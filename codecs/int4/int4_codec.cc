@@ -138,7 +138,7 @@ class Int4G128Codec : public TemplatedBlockCodec<Int4G128Codec> {
                                "symmetric int4 in [-7, 7], fp16 scale per 128 values of a row",
                                kInt4GroupElems,
                                {{"values", kValueBytes}, {"scales", 2}},
-                               GgmlMapping{}}) {}
+                               GgmlMapping{2, GgmlExport::kRepackedQ4_0}}) {}
 
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
                             const BlockParams& /*params*/, bool avx2) const override {

@@ -119,6 +119,7 @@ enum class GgmlExport {
   kStoredBytes,    // its one stream is the ggml tensor's data, byte for byte
   kDecodedBf16,    // decoded to bf16 and written as BF16, which holds its values exactly
   kTwoLevelNvfp4,  // ggml NVFP4 blocks plus a "<name>.scale" F32 tensor (spec/gguf-mapping.md §3)
+  kRepackedQ4_0,   // its groups repacked losslessly to ggml Q4_0 blocks (int4-g128, gguf-mapping.md §3.2)
 };
 
 struct GgmlMapping {
