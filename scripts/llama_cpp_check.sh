@@ -123,6 +123,15 @@ for f in "$NV_BOLT" "$NV" "$NV_FROM_BOLT"; do
 done
 "$BP" inspect "$OUT/$NV" | sed -n '/^totals by codec/,$p'
 NV_JOBS=("sane:$OUT/$NV,$DATA/$F16" "sane:$OUT/$NV_FROM_BOLT,$DATA/$F16")
+# int4-g128 exports as Q4_0 losslessly (gguf-mapping.md G-3.2): through a
+# .bolt it is the same file as the direct export, and llama.cpp writes a story.
+"$BP" convert "$DATA/$F16" -o "$OUT/int4.bolt" --codec '*.weight=int4-g128' 2>/dev/null
+"$BP" convert "$OUT/int4.bolt" -o "$OUT/TinyStories-656K.int4-g128.gguf"
+"$BP" convert "$DATA/$F16" -o "$OUT/TinyStories-656K.int4-g128-direct.gguf" --codec '*.weight=int4-g128' 2>/dev/null
+cmp "$OUT/TinyStories-656K.int4-g128.gguf" "$OUT/TinyStories-656K.int4-g128-direct.gguf" \
+  || fail "int4-g128 -> Q4_0 differs through a .bolt"
+"$BP" verify --target llama.cpp --strict "$OUT/TinyStories-656K.int4-g128.gguf" || fail "int4-g128 Q4_0 export: verify failed"
+NV_JOBS+=("sane:$OUT/TinyStories-656K.int4-g128.gguf,$DATA/$F16")
 # Elastic (spec/elastic.md): FFN channels and query heads (inside their GQA
 # group) stored in importance order (recipes/tinystories-656k-elastic.json);
 # the permuted full model must give the same tokens. Every slice (FFN 75% and
@@ -232,7 +241,7 @@ echo "== llama.cpp (node-llama-cpp, CPU, $THREADS thread(s)): greedy generation"
 echo "== llama.cpp: elastic FFN slices (75%, 50%) still write English"
 (cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 48 --prompt "Once upon a time" --min-agree 0.15 \
   "${SLICE_JOBS[@]}") || fail "see the FAIL lines above"
-echo "== llama.cpp: two-level NVFP4 exports write English"
+echo "== llama.cpp: two-level NVFP4 and int4-g128 (Q4_0) exports write English"
 (cd "$APP" && timeout 300 node check.mjs --threads "$THREADS" --tokens 48 --prompt "Once upon a time" \
   --min-agree 0.5 "${NV_JOBS[@]}") || fail "see the FAIL lines above"
 # build: "never" in check.mjs; make sure nothing was cloned or compiled anyway.
