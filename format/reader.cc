@@ -415,7 +415,7 @@ absl::Status Reader::VerifyStream(size_t tensor, size_t stream) const {
   return impl_->VerifyStream(tensor, *impl_->Tensor(tensor), stream);
 }
 
-absl::Status Reader::Impl::VerifyStream(size_t tensor, const TensorInfo& info, size_t stream) const {
+absl::Status Reader::Impl::VerifyStream(size_t tensor, const TensorInfo& info, size_t stream, bool release) const {
   if (stream >= info.streams.size()) return absl::OutOfRangeError(StrCat(Where(info), ": no stream #", stream));
   const StreamInfo& s = info.streams[stream];
   const auto bytes = Stored(s);
@@ -445,6 +445,7 @@ absl::Status Reader::Impl::VerifyStream(size_t tensor, const TensorInfo& info, s
       chunk_hash.Update(block);
       if (prefixes) prefixes->Update(block);
     }
+    if (release && file != nullptr) io::ReleaseMappedPages(chunk);  // a mapping, not caller memory
     if (!chunk_error.empty()) continue;
     if (chunk_hash.Digest() != c.xxh3) {
       chunk_error = StrCat(where(), ": chunk ", k, " checksum mismatch");
@@ -490,7 +491,7 @@ absl::Status Reader::VerifyContainer(const ExecOptions& exec) const {
       for (size_t s = 0; s < info.streams.size(); ++s) {
         const StreamInfo& st = info.streams[s];
         if (st.length > 0) found[st.shard].emplace_back(st.offset, st.offset + st.length);
-        absl::Status checked = impl_->VerifyStream(t, info, s);
+        absl::Status checked = impl_->VerifyStream(t, info, s, /*release=*/true);
         if (mapped()) io::ReleaseMappedPages(impl_->Stored(st));
         if (!checked.ok()) {
           std::lock_guard<std::mutex> lock(mu);

@@ -18,6 +18,7 @@
 #include "codecs/bf16_exp/exponent_code.h"
 #include "codecs/float_convert.h"
 #include "common/checked_math.h"
+#include "common/huge_pages.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -121,10 +122,12 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     } else {
       pieces.push_back({0, rows});
     }
-    EncodedStream sm{std::string(kSmRole), std::vector<uint8_t>(static_cast<size_t>(n)), {}, false};
+    EncodedStream sm{std::string(kSmRole), {}, {}, false};
+    ResizeHuge(sm.bytes, static_cast<size_t>(n));
     EncodedStream ex{std::string(kExpRole), {}, {}, false};
     // Exponents of the whole tensor, uninitialised until split.
     std::unique_ptr<uint8_t[]> exps(new uint8_t[static_cast<size_t>(n)]);
+    AdviseHugePages(exps.get(), static_cast<size_t>(n));
     std::vector<std::array<uint64_t, 256>> hist(pieces.size());
     BP_RETURN_IF_ERROR(ParallelFor(pieces.size(), exec.threads, 1, [&](uint64_t a, uint64_t b) {
       for (uint64_t p = a; p < b; ++p) {
@@ -164,6 +167,7 @@ class Bf16EntropyCodec : public Bf16CodecBase {
     size_t total = 0;
     for (const auto& c : coded) total += c.size();
     ex.bytes.reserve(total);
+    AdviseHugePages(ex.bytes.data(), total);
     for (size_t p = 0; p < pieces.size(); ++p) {
       const uint64_t off = ex.bytes.size();
       ex.bytes.insert(ex.bytes.end(), coded[p].begin(), coded[p].end());

@@ -12,6 +12,7 @@
 #include "codecs/block_common/quant_simd.h"
 #include "common/checked_math.h"
 #include "common/cpu_features.h"
+#include "common/huge_pages.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -386,7 +387,7 @@ absl::StatusOr<EncodedTensor> BlockCodec::Encode(const TensorSource& source,
 
   EncodedTensor encoded = Skeleton(g, *std::move(stored));
   for (size_t k = 0; k < format_.streams.size(); ++k) {
-    encoded.streams[k].bytes.resize(g.blocks * format_.streams[k].bytes_per_block);
+    ResizeHuge(encoded.streams[k].bytes, g.blocks * format_.streams[k].bytes_per_block);
   }
   // Pass 2: the blocks.
   absl::Status st = ParallelFor(

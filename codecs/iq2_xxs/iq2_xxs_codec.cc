@@ -12,6 +12,7 @@
 #include "codecs/iq2_xxs/iq2_xxs_kernels.h"
 #include "codecs/raw_range.h"
 #include "common/checked_math.h"
+#include "common/huge_pages.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -127,7 +128,7 @@ class Iq2XxsCodec : public Codec {
 
     EncodedStream stream = SkeletonStream(source.shape);
     const uint64_t row_bytes = ncols / kBlockElems * kBlockBytes;
-    stream.bytes.resize(static_cast<size_t>(nrows * row_bytes));
+    ResizeHuge(stream.bytes, static_cast<size_t>(nrows * row_bytes));
     // Rows per task: about 64K weights, so small tensors stay on one thread.
     const uint64_t min_rows = ncols == 0 ? 1 : (uint64_t{1} << 16) / ncols + 1;
     BP_RETURN_IF_ERROR(ParallelFor(

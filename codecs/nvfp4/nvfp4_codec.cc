@@ -12,6 +12,7 @@
 #include "codecs/codec_params.h"
 #include "codecs/float_convert.h"
 #include "common/checked_math.h"
+#include "common/huge_pages.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 
@@ -453,7 +454,7 @@ absl::StatusOr<GgmlNvfp4Tensor> Nvfp4ToGgml(const TensorInfo& info, absl::Span<c
   GgmlNvfp4Tensor outt;
   outt.tensor_scale = codec->ParseStoredParams(info.codec_params)->tensor_scale;
   const uint64_t nb = n / kNvfp4GgmlBlockElems;
-  outt.blocks.resize(nb * kNvfp4GgmlBlockBytes);
+  ResizeHuge(outt.blocks, nb * kNvfp4GgmlBlockBytes);
   for (uint64_t g = 0; g < nb; ++g) {
     uint8_t* o = outt.blocks.data() + g * kNvfp4GgmlBlockBytes;
     for (int s = 0; s < 4; ++s) {
@@ -499,8 +500,8 @@ absl::StatusOr<Nvfp4Streams> GgmlToNvfp4(absl::Span<const uint64_t> shape, absl:
                                              " is not finite and positive"));
   }
   Nvfp4Streams out;
-  out.values.resize(*n / 2);
-  out.scales.resize(*n / 16);
+  ResizeHuge(out.values, *n / 2);
+  ResizeHuge(out.scales, *n / 16);
   for (uint64_t g = 0; g < nb; ++g) {
     const uint8_t* in = blocks.data() + g * kNvfp4GgmlBlockBytes;
     for (int s = 0; s < 4; ++s) {

@@ -11,6 +11,7 @@
 #include "codecs/float_convert.h"
 #include "codecs/raw_range.h"
 #include "common/checked_math.h"
+#include "common/huge_pages.h"
 #include "common/parallel_for.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -87,7 +88,7 @@ class ElementCodec : public Codec {
     }
 
     EncodedStream stream = SkeletonStream(source.shape, stored_size);
-    stream.bytes.resize(static_cast<size_t>(n * stored_size));
+    ResizeHuge(stream.bytes, static_cast<size_t>(n * stored_size));
     const uint8_t* src = source.bytes.data();
     uint8_t* dst = stream.bytes.data();
     BP_RETURN_IF_ERROR(ParallelFor(
