@@ -21,7 +21,9 @@
 #      nemotron_h_moe, its latent-MoE variant, dense nemotron_h) must load and
 #      round-trip, the Nemotron Bolt recipe export must load and agree with
 #      its parent, and verify --target llama.cpp must refuse exactly the
-#      broken variants llama.cpp refuses.
+#      broken variants llama.cpp refuses; the same models as Hugging Face
+#      folders (make_nemotron_h_hf.py) must convert to the same tensors and
+#      generate the same tokens.
 # Prints "SKIP: ..." and exits 0 when node/npm are missing or too old, the
 # machine is not linux-x64, or the npm registry cannot be reached (and the
 # packages are not cached); any other failure exits non-zero.
@@ -180,6 +182,26 @@ for v in moe latent dense; do
   echo "   nemotron-h-$v: $(stat -c %s "$nh.gguf") bytes F16 -> Bolt mix $(stat -c %s "$nh.bolt-mix.gguf") bytes; round trip byte-identical"
   NH_JOBS+=("same:$nh.gguf,$nh.roundtrip.gguf")
   AGREE_JOBS+=("agree:$nh.bolt-mix.gguf,$nh.gguf")
+done
+# The same models as Hugging Face folders (NemotronHForCausalLM,
+# tests/llama_cpp/make_nemotron_h_hf.py: make_nemotron_h.py's weights in HF's
+# layout, the TinyStories tokenizer files): `convert HF_DIR -o X.gguf` must
+# give make_nemotron_h.py's tensors bit for bit (names, types, shapes,
+# bytes; in HF's sorted order, as llama.cpp's converter writes them) and its
+# {arch}.* keys, directly and through a .bolt, pass verify, and generate in
+# llama.cpp exactly the tokens of that GGUF.
+echo "== Nemotron-H from Hugging Face folders (nemotron_h_moe, latent, nemotron_h)"
+for v in moe latent dense; do
+  hf="$OUT/nemotron-h-hf-$v"
+  /usr/bin/python3 "$SRC/make_nemotron_h_hf.py" "$DATA/$F16" "$DATA" "$hf" --variant "$v" --reference "$hf.reference.gguf"
+  "$BP" convert "$hf" -o "$hf.gguf" --no-fsync >/dev/null || fail "nemotron-h-hf-$v: convert of the HF folder failed"
+  /usr/bin/python3 "$SRC/make_nemotron_h_hf.py" --compare "$hf.gguf" "$hf.reference.gguf" \
+    || fail "nemotron-h-hf-$v: the HF conversion differs from make_nemotron_h.py's GGUF"
+  "$BP" convert "$hf" -o "$hf.bolt" --no-fsync >/dev/null
+  "$BP" convert "$hf.bolt" -o "$hf.via-bolt.gguf" --no-fsync >/dev/null
+  cmp "$hf.gguf" "$hf.via-bolt.gguf" || fail "nemotron-h-hf-$v: HF -> .bolt -> GGUF differs from HF -> GGUF"
+  "$BP" verify --target llama.cpp "$hf.gguf" >/dev/null || fail "nemotron-h-hf-$v.gguf: verify --target llama.cpp refuses it"
+  NH_JOBS+=("same:$hf.reference.gguf,$hf.gguf")
 done
 # Every elastic cut of the family (issue 21 item 3): routed experts, expert
 # width, shared-expert width, query heads inside their GQA groups, a dropped
