@@ -23,7 +23,9 @@
 #      its parent, and verify --target llama.cpp must refuse exactly the
 #      broken variants llama.cpp refuses; the same models as Hugging Face
 #      folders (make_nemotron_h_hf.py) must convert to the same tensors and
-#      generate the same tokens.
+#      generate the same tokens, and the folder's recipe + elastic slice the
+#      same tokens as the GGUF's; int4-g128's Q4_0 export must come back
+#      through an int4-g128 .bolt byte-identical.
 # Prints "SKIP: ..." and exits 0 when node/npm are missing or too old, the
 # machine is not linux-x64, or the npm registry cannot be reached (and the
 # packages are not cached); any other failure exits non-zero.
@@ -133,6 +135,12 @@ NV_JOBS=("sane:$OUT/$NV,$DATA/$F16" "sane:$OUT/$NV_FROM_BOLT,$DATA/$F16")
 cmp "$OUT/TinyStories-656K.int4-g128.gguf" "$OUT/TinyStories-656K.int4-g128-direct.gguf" \
   || fail "int4-g128 -> Q4_0 differs through a .bolt"
 "$BP" verify --target llama.cpp --strict "$OUT/TinyStories-656K.int4-g128.gguf" || fail "int4-g128 Q4_0 export: verify failed"
+# ... and back (G-3.3): that Q4_0 under an int4-g128 rule is the same
+# int4-g128 streams again, so its GGUF export is the same file.
+"$BP" convert "$OUT/TinyStories-656K.int4-g128.gguf" -o "$OUT/int4.back.bolt" --codec '*.weight=int4-g128' 2>/dev/null
+"$BP" convert "$OUT/int4.back.bolt" -o "$OUT/TinyStories-656K.int4-g128.back.gguf"
+cmp "$OUT/TinyStories-656K.int4-g128.gguf" "$OUT/TinyStories-656K.int4-g128.back.gguf" \
+  || fail "Q4_0 -> int4-g128 -> Q4_0 is not byte-identical"
 NV_JOBS+=("sane:$OUT/TinyStories-656K.int4-g128.gguf,$DATA/$F16")
 # Elastic (spec/elastic.md): FFN channels and query heads (inside their GQA
 # group) stored in importance order (recipes/tinystories-656k-elastic.json);
@@ -241,6 +249,18 @@ for b in experts75 experts50 bolt-mix50 drop-moe; do
   echo "   Bolt mix cut $b: $size bytes (uncut mix $MIX_SIZE)"
   AGREE_JOBS+=("agree:$nh.bolt-mix.$b.gguf,$nh.switched-off-$b.gguf")
 done
+# The publisher path from the HF folder (issue 20 item 5): recipe + elastic
+# (both naming GGUF tensors) in one convert of the folder, then a slice: it
+# must pass verify and generate the tokens of the same slice made from the
+# GGUF.
+hf="$OUT/nemotron-h-hf-moe"
+"$BP" convert "$hf" -o "$hf.bolt-mix.elastic.bolt" --recipe "$ROOT/recipes/nemotron-bolt.textproto" \
+  --elastic "$OUT/nemotron-h-mix.json" --no-fsync >/dev/null 2>&1 || fail "HF folder: recipe + elastic convert failed"
+"$BP" slice "$hf.bolt-mix.elastic.bolt" --budget bolt-mix50 -o "$hf.bolt-mix50.gguf" >/dev/null 2>&1 \
+  || fail "HF folder: slice --budget bolt-mix50 failed"
+"$BP" verify --target llama.cpp "$hf.bolt-mix50.gguf" >/dev/null || fail "nemotron-h-hf-moe.bolt-mix50.gguf: verify refuses it"
+echo "   HF folder -> Bolt mix + elastic -> slice bolt-mix50: $(stat -c %s "$hf.bolt-mix50.gguf") bytes"
+CUT_JOBS+=("same:$nh.bolt-mix.bolt-mix50.gguf,$hf.bolt-mix50.gguf")
 # verify --target llama.cpp must agree with llama.cpp on files it refuses:
 # each broken variant is loaded by llama.cpp in its own process (one aborts).
 for b in no-ln-eps head0 probs-name expert-count; do
