@@ -90,14 +90,23 @@ std::string Config(bool moe) {
     "norm_topk_prob": true, "routed_scaling_factor": 2.5, "n_group": 1, "topk_group": 1})";
 }
 
-std::string Folder(bool moe) {
+// The top half of each F32 element (i / 8 for small i: exact in BF16).
+std::vector<uint8_t> Bf16(const std::vector<uint8_t>& f32) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i < f32.size(); i += 4) out.insert(out.end(), {f32[i + 2], f32[i + 3]});
+  return out;
+}
+
+std::string Folder(bool moe, DType dtype = DType::kF32) {
   const std::string dir = MakeTempDir();
   const auto specs = Tensors(moe);
   std::vector<io::SafetensorsTensorDecl> decls;
-  for (const auto& s : specs) decls.push_back({s.name, DType::kF32, s.shape});
+  for (const auto& s : specs) decls.push_back({s.name, dtype, s.shape});
   auto w = io::SafetensorsWriter::Create(dir + "/model.safetensors", {}, std::move(decls), {}, false);
   EXPECT_TRUE(w.ok()) << w.status();
-  for (const auto& s : specs) EXPECT_TRUE((*w)->WriteNext(Elements(s)).ok());
+  for (const auto& s : specs) {
+    EXPECT_TRUE((*w)->WriteNext(dtype == DType::kBF16 ? Bf16(Elements(s)) : Elements(s)).ok());
+  }
   EXPECT_TRUE((*w)->Finish().ok());
   WriteText(dir + "/config.json", Config(moe));
   WriteText(dir + "/tokenizer.json", R"({"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true}],
@@ -119,8 +128,10 @@ struct Gguf {
   }
 };
 
-Gguf Convert(const std::string& dir, const std::string& out) {
-  auto r = RunCli({"convert", dir, "-o", out, "--codec", "*=f16"});
+Gguf Convert(const std::string& dir, const std::string& out, bool f16 = true) {
+  std::vector<std::string> args = {"convert", dir, "-o", out};
+  if (f16) args.insert(args.end(), {"--codec", "*=f16"});
+  auto r = RunCli(args);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   Gguf g;
   auto m = io::GgufModel::Open(out);
@@ -178,6 +189,28 @@ TEST(HfNemotron, DenseFolderIsNemotronH) {
   EXPECT_EQ(g.Key("general.architecture")->s, "nemotron_h");
   EXPECT_EQ(Ints(g.Key("nemotron_h.feed_forward_length")), (std::vector<int64_t>{0, 0, 16}));
   EXPECT_EQ(g.T("blk.2.ffn_up.weight").ne, (std::vector<uint64_t>{8, 16}));
+  auto v = RunCli({"verify", "--target", "llama.cpp", "--strict", out});
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+}
+
+// A BF16 checkpoint (as NVIDIA ships them): the matrices stay BF16 without
+// rules, and every tensor llama.cpp's converter keeps in F32 is F32 (A from
+// BF16 A_log included), so no BF16 Mamba-2 vector reaches ggml's kernels.
+TEST(HfNemotron, Bf16CheckpointKeepsTheConvertersF32Tensors) {
+  const std::string out = MakeTempDir() + "/m.gguf";
+  Gguf g = Convert(Folder(true, DType::kBF16), out, false);
+  ASSERT_NE(g.model, nullptr);
+  for (const auto& t : g.model->tensors()) {
+    const std::string n(t.name);
+    const bool f32 = t.ne.size() < 2 || n.find("norm") != std::string::npos || n.find("ssm_a") != std::string::npos ||
+                     n.find("ssm_d") != std::string::npos || n.find("conv1d") != std::string::npos ||
+                     n.find("gate_inp") != std::string::npos;
+    EXPECT_EQ(t.type->id, f32 ? 0 : 30) << n;
+  }
+  auto a = g.model->TensorBytes(g.index.at("blk.0.ssm_a"));
+  float a1;
+  std::memcpy(&a1, a.data() + 4, 4);
+  EXPECT_EQ(a1, static_cast<float>(-std::exp(0.125)));
   auto v = RunCli({"verify", "--target", "llama.cpp", "--strict", out});
   EXPECT_EQ(v.exit_code, 0) << v.output;
 }
