@@ -43,10 +43,16 @@ absl::StatusOr<const HfArch*> FindHfArch(const JsonValue& config, const std::str
   }
   const std::string& name = archs->array()[0].string_value();
   std::string known;
-  for (absl::Span<const HfArch> family : {LlamaArchs(), QwenArchs()}) {
+  auto has = [&](std::string_view field) {
+    const JsonValue* v = config.Find(field);
+    return v != nullptr && !v->is_null();
+  };
+  for (absl::Span<const HfArch> family : {LlamaArchs(), QwenArchs(), NemotronArchs()}) {
     for (const HfArch& a : family) {
-      if (a.hf_class == name) return &a;
-      known += StrCat(known.empty() ? "" : ", ", a.hf_class);
+      if (a.hf_class == name && (a.if_has.empty() || has(a.if_has)) && (a.unless_has.empty() || !has(a.unless_has))) {
+        return &a;
+      }
+      if (known.find(a.hf_class) == std::string::npos) known += StrCat(known.empty() ? "" : ", ", a.hf_class);
     }
   }
   return absl::NotFoundError(StrCat(path, ": architecture \"", name, "\" has no GGUF mapping in bolt-pack (known: ",

@@ -28,6 +28,16 @@ enum class HfPermute : uint8_t {
   kKeyHeads,    // rows in num_key_value_heads groups
 };
 
+// The shape a tensor takes in GGUF when llama.cpp's converter reshapes it
+// (Mamba-2, convert_hf_to_gguf.py's NemotronHModel / Mamba2Model): the
+// bytes stay as they are, row-major.
+enum class HfReshape : uint8_t {
+  kNone,
+  kSqueeze,  // drop every axis of 1: conv1d [C, 1, K] -> [C, K]
+  kColumn,   // the elements as [n, 1]: A and D, one per head
+  kGroups,   // [d] -> [n_groups, d / n_groups]: the grouped RMS norm
+};
+
 // One HF tensor name (without .weight/.bias; "{bid}" stands for the layer
 // number, "{xid}" for an expert's) and the GGUF name it becomes. The
 // tensors of every expert of a layer ("{xid}" in `hf`) become one GGUF
@@ -37,6 +47,9 @@ struct HfTensorRule {
   std::string_view hf;
   std::string_view gguf;
   HfPermute permute = HfPermute::kNone;
+  HfReshape reshape = HfReshape::kNone;
+  // Mamba-2's A_log: llama.cpp stores A = -exp(A_log), in F32.
+  bool neg_exp = false;
 };
 
 enum class HfValue : uint8_t { kU32, kF32 };
@@ -49,6 +62,12 @@ struct HfHparam {
   HfValue type = HfValue::kU32;
 };
 
+struct HfArch;
+// An architecture's own `{arch}.*` keys in place of the generic decoder
+// table (nemotron_h's per-layer arrays, ssm.* sizes).
+using HfHparamsFn = absl::Status (*)(const HfArch& arch, const JsonValue& config, const std::string& path,
+                                     Metadata* kv);
+
 struct HfArch {
   std::string_view hf_class;  // config.json "architectures"[0]
   std::string_view gguf;      // general.architecture
@@ -56,6 +75,13 @@ struct HfArch {
   // llama writes vocab_size and rope.dimension_count (LlamaModel), the
   // Qwen family leaves them to llama.cpp.
   bool writes_vocab_and_rope_dims = false;
+  HfHparamsFn hparams = nullptr;  // nullptr: the generic decoder keys
+  // One HF class, two GGUF architectures (NemotronHForCausalLM is
+  // nemotron_h_moe when config.json has this field, as llama.cpp's
+  // converter decides): the table applies only when config.json has
+  // `if_has` (when set) and lacks `unless_has` (when set).
+  std::string_view if_has;
+  std::string_view unless_has;
 };
 
 // The table of config.json's architecture; NotFound naming it (and the

@@ -9,6 +9,9 @@ namespace boltpack::io {
 
 absl::Span<const HfArch> LlamaArchs();  // llama, mistral (io/hf_arch_llama.cc)
 absl::Span<const HfArch> QwenArchs();   // qwen2, qwen3 (io/hf_arch_qwen.cc)
+absl::Span<const HfArch> NemotronArchs();
+// nemotron_h's `{arch}.*` keys (io/hf_hparams_nemotron.cc).
+absl::Status NemotronHHparams(const HfArch& arch, const JsonValue& config, const std::string& path, Metadata* kv);  // nemotron_h, nemotron_h_moe (io/hf_arch_nemotron.cc)
 
 }  // namespace boltpack::io
 

@@ -115,6 +115,10 @@ absl::StatusOr<std::optional<uint64_t>> ConfigUint(const JsonValue& config, std:
 absl::StatusOr<Metadata> HfHyperparameters(const HfArch& arch, const JsonValue& config, const std::string& path) {
   Metadata kv;
   kv.emplace_back("general.architecture", MetaValue::String(std::string(arch.gguf)));
+  if (arch.hparams != nullptr) {
+    BP_RETURN_IF_ERROR(arch.hparams(arch, config, path, &kv));
+    return kv;
+  }
   for (const HfHparam& h : kDecoderHparams) {
     std::string_view field;
     const JsonValue* v = FirstField(config, h.fields, &field);

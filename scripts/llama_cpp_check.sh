@@ -21,7 +21,11 @@
 #      nemotron_h_moe, its latent-MoE variant, dense nemotron_h) must load and
 #      round-trip, the Nemotron Bolt recipe export must load and agree with
 #      its parent, and verify --target llama.cpp must refuse exactly the
-#      broken variants llama.cpp refuses.
+#      broken variants llama.cpp refuses; the same models as Hugging Face
+#      folders (make_nemotron_h_hf.py) must convert to the same tensors and
+#      generate the same tokens, and the folder's recipe + elastic slice the
+#      same tokens as the GGUF's; int4-g128's Q4_0 export must come back
+#      through an int4-g128 .bolt byte-identical.
 # Prints "SKIP: ..." and exits 0 when node/npm are missing or too old, the
 # machine is not linux-x64, or the npm registry cannot be reached (and the
 # packages are not cached); any other failure exits non-zero.
@@ -131,6 +135,12 @@ NV_JOBS=("sane:$OUT/$NV,$DATA/$F16" "sane:$OUT/$NV_FROM_BOLT,$DATA/$F16")
 cmp "$OUT/TinyStories-656K.int4-g128.gguf" "$OUT/TinyStories-656K.int4-g128-direct.gguf" \
   || fail "int4-g128 -> Q4_0 differs through a .bolt"
 "$BP" verify --target llama.cpp --strict "$OUT/TinyStories-656K.int4-g128.gguf" || fail "int4-g128 Q4_0 export: verify failed"
+# ... and back (G-3.3): that Q4_0 under an int4-g128 rule is the same
+# int4-g128 streams again, so its GGUF export is the same file.
+"$BP" convert "$OUT/TinyStories-656K.int4-g128.gguf" -o "$OUT/int4.back.bolt" --codec '*.weight=int4-g128' 2>/dev/null
+"$BP" convert "$OUT/int4.back.bolt" -o "$OUT/TinyStories-656K.int4-g128.back.gguf"
+cmp "$OUT/TinyStories-656K.int4-g128.gguf" "$OUT/TinyStories-656K.int4-g128.back.gguf" \
+  || fail "Q4_0 -> int4-g128 -> Q4_0 is not byte-identical"
 NV_JOBS+=("sane:$OUT/TinyStories-656K.int4-g128.gguf,$DATA/$F16")
 # Elastic (spec/elastic.md): FFN channels and query heads (inside their GQA
 # group) stored in importance order (recipes/tinystories-656k-elastic.json);
@@ -181,6 +191,26 @@ for v in moe latent dense; do
   NH_JOBS+=("same:$nh.gguf,$nh.roundtrip.gguf")
   AGREE_JOBS+=("agree:$nh.bolt-mix.gguf,$nh.gguf")
 done
+# The same models as Hugging Face folders (NemotronHForCausalLM,
+# tests/llama_cpp/make_nemotron_h_hf.py: make_nemotron_h.py's weights in HF's
+# layout, the TinyStories tokenizer files): `convert HF_DIR -o X.gguf` must
+# give make_nemotron_h.py's tensors bit for bit (names, types, shapes,
+# bytes; in HF's sorted order, as llama.cpp's converter writes them) and its
+# {arch}.* keys, directly and through a .bolt, pass verify, and generate in
+# llama.cpp exactly the tokens of that GGUF.
+echo "== Nemotron-H from Hugging Face folders (nemotron_h_moe, latent, nemotron_h)"
+for v in moe latent dense; do
+  hf="$OUT/nemotron-h-hf-$v"
+  /usr/bin/python3 "$SRC/make_nemotron_h_hf.py" "$DATA/$F16" "$DATA" "$hf" --variant "$v" --reference "$hf.reference.gguf"
+  "$BP" convert "$hf" -o "$hf.gguf" --no-fsync >/dev/null || fail "nemotron-h-hf-$v: convert of the HF folder failed"
+  /usr/bin/python3 "$SRC/make_nemotron_h_hf.py" --compare "$hf.gguf" "$hf.reference.gguf" \
+    || fail "nemotron-h-hf-$v: the HF conversion differs from make_nemotron_h.py's GGUF"
+  "$BP" convert "$hf" -o "$hf.bolt" --no-fsync >/dev/null
+  "$BP" convert "$hf.bolt" -o "$hf.via-bolt.gguf" --no-fsync >/dev/null
+  cmp "$hf.gguf" "$hf.via-bolt.gguf" || fail "nemotron-h-hf-$v: HF -> .bolt -> GGUF differs from HF -> GGUF"
+  "$BP" verify --target llama.cpp "$hf.gguf" >/dev/null || fail "nemotron-h-hf-$v.gguf: verify --target llama.cpp refuses it"
+  NH_JOBS+=("same:$hf.reference.gguf,$hf.gguf")
+done
 # Every elastic cut of the family (issue 21 item 3): routed experts, expert
 # width, shared-expert width, query heads inside their GQA groups, a dropped
 # Mamba-2 layer and a dropped MoE layer, and all at once; each slice must
@@ -219,6 +249,18 @@ for b in experts75 experts50 bolt-mix50 drop-moe; do
   echo "   Bolt mix cut $b: $size bytes (uncut mix $MIX_SIZE)"
   AGREE_JOBS+=("agree:$nh.bolt-mix.$b.gguf,$nh.switched-off-$b.gguf")
 done
+# The publisher path from the HF folder (issue 20 item 5): recipe + elastic
+# (both naming GGUF tensors) in one convert of the folder, then a slice: it
+# must pass verify and generate the tokens of the same slice made from the
+# GGUF.
+hf="$OUT/nemotron-h-hf-moe"
+"$BP" convert "$hf" -o "$hf.bolt-mix.elastic.bolt" --recipe "$ROOT/recipes/nemotron-bolt.textproto" \
+  --elastic "$OUT/nemotron-h-mix.json" --no-fsync >/dev/null 2>&1 || fail "HF folder: recipe + elastic convert failed"
+"$BP" slice "$hf.bolt-mix.elastic.bolt" --budget bolt-mix50 -o "$hf.bolt-mix50.gguf" >/dev/null 2>&1 \
+  || fail "HF folder: slice --budget bolt-mix50 failed"
+"$BP" verify --target llama.cpp "$hf.bolt-mix50.gguf" >/dev/null || fail "nemotron-h-hf-moe.bolt-mix50.gguf: verify refuses it"
+echo "   HF folder -> Bolt mix + elastic -> slice bolt-mix50: $(stat -c %s "$hf.bolt-mix50.gguf") bytes"
+CUT_JOBS+=("same:$nh.bolt-mix.bolt-mix50.gguf,$hf.bolt-mix50.gguf")
 # verify --target llama.cpp must agree with llama.cpp on files it refuses:
 # each broken variant is loaded by llama.cpp in its own process (one aborts).
 for b in no-ln-eps head0 probs-name expert-count; do

@@ -3,11 +3,14 @@
 // decode bit for bit, and the GGUF export of int4-g128 tensors.
 #include "codecs/int4/int4_q4_0.h"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <random>
 #include <vector>
 
 #include "boltpack/codec_registry.h"
+#include "boltpack/reader.h"
 #include "codecs/encoded_record.h"
 #include "codecs/float_convert.h"
 #include "gtest/gtest.h"
@@ -127,6 +130,66 @@ TEST(Int4Q4_0, GgufExportDirectAndThroughBolt) {
   EXPECT_TRUE(file_type);
   r = testing::RunCli({"verify", "--target", "llama.cpp", dir + "/m.gguf"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// Both raw streams of every int4-g128 tensor of a .bolt, by name.
+std::map<std::string, std::vector<std::vector<uint8_t>>> Int4Streams(const std::string& path) {
+  std::map<std::string, std::vector<std::vector<uint8_t>>> out;
+  auto r = Reader::Open(path);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return out;
+  for (size_t i = 0; i < (*r)->tensors().size(); ++i) {
+    uint64_t stored = 0;
+    if ((*r)->TensorCodec(i, &stored) != "int4-g128") continue;
+    auto info = (*r)->SharedTensor(i);
+    auto& streams = out[std::string((*r)->TensorName(i))];
+    for (size_t s = 0; s < info->streams.size(); ++s) {
+      streams.emplace_back(info->streams[s].raw_length);
+      EXPECT_TRUE((*r)->ReadRawStream(i, s, absl::MakeSpan(streams.back())).ok());
+    }
+  }
+  return out;
+}
+
+// [G-3.3]: int4 .bolt -> GGUF Q4_0 -> .bolt under an int4-g128 rule gives
+// the identical streams (and GGUF again the same bytes); without the rule
+// Q4_0 stays ggml-q4_0; a Q4_0 whose group's four scales differ is refused,
+// naming the tensor and the group.
+TEST(Int4Q4_0, GgufQ4_0ImportsBackToTheSameInt4Streams) {
+  const std::string dir = testing::MakeTempDir();
+  const std::string f16 = testing::SourceDir() + "/testdata/tinystories-656k/TinyStories-656K.f16.gguf";
+  auto r = testing::RunCli({"convert", f16, "-o", dir + "/m.bolt", "--codec", "*.weight=int4-g128"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = testing::RunCli({"convert", dir + "/m.bolt", "-o", dir + "/m.gguf"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = testing::RunCli({"convert", dir + "/m.gguf", "-o", dir + "/back.bolt", "--codec", "*.weight=int4-g128"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto want = Int4Streams(dir + "/m.bolt"), got = Int4Streams(dir + "/back.bolt");
+  EXPECT_EQ(want.size(), 15u);
+  EXPECT_TRUE(want == got);
+  r = testing::RunCli({"convert", dir + "/back.bolt", "-o", dir + "/back.gguf"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto a = io::GgufModel::Open(dir + "/m.gguf"), b = io::GgufModel::Open(dir + "/back.gguf");
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size());
+  uint64_t q4_offset = 0;
+  for (size_t i = 0; i < (*a)->tensors().size(); ++i) {
+    auto x = (*a)->TensorBytes(i), y = (*b)->TensorBytes(i);
+    EXPECT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << (*a)->tensors()[i].name;
+    if (q4_offset == 0 && (*a)->tensors()[i].type->id == kGgmlQ4_0Type) q4_offset = (*a)->tensors()[i].file_offset;
+  }
+  r = testing::RunCli({"convert", dir + "/m.gguf", "-o", dir + "/kept.bolt"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(Int4Streams(dir + "/kept.bolt").empty());
+  // The second block of the first Q4_0 tensor's first group: another scale.
+  ASSERT_NE(q4_offset, 0u);
+  std::vector<uint8_t> bytes = testing::ReadFileBytes(dir + "/m.gguf");
+  bytes[q4_offset + kQ4_0BlockBytes] ^= 0x01;
+  testing::WriteFileBytes(dir + "/mixed.gguf", bytes);
+  r = testing::RunCli({"convert", dir + "/mixed.gguf", "-o", dir + "/mixed.bolt", "--codec", "*.weight=int4-g128"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("group 0 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("different scales"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -21,6 +21,19 @@ absl::Status CanTake(const std::string& codec_id, const CodecParams& params, con
 
 bool IsFloat(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
 
+bool EndsWith(std::string_view s, std::string_view end) {
+  return s.size() >= end.size() && s.substr(s.size() - end.size()) == end;
+}
+
+// The tensors llama.cpp's converter (ModelBase.prepare_tensors) writes in
+// F32 whatever the output type: 1-D ones (norms, biases), any *_norm.weight
+// (Mamba-2's grouped ssm_norm is 2-D), a name not ending in .weight
+// (ssm_a, ssm_d, exp_probs_b.bias), the router and the Mamba-2 conv1d.
+bool HfKeepsF32(const InputTensor& t) {
+  return t.shape.size() < 2 || EndsWith(t.name, "_norm.weight") || !EndsWith(t.name, ".weight") ||
+         EndsWith(t.name, ".ffn_gate_inp.weight") || EndsWith(t.name, ".ssm_conv1d.weight");
+}
+
 }  // namespace
 
 CodecPlan PlanCodecs(const Inputs& in, const std::vector<CodecRule>& rules,
@@ -32,10 +45,10 @@ CodecPlan PlanCodecs(const Inputs& in, const std::vector<CodecRule>& rules,
   std::shared_ptr<const CodecRule> hf_f32;  // made on first use
   for (const auto& t : in.tensors()) {
     const CodecRule* rule = FindRule(rules, t.name);
-    if (in.hf_folder() && t.shape.size() < 2 && IsFloat(t.dtype)) {
-      // llama.cpp's converter writes a checkpoint's 1-D tensors (norms,
-      // biases) in F32 whatever the output type or the checkpoint's dtype:
-      // its kernels take them so (a BF16 norm can abort the CPU backend).
+    if (in.hf_folder() && HfKeepsF32(t) && IsFloat(t.dtype)) {
+      // llama.cpp's converter writes these in F32 whatever the output type
+      // or the checkpoint's dtype: its kernels take them so (a BF16 norm
+      // can abort the CPU backend).
       if (t.dtype != DType::kF32 && hf_f32 == nullptr) hf_f32 = std::make_shared<const CodecRule>(CodecRule{"*", "f32"});
       plan.push_back(t.dtype == DType::kF32 ? nullptr : hf_f32);
       continue;

@@ -30,6 +30,7 @@
 #include "tools/gguf_file_type.h"
 #include "tools/gguf_nvfp4.h"
 #include "tools/inputs.h"
+#include "tools/q4_0_import.h"
 #include "io/metadata_json.h"
 #include "tools/part_plan.h"
 #include "tools/progress.h"
@@ -137,6 +138,15 @@ absl::Status EncodeForBolt(const InputTensor& t, const io::Imatrix* imatrix, int
   const CodecRule* rule = job->rule;
   job->codec = rule != nullptr ? rule->codec_id : t.SourceCodec();
   CodecParams params = rule != nullptr ? rule->params : CodecParams{};
+  if (rule != nullptr && !Moves(job->maps)) {
+    // Q4_0 blocks to int4-g128, repacked without decoding ([G-3.3]).
+    BP_ASSIGN_OR_RETURN(std::optional<EncodedTensor> q4, ImportQ4_0AsInt4G128(t, rule->codec_id));
+    if (q4) {
+      job->enc = std::move(*q4);
+      job->encoded = true;
+      return absl::OkStatus();
+    }
+  }
   std::vector<uint8_t> decoded;
   BP_ASSIGN_OR_RETURN(absl::Span<const uint8_t> bytes, ElementBytes(t, &decoded));  // a Hugging Face Q or K reordered
   if (t.kind == InputKind::kBolt || (t.kind == InputKind::kGguf && rule != nullptr)) {

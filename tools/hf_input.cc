@@ -3,10 +3,12 @@
 // hyperparameters and the tokenizer as GGUF keys, so that any output
 // (.gguf directly, .bolt for a later slice) is what llama.cpp loads.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
 
+#include "codecs/float_convert.h"
 #include "common/escape.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
@@ -88,7 +90,7 @@ std::string FolderName(const std::string& dir) {
 // so that a hostile count cannot size the stacks.
 absl::StatusOr<uint64_t> ExpertCount(const io::JsonValue& config, const std::string& path) {
   std::optional<uint64_t> n;
-  for (const char* field : {"num_local_experts", "num_experts"}) {
+  for (const char* field : {"num_local_experts", "num_experts", "n_routed_experts"}) {
     BP_ASSIGN_OR_RETURN(n, io::ConfigUint(config, field, path));
     if (n) break;
   }
@@ -99,6 +101,52 @@ absl::StatusOr<uint64_t> ExpertCount(const io::JsonValue& config, const std::str
 bool TiedEmbeddings(const io::JsonValue& config) {
   const io::JsonValue* tie = config.Find("tie_word_embeddings");
   return tie != nullptr && tie->is_bool() && tie->bool_value();
+}
+
+
+// The GGUF shape of a tensor the converter reshapes (io::HfReshape); the
+// element count never changes, so the bytes stay as they are.
+absl::StatusOr<std::vector<uint64_t>> Reshaped(const io::HfTensorRule& rule, const io::SafetensorsTensor& s,
+                                               const std::string& where, const io::JsonValue& config,
+                                               const std::string& config_path) {
+  std::vector<uint64_t> out;
+  uint64_t n = 1;
+  for (uint64_t d : s.shape) {
+    if (d != 1) out.push_back(d);
+    n *= d;  // a safetensors header's shape was checked against its byte size
+  }
+  if (rule.reshape == io::HfReshape::kColumn) return std::vector<uint64_t>{n, 1};
+  if (rule.reshape == io::HfReshape::kGroups) {
+    BP_ASSIGN_OR_RETURN(std::optional<uint64_t> groups, io::ConfigUint(config, "n_groups", config_path));
+    if (!groups || *groups == 0 || n % *groups != 0) {
+      return absl::InvalidArgumentError(StrCat(where, ": ", n, " elements do not split into \"n_groups\" (",
+                                               groups.value_or(0), ") groups (", config_path, ")"));
+    }
+    return std::vector<uint64_t>{*groups, n / *groups};
+  }
+  return out;  // kSqueeze
+}
+
+// A = -exp(A_log) in F32, as llama.cpp stores Mamba's A (computed in double,
+// rounded once).
+absl::StatusOr<std::vector<uint8_t>> NegExpF32(const io::SafetensorsTensor& s, absl::Span<const uint8_t> in,
+                                               const std::string& where) {
+  const size_t width = s.dtype == DType::kF32 ? 4 : (s.dtype == DType::kF16 || s.dtype == DType::kBF16) ? 2 : 0;
+  if (width == 0) return absl::InvalidArgumentError(StrCat(where, ": A_log must be F32, F16 or BF16"));
+  const size_t n = in.size() / width;
+  std::vector<uint8_t> out(n * 4);
+  for (size_t i = 0; i < n; ++i) {
+    float x;
+    if (width == 4) {
+      std::memcpy(&x, in.data() + 4 * i, 4);
+    } else {
+      const uint16_t h = static_cast<uint16_t>(in[2 * i] | (in[2 * i + 1] << 8));
+      x = s.dtype == DType::kF16 ? F16ToF32(h) : BF16ToF32(h);
+    }
+    const float a = static_cast<float>(-std::exp(static_cast<double>(x)));
+    std::memcpy(out.data() + 4 * i, &a, 4);
+  }
+  return out;
 }
 
 }  // namespace
@@ -150,6 +198,26 @@ absl::Status Inputs::AddHfFolder(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// A Mamba-2 tensor as llama.cpp's converter writes it: a new shape over
+// the same bytes, and for A_log its values -exp'd into a buffer of ours
+// (one F32 per head: small).
+absl::Status Inputs::Transform(const io::HfTensorRule& rule, const io::SafetensorsTensor& s, const std::string& where,
+                               const io::JsonValue& config, const std::string& config_path, InputTensor* t) {
+  if (rule.reshape != io::HfReshape::kNone) {
+    BP_ASSIGN_OR_RETURN(std::vector<uint64_t> shape, Reshaped(rule, s, where, config, config_path));
+    auto& block = shapes_.emplace_back(std::make_unique<uint64_t[]>(shape.size()));
+    std::copy(shape.begin(), shape.end(), block.get());
+    t->shape = absl::MakeConstSpan(block.get(), shape.size());
+  }
+  if (rule.neg_exp) {
+    BP_ASSIGN_OR_RETURN(std::vector<uint8_t> a, NegExpF32(s, t->bytes, where));
+    t->bytes = owned_bytes_.emplace_back(std::move(a));
+    t->dtype = DType::kF32;
+    t->owned = true;
+  }
+  return absl::OkStatus();
+}
+
 // The experts of one GGUF tensor seen so far: the model's tensor index of
 // each, and of the first seen (whose shape and dtype every other must have).
 struct Inputs::ExpertGroup {
@@ -195,6 +263,10 @@ absl::Status Inputs::AddHfTensors(const io::SafetensorsModel& model, const io::H
     t.kind = InputKind::kSafetensors;
     t.file_path = &file;  // the model's, which the Inputs keep
     t.bytes = model.TensorBytes(i);
+    if (mapped->rule->reshape != io::HfReshape::kNone || mapped->rule->neg_exp) {
+      BP_RETURN_IF_ERROR(Transform(*mapped->rule, s, StrCat(file, ": tensor ", QuoteForDisplay(s.name)), config,
+                                   config_path, &t));
+    }
     if (mapped->rule->permute != io::HfPermute::kNone) {
       BP_ASSIGN_OR_RETURN(t.rotary_heads, RotaryHeads(mapped->rule->permute, s, file, config, config_path));
     }

@@ -132,6 +132,8 @@ class Inputs {
   absl::Status AddRopeFreqs(const io::JsonValue& config, const std::string& config_path);
   absl::Status AddHfTensors(const io::SafetensorsModel& model, const io::HfArch& arch, const io::JsonValue& config,
                             const std::string& config_path);
+  absl::Status Transform(const io::HfTensorRule& rule, const io::SafetensorsTensor& s, const std::string& where,
+                         const io::JsonValue& config, const std::string& config_path, InputTensor* t);
   struct ExpertGroup;
   absl::Status AddExpert(const io::SafetensorsModel& model, size_t i, io::HfMapped mapped, uint64_t experts,
                          std::map<std::string, ExpertGroup>* groups);
