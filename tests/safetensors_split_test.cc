@@ -163,36 +163,36 @@ absl::Status WriteSplit(const std::string& dir, const std::vector<Tensor>& tenso
 
 TEST(SafetensorsSplit, WriterRoundTripsThroughTheReader) {
   std::string dir = MakeTempDir();
-  // 16, 400 (over the maximum of 64: alone), 32 + 32 (an exact fit), 8.
-  std::vector<Tensor> tensors = {{"a", {4}}, {"big", {10, 10}}, {"c", {8}}, {"d", {2, 4}}, {"e", {2}}};
+  // Bytes 16, 400 (over the maximum of 64: alone), 48 (16 + 48: an exact
+  // fit), 32 (would take that file over: the next), 8.
+  std::vector<Tensor> tensors = {{"a", {4}}, {"big", {10, 10}}, {"c", {12}}, {"d", {2, 4}}, {"e", {2}}};
   std::vector<std::string> paths;
   ASSERT_TRUE(WriteSplit(dir, tensors, 64, &paths).ok());
-  // a | big (alone, numbered first) | c | d | e: a+c = 48, +d = 80 > 64.
-  EXPECT_EQ(Listing(dir), (std::vector<std::string>{
-                              "model-00001-of-00004.safetensors", "model-00002-of-00004.safetensors",
-                              "model-00003-of-00004.safetensors", "model-00004-of-00004.safetensors",
-                              "model.safetensors.index.json"}));
-  ASSERT_EQ(paths.size(), 5u);
+  // big (alone, numbered before the file being filled) | a c | d e.
+  EXPECT_EQ(Listing(dir), (std::vector<std::string>{"model-00001-of-00003.safetensors",
+                                                    "model-00002-of-00003.safetensors",
+                                                    "model-00003-of-00003.safetensors", "model.safetensors.index.json"}));
+  ASSERT_EQ(paths.size(), 4u);
   EXPECT_EQ(paths.back(), dir + "/model.safetensors.index.json");
   auto index = io::ParseJson(ReadText(dir + "/model.safetensors.index.json"));
   ASSERT_TRUE(index.ok()) << index.status();
   const io::JsonValue* total = index->Find("metadata")->Find("total_size");
   ASSERT_NE(total, nullptr);
-  EXPECT_EQ(total->uint64_value(), 16u + 400 + 32 + 32 + 8);
+  EXPECT_EQ(total->uint64_value(), 16u + 400 + 48 + 32 + 8);
   const io::JsonValue* wm = index->Find("weight_map");
   ASSERT_NE(wm, nullptr);
-  std::map<std::string, std::string> want = {{"a", "model-00002-of-00004.safetensors"},
-                                             {"big", "model-00001-of-00004.safetensors"},
-                                             {"c", "model-00002-of-00004.safetensors"},
-                                             {"d", "model-00003-of-00004.safetensors"},
-                                             {"e", "model-00003-of-00004.safetensors"}};
+  std::map<std::string, std::string> want = {{"a", "model-00002-of-00003.safetensors"},
+                                             {"big", "model-00001-of-00003.safetensors"},
+                                             {"c", "model-00002-of-00003.safetensors"},
+                                             {"d", "model-00003-of-00003.safetensors"},
+                                             {"e", "model-00003-of-00003.safetensors"}};
   std::map<std::string, std::string> got;
   for (const auto& [k, v] : wm->object()) got[k] = v.string_value();
   EXPECT_EQ(got, want);
 
   auto m = io::SafetensorsModel::Open(dir + "/model.safetensors.index.json");
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ((*m)->files().size(), 4u);
+  EXPECT_EQ((*m)->files().size(), 3u);
   EXPECT_EQ((*m)->metadata(), (std::vector<std::pair<std::string, std::string>>{{"format", "pt"}}));
   ASSERT_EQ((*m)->tensors().size(), tensors.size());
   for (size_t i = 0; i < (*m)->tensors().size(); ++i) {
@@ -207,7 +207,7 @@ TEST(SafetensorsSplit, WriterRoundTripsThroughTheReader) {
     EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), want_bytes.begin(), want_bytes.end())) << t.name;
   }
   // Every shard is a complete safetensors file with the model's metadata.
-  for (size_t k = 0; k < 4; ++k) {
+  for (size_t k = 0; k < 3; ++k) {
     auto one = io::SafetensorsModel::Open(paths[k]);
     ASSERT_TRUE(one.ok()) << one.status();
     EXPECT_EQ((*one)->metadata().size(), 1u);
