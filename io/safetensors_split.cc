@@ -228,6 +228,13 @@ absl::StatusOr<std::unique_ptr<SafetensorsSplitWriter>> SafetensorsSplitWriter::
   const size_t files = std::max<size_t>(plan.files, 1);  // no tensors: one empty file
   if (files == 1) {
     impl->paths.push_back(StrCat(prefix, kExt));  // as HF: one file keeps the plain name, no index
+    // An index left by an earlier split under this name would still name
+    // the old shards: it goes after the commit (first), and they with it.
+    const std::string old_index = StrCat(prefix, kIndexExt);
+    if (Exists(old_index) && CheckNotAnInput(old_index, options.inputs).ok()) {
+      impl->stale = ShardsOfOldIndex(old_index, BaseOf(prefix));
+      impl->stale.insert(impl->stale.begin(), old_index);
+    }
   } else {
     for (size_t k = 0; k < files; ++k) impl->paths.push_back(SafetensorsShardPath(prefix, k, files));
     impl->index_path = StrCat(prefix, kIndexExt);
@@ -357,8 +364,9 @@ absl::Status SafetensorsSplitWriter::Finish() {
     return committed;
   }
   if (w.index != nullptr) w.paths.push_back(w.index_path);
-  // The replaced index's shards that the new one does not name: a later
-  // reader would never open them, so they go (never an input).
+  // The replaced index's shards that the new one does not name (and, for
+  // one file, that index first): a later reader would never open them, so
+  // they go (never an input).
   for (const std::string& old : w.stale) {
     std::error_code ec;
     if (!CheckNotAnInput(old, w.options.inputs).ok()) continue;

@@ -23,8 +23,10 @@
 // index that names a missing or partial shard, and a failed one leaves
 // nothing. Stale files: shards named by the index this write replaces that
 // the new one does not name are removed after the commit (never an input,
-// only names PREFIX-NNNNN-of-NNNNN.safetensors); a PREFIX.safetensors beside
-// a split output is refused (loaders read it before the index).
+// only names PREFIX-NNNNN-of-NNNNN.safetensors; a one-file output removes
+// the PREFIX.safetensors.index.json it replaces first, then its shards); a
+// PREFIX.safetensors beside a split output is refused (loaders read it
+// before the index).
 #ifndef BOLTPACK_IO_SAFETENSORS_SPLIT_H_
 #define BOLTPACK_IO_SAFETENSORS_SPLIT_H_
 
@@ -92,7 +94,7 @@ class SafetensorsSplitWriter {
   const std::vector<std::string>& paths() const;
   const std::vector<size_t>& tensor_counts() const;
   const std::string& index_path() const;  // empty for one file
-  // Stale shards of the replaced index that Finish removed.
+  // Stale files of the replaced index (itself for one file, its shards) that Finish removed.
   const std::vector<std::string>& removed() const;
 
   struct Impl;

@@ -316,6 +316,13 @@ TEST(SafetensorsSplit, StaleShardsOfTheReplacedIndexAreRemoved) {
     EXPECT_NE(name.find("-of-0000" + total + ".safetensors"), std::string::npos) << name;
   }
   ExpectSameModel(TinyStories(), dir + "/model.safetensors.index.json");
+  // All in one file now: the replaced index goes (first), then its shards.
+  auto one = RunCli({"convert", TinyStories(), "-o", dir + "/model.safetensors", "--split-max-size", "1G"});
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("removed " + dir + "/model.safetensors.index.json"), std::string::npos) << one.output;
+  EXPECT_EQ(Listing(dir), (std::vector<std::string>{"model-00007-of-00099.safetensors", "model.safetensors",
+                                                    "notes.txt"}));
+  ExpectSameModel(TinyStories(), dir + "/model.safetensors");
 }
 
 TEST(SafetensorsSplit, Refusals) {

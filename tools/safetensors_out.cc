@@ -54,7 +54,7 @@ absl::Status SafetensorsOut::Finish() {
                          "does)\n");
   }
   for (const auto& old : split_->removed()) {
-    std::fprintf(stderr, "removed %s (a shard of the index replaced, not in the new one)\n", old.c_str());
+    std::fprintf(stderr, "removed %s (of the split this output replaces)\n", old.c_str());
   }
   return absl::OkStatus();
 }
