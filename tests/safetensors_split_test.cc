@@ -47,13 +47,15 @@ std::vector<std::string> Listing(const std::string& dir) {
 }
 
 // Every tensor of `a` is in `b` with the same dtype, shape and bytes, and
-// the two have the same tensors and __metadata__.
-void ExpectSameModel(const std::string& a_path, const std::string& b_path) {
+// the two have the same tensors and (`with_metadata`) __metadata__.
+void ExpectSameModel(const std::string& a_path, const std::string& b_path, bool with_metadata = true) {
   auto a = io::SafetensorsModel::Open(a_path);
   auto b = io::SafetensorsModel::Open(b_path);
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(b.ok()) << b.status();
-  EXPECT_EQ((*a)->metadata(), (*b)->metadata());
+  if (with_metadata) {
+    EXPECT_TRUE((*a)->metadata() == (*b)->metadata());
+  }
   ASSERT_EQ((*a)->tensors().size(), (*b)->tensors().size());
   std::map<std::string, size_t> in_b;
   for (size_t i = 0; i < (*b)->tensors().size(); ++i) in_b[(*b)->tensors()[i].name] = i;
@@ -417,6 +419,34 @@ TEST(SafetensorsSplit, KillNineNeverLeavesAnIndexWithoutItsShards) {
   }
   EXPECT_GT(killed, 0);
   std::printf("killed %d runs, %d completed first\n", killed, completed);
+}
+
+// A Hugging Face checkpoint folder whose weights are a split: read through
+// its index, which (like its shards) is never overwritten.
+TEST(SafetensorsSplit, CheckpointFolderWithASplitReadsAndKeepsItsIndex) {
+  std::string hf = MakeTempDir();
+  const std::string from = SourceDir() + "/testdata/tinystories-656k";
+  for (const auto& e : std::filesystem::directory_iterator(from)) {
+    const std::string name = e.path().filename().string();
+    if (name.ends_with(".json")) std::filesystem::copy_file(e.path(), hf + "/" + name);
+  }
+  ASSERT_EQ(RunCli({"convert", TinyStories(), "-o", hf + "/model.safetensors", "--split-max-size", "500K"}).exit_code,
+            0);
+  std::string out = MakeTempDir();
+  auto a = RunCli({"convert", hf, "-o", out + "/split.gguf"});
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto b = RunCli({"convert", from, "-o", out + "/one.gguf"});
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  ASSERT_EQ(RunCli({"convert", out + "/split.gguf", "-o", out + "/split.safetensors"}).exit_code, 0);
+  ASSERT_EQ(RunCli({"convert", out + "/one.gguf", "-o", out + "/one.safetensors"}).exit_code, 0);
+  // The same tensors (general.name comes from the folder's name).
+  ExpectSameModel(out + "/one.safetensors", out + "/split.safetensors", /*with_metadata=*/false);
+  const std::string index = hf + "/model.safetensors.index.json";
+  const std::string before = ReadText(index);
+  auto self = RunCli({"convert", hf, "-o", index, "--split-max-size", "300K"});
+  EXPECT_EQ(self.exit_code, 1) << self.output;
+  EXPECT_NE(self.output.find(index), std::string::npos) << self.output;
+  EXPECT_EQ(ReadText(index), before);
 }
 
 TEST(SafetensorsSplit, AFailedWriteLeavesNoFile) {
