@@ -490,11 +490,9 @@ struct SafetensorsWriter::Impl {
 SafetensorsWriter::SafetensorsWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SafetensorsWriter::~SafetensorsWriter() = default;
 
-absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
-    const std::string& path, std::vector<std::pair<std::string, std::string>> metadata,
-    std::vector<SafetensorsTensorDecl> tensors, const std::vector<std::string>& inputs, bool durable) {
-  // Refuse anything a strict reader (ours, or HF's) would reject, before a
-  // byte is written.
+absl::StatusOr<std::vector<uint64_t>> CheckSafetensorsDecls(
+    const std::string& path, const std::vector<std::pair<std::string, std::string>>& metadata,
+    const std::vector<SafetensorsTensorDecl>& tensors) {
   std::vector<uint64_t> sizes;
   sizes.reserve(tensors.size());
   {
@@ -528,7 +526,15 @@ absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
     if (!bytes) return TensorError(path, t.name, "byte size overflows 64 bits");
     sizes.push_back(*bytes);
   }
-  names = MakeNameIndexSet(tensors.data(), 0);  // freed before the header is made
+  return sizes;
+}
+
+absl::StatusOr<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
+    const std::string& path, std::vector<std::pair<std::string, std::string>> metadata,
+    std::vector<SafetensorsTensorDecl> tensors, const std::vector<std::string>& inputs, bool durable) {
+  // Refuse anything a strict reader (ours, or HF's) would reject, before a
+  // byte is written.
+  BP_ASSIGN_OR_RETURN(std::vector<uint64_t> sizes, CheckSafetensorsDecls(path, metadata, tensors));
 
   // The header, spelled exactly as Hugging Face's writer (serde_json) does:
   // compact, __metadata__ first, tensors in data order, space-padded to a
@@ -610,7 +616,7 @@ absl::Status SafetensorsWriter::WritePieces(PieceSource& pieces, std::shared_ptr
   return absl::OkStatus();
 }
 
-absl::Status SafetensorsWriter::Finish() {
+absl::StatusOr<AtomicFile*> SafetensorsWriter::Seal() {
   Impl& w = *impl_;
   const std::string& path = w.file->path();
   if (w.failed) return absl::FailedPreconditionError(absl::StrCat(path, ": an earlier write failed"));
@@ -619,8 +625,18 @@ absl::Status SafetensorsWriter::Finish() {
                        absl::StrCat("not written (", w.next, " of ", w.tensors.size(),
                                     " tensors were)"));
   }
-  absl::Status s = w.file->Commit();
-  if (!s.ok()) w.failed = true;
+  absl::Status s = w.file->Seal();
+  if (!s.ok()) {
+    w.failed = true;
+    return s;
+  }
+  return w.file.get();
+}
+
+absl::Status SafetensorsWriter::Finish() {
+  BP_ASSIGN_OR_RETURN(AtomicFile * file, Seal());
+  absl::Status s = file->Publish();
+  if (!s.ok()) impl_->failed = true;
   return s;
 }
 

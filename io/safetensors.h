@@ -22,6 +22,8 @@
 
 namespace boltpack::io {
 
+class AtomicFile;
+
 inline constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
 
 struct SafetensorsTensor {
@@ -78,6 +80,13 @@ struct SafetensorsTensorDecl {
   SafetensorsDeclShape shape;
 };
 
+// The data size of each of `tensors`, after the checks the writer makes
+// before a byte is written (what a strict reader, ours or HF's, would
+// reject: names, dtypes, shapes, sizes, duplicates, __metadata__).
+absl::StatusOr<std::vector<uint64_t>> CheckSafetensorsDecls(
+    const std::string& path, const std::vector<std::pair<std::string, std::string>>& metadata,
+    const std::vector<SafetensorsTensorDecl>& tensors);
+
 // Streams a .safetensors file: the header is written from the declarations
 // first, then each tensor's bytes in declaration order. The file is atomic
 // (temporary file + rename) and never overwrites one of `inputs`.
@@ -100,6 +109,10 @@ class SafetensorsWriter {
   absl::Status WriteNextBehind(std::shared_ptr<PieceSource> bytes);
   // Fails unless every declared tensor was written.
   absl::Status Finish();
+  // Finish without the name: checks that every tensor was written and
+  // seals the file (written, fsynced, still unnamed); the caller names it
+  // with the files it belongs with (CommitAll, io/safetensors_split.h).
+  absl::StatusOr<AtomicFile*> Seal();
 
   struct Impl;
 

@@ -5,6 +5,7 @@
 // table; verify: after each tensor's checksums and decode). Measured here as the CLI's peak resident memory beside its own
 // baseline (`--version`), for a 64 MiB model.
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,7 @@ class BoundedMemory : public ::testing::Test {
 #endif
     dir_ = MakeTempDir();
     model_ = WriteModel(dir_);
+    for (const char* sub : {"/split", "/again"}) std::filesystem::create_directory(dir_ + sub);
     baseline_ = CliPeakResidentKib({"--version"});
     ASSERT_GT(baseline_, 0);
   }
@@ -68,6 +70,16 @@ TEST_F(BoundedMemory, ConvertHoldsAboutATensorNotTheModel) {
   // safetensors -> .bolt (every tensor encoded), then .bolt -> GGUF.
   ExpectBounded({"convert", model_, "-o", dir_ + "/m.bolt", "--no-fsync"});
   ExpectBounded({"convert", dir_ + "/m.bolt", "-o", dir_ + "/m.gguf", "--no-fsync"});
+}
+
+TEST_F(BoundedMemory, SplitSafetensorsOutputHoldsAboutATensorNotTheModel) {
+  // Hugging Face's split layout, 4 MB files: each file is sealed (its buffer
+  // freed) when its last tensor is written, so no file is held whole.
+  ASSERT_EQ(testing::RunCli({"convert", model_, "-o", dir_ + "/m.bolt", "--no-fsync"}).exit_code, 0);
+  ExpectBounded({"convert", dir_ + "/m.bolt", "-o", dir_ + "/split/model.safetensors", "--split-max-size", "4M",
+                 "--no-fsync"});
+  ExpectBounded({"convert", dir_ + "/split/model.safetensors.index.json", "-o", dir_ + "/again/model.safetensors",
+                 "--split-max-size", "10M", "--no-fsync"});
 }
 
 TEST_F(BoundedMemory, VerifyHoldsAboutATensorNotTheModel) {

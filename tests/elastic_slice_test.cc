@@ -449,6 +449,40 @@ TEST(ElasticCli, ListBudgetsAndAdHocKeep) {
   EXPECT_NE(nob.output.find("budgets: big, small"), std::string::npos) << nob.output;
 }
 
+// slice --split-max-tensors / --split-max-size to safetensors: Hugging
+// Face's shards plus index, the same tensors as the one-file slice.
+TEST(ElasticCli, SliceSplitsSafetensorsLikeHuggingFace) {
+  std::string dir = MakeTempDir();
+  WriteModel(dir + "/m.gguf");
+  WriteText(dir + "/e.json", ElasticJson());
+  ASSERT_EQ(RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json"}).exit_code, 0);
+  ASSERT_EQ(RunCli({"slice", dir + "/e.bolt", "--budget", "small", "-o", dir + "/one.safetensors"}).exit_code, 0);
+  std::filesystem::create_directory(dir + "/split");
+  auto s = RunCli({"slice", dir + "/e.bolt", "--budget", "small", "-o", dir + "/split/model.safetensors",
+                   "--split-max-tensors", "4", "--split-max-size", "20K"});
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  auto one = io::SafetensorsModel::Open(dir + "/one.safetensors");
+  auto split = io::SafetensorsModel::Open(dir + "/split/model.safetensors.index.json");
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_GE((*split)->files().size(), ((*one)->tensors().size() + 3) / 4);
+  EXPECT_EQ((*one)->metadata(), (*split)->metadata());
+  ASSERT_EQ((*one)->tensors().size(), (*split)->tensors().size());
+  std::map<std::string, size_t> at;
+  for (size_t i = 0; i < (*split)->tensors().size(); ++i) at[(*split)->tensors()[i].name] = i;
+  for (size_t i = 0; i < (*one)->tensors().size(); ++i) {
+    const auto& t = (*one)->tensors()[i];
+    ASSERT_TRUE(at.count(t.name)) << t.name;
+    EXPECT_EQ(t.shape, (*split)->tensors()[at[t.name]].shape) << t.name;
+    auto x = (*one)->TensorBytes(i), y = (*split)->TensorBytes(at[t.name]);
+    EXPECT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << t.name;
+  }
+  // Split options split safetensors output only.
+  auto bolt = RunCli({"slice", dir + "/e.bolt", "--budget", "small", "-o", dir + "/s.bolt", "--split-max-size", "1M"});
+  EXPECT_EQ(bolt.exit_code, 2) << bolt.output;
+  EXPECT_NE(bolt.output.find("split .safetensors output"), std::string::npos) << bolt.output;
+}
+
 }  // namespace
 }  // namespace boltpack
 

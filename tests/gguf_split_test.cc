@@ -169,8 +169,8 @@ TEST(GgufSplit, UsageErrors) {
   std::string dir = MakeTempDir();
   auto bolt = RunCli({"convert", Gguf("ggml-writer-all"), "-o", dir + "/x.bolt", "--split-max-size", "1M"});
   EXPECT_EQ(bolt.exit_code, 2) << bolt.output;
-  EXPECT_NE(bolt.output.find("split GGUF output only"), std::string::npos) << bolt.output;
-  auto st = RunCli({"convert", Gguf("ggml-writer-all"), "-o", dir + "/x.safetensors", "--split-max-size", "1M"});
+  EXPECT_NE(bolt.output.find("split .gguf and .safetensors output"), std::string::npos) << bolt.output;
+  auto st = RunCli({"convert", Gguf("ggml-writer-all"), "-o", dir + "/x.safetensors.index.json"});
   EXPECT_EQ(st.exit_code, 2) << st.output;
   auto size = RunCli({"convert", Gguf("ggml-writer-all"), "-o", dir + "/x.gguf", "--split-max-size", "lots"});
   EXPECT_EQ(size.exit_code, 2) << size.output;

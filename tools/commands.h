@@ -25,8 +25,8 @@ struct ConvertArgs {
   std::string imatrix;  // llama.cpp importance matrix (GGUF or legacy .dat)
   std::string recipe;   // textproto of codec rules (spec/recipe.proto)
   std::string elastic;  // elastic authoring JSON (spec/elastic.md)
-  std::string split_max_size;  // .gguf output: split like gguf-split ("500M", "2G", bytes)
-  uint64_t split_max_tensors = 0;  // .gguf output: at most this many tensors per file
+  std::string split_max_size;  // .gguf (as gguf-split) or .safetensors (as HF) output: split ("500M", "2G", bytes)
+  uint64_t split_max_tensors = 0;  // .gguf or .safetensors output: at most this many tensors per file
   std::string shard_max_size;  // .bolt output: a multi-file model of files this large at most (spec §8)
   std::string view = "full";  // the view .bolt inputs are decoded in (.safetensors output)
   bool no_fsync = false;       // skip the fsync before the rename (common/atomic_file.h)
@@ -63,6 +63,8 @@ struct SliceArgs {
   bool list_budgets = false;
   std::vector<std::string> keep;  // ad-hoc budget: AXIS=FRACTION or AXIS=COUNT
   std::string shard_max_size;     // .bolt output: a multi-file model (spec §8)
+  std::string split_max_size;     // .safetensors output: Hugging Face's split layout
+  uint64_t split_max_tensors = 0;  // .safetensors output: at most this many tensors per file
   int threads = 0;
   bool no_fsync = false;  // skip the fsync before the rename (common/atomic_file.h)
   bool skeleton = false;  // bolt-pack plan: as ConvertArgs::skeleton (.bolt output)

@@ -19,6 +19,7 @@
 #include "io/gguf.h"
 #include "io/gguf_nvfp4.h"
 #include "io/gguf_split.h"
+#include "io/safetensors_split.h"
 #include "io/imatrix.h"
 #include "io/safetensors.h"
 #include "tools/codec_plan.h"
@@ -34,6 +35,7 @@
 #include "io/metadata_json.h"
 #include "tools/part_plan.h"
 #include "tools/progress.h"
+#include "tools/safetensors_out.h"
 
 namespace boltpack::tools {
 namespace {
@@ -375,7 +377,8 @@ absl::Status SafetensorsBytes(const InputTensor& t, DType d, const ConvertArgs& 
   return t.reader->Decode(t.index, args.view, out, absl::MakeSpan(job->buf), exec);
 }
 
-absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args) {
+absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args,
+                                  uint64_t split_max_bytes) {
   std::vector<io::SafetensorsTensorDecl> decls;
   decls.reserve(in.tensors().size());
   std::vector<DType> dtypes;  // the declarations move to the writer (a copy was 96 MB for 1M tensors)
@@ -390,8 +393,9 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
   for (const auto& [key, value] : in.metadata()) {
     meta.emplace_back(key, value.type == ValueType::kString ? value.s : io::MetaValueToJson(value));
   }
-  BP_ASSIGN_OR_RETURN(auto writer, io::SafetensorsWriter::Create(args.output, meta, std::move(decls), in.files(),
-                                                                 !args.no_fsync));
+  BP_ASSIGN_OR_RETURN(SafetensorsOut writer,
+                      SafetensorsOut::Create(args.output, std::move(meta), std::move(decls), in.files(),
+                                             !args.no_fsync, split_max_bytes, args.split_max_tensors));
   Progress progress("convert", in.total_bytes());
   ExecOptions exec;
   exec.threads = args.threads;
@@ -416,13 +420,13 @@ absl::Status ConvertToSafetensors(const Inputs& in, const CodecPlan& plan, const
   auto consume = [&](size_t i, size_t slot) -> absl::Status {
     const auto& t = in.tensors()[i];
     SafetensorsJob job = std::move(slots[slot]);
-    BP_RETURN_IF_ERROR(PrefixError(writer->WriteNext(job.in_place ? job.bytes : absl::MakeConstSpan(job.buf)), t));
+    BP_RETURN_IF_ERROR(PrefixError(writer.WriteNext(job.in_place ? job.bytes : absl::MakeConstSpan(job.buf)), t));
     Done(in, t, progress, InputBytes(t));
     return absl::OkStatus();
   };
   BP_RETURN_IF_ERROR(RunOrdered(in.tensors().size(), pipeline, produce, consume));
   progress.Finish();
-  return writer->Finish();
+  return writer.Finish();
 }
 
 // One tensor's GGUF type and bytes (zero-copy where the source holds them).
@@ -709,9 +713,14 @@ absl::Status CheckOutput(const ConvertArgs& args, const std::string& ext, uint64
     return UsageError(
         StrCat(args.output, ": unknown output format \"", ext, "\" (expected .bolt, .safetensors or .gguf)"));
   }
-  if ((!args.split_max_size.empty() || args.split_max_tensors > 0) && ext != ".gguf") {
-    return UsageError(StrCat(args.output, ": --split-max-size and --split-max-tensors split GGUF output only ",
-                             "(the output is \"", ext, "\")"));
+  const bool split = !args.split_max_size.empty() || args.split_max_tensors > 0;
+  if (split && ext != ".gguf" && ext != ".safetensors") {
+    return UsageError(StrCat(args.output, ": --split-max-size and --split-max-tensors split .gguf and .safetensors ",
+                             "output (the output is \"", ext, "\")"));
+  }
+  if (!split && io::IsSafetensorsIndexName(args.output)) {
+    return UsageError(StrCat(args.output, ": an index names a split model: give --split-max-size (e.g. 5G, as "
+                             "Hugging Face) or --split-max-tensors, or write NAME.safetensors for one file"));
   }
   if (!args.shard_max_size.empty()) {
     if (ext != ".bolt") {
@@ -795,7 +804,8 @@ bool IsUsageError(const absl::Status& s) { return s.GetPayload(kUsagePayload).ha
 absl::StatusOr<PreparedConvert> PrepareConvert(const ConvertArgs& args) {
   PreparedConvert p;
   BP_RETURN_IF_ERROR(CollectRules(args, &p.rules));
-  p.ext = Extension(args.output);
+  // DIR/NAME.safetensors.index.json: the index of a split safetensors output.
+  p.ext = io::IsSafetensorsIndexName(args.output) ? ".safetensors" : Extension(args.output);
   BP_RETURN_IF_ERROR(CheckOutput(args, p.ext, &p.split_max_bytes));
   if (!args.imatrix.empty()) {
     BP_ASSIGN_OR_RETURN(p.imatrix, io::Imatrix::Load(args.imatrix));
@@ -824,7 +834,7 @@ absl::Status ConvertInputs(const Inputs& in, const ConvertArgs& args, const Prep
   if (ext == ".gguf") {
     return ConvertToGguf(in, std::move(plan), resolved, imatrix, prepared.split_max_bytes, tensors_written);
   }
-  return ConvertToSafetensors(in, plan, resolved);
+  return ConvertToSafetensors(in, plan, resolved, prepared.split_max_bytes);
 }
 
 int RunConvert(const ConvertArgs& args) {

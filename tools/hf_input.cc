@@ -183,6 +183,7 @@ absl::Status Inputs::AddHfFolder(const std::string& dir) {
   BP_ASSIGN_OR_RETURN(std::string weights, WeightsPath(dir));
   BP_ASSIGN_OR_RETURN(auto model, io::SafetensorsModel::Open(weights));
   files_.push_back(config_path);
+  if (Extension(weights) == ".json") files_.push_back(weights);  // the index too: never overwritten
   for (const auto& f : model->files()) files_.push_back(f);
   tensors_.reserve(model->tensors().size() + 1);
   if (arch->writes_vocab_and_rope_dims) BP_RETURN_IF_ERROR(AddRopeFreqs(config, config_path));

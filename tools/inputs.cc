@@ -102,6 +102,7 @@ absl::StatusOr<std::unique_ptr<Inputs>> Inputs::Open(const std::vector<std::stri
     std::string ext = Extension(path);
     if (ext == ".safetensors" || ext == ".json") {
       BP_ASSIGN_OR_RETURN(auto model, io::SafetensorsModel::Open(path));
+      if (ext == ".json") in->files_.push_back(path);  // the index too: never overwritten
       for (const auto& f : model->files()) in->files_.push_back(f);
       for (const auto& [k, v] : model->metadata()) add_meta(k, MetaValue::String(v));
       in->tensors_.reserve(in->tensors_.size() + model->tensors().size());

@@ -21,6 +21,15 @@ constexpr const char* kShardHelp =
     ".bolt output: a multi-file model (spec/container.md §8) of files of at most N bytes (N, NK, NM, NG or NT, "
     "powers of 1000): OUT.bolt holds the manifest, OUT-1.boltshard, OUT-2.boltshard, ... the tensors; a stream "
     "larger than N goes alone into a file of its own";
+constexpr const char* kSplitSizeHelp =
+    "Split the output into files of at most N bytes of tensor data each (N, NK, NM, NG or NT, powers of 1000; a "
+    "tensor larger than N gets a file of its own). .gguf: OUT-00001-of-0000K.gguf as gguf-split. .safetensors: "
+    "Hugging Face's layout in OUT's folder, -o DIR/model.safetensors (or DIR/model.safetensors.index.json) "
+    "writes DIR/model-00001-of-0000K.safetensors ... and DIR/model.safetensors.index.json (one file, no index, "
+    "when all fits: as Hugging Face)";
+constexpr const char* kSplitTensorsHelp =
+    "Split the output (.gguf or .safetensors, as --split-max-size) into files of at most N tensors each (as "
+    "gguf-split --split-max-tensors)";
 constexpr const char* kNoFsyncHelp =
     "Do not fsync the output before renaming it into place (as cp does): faster; a crash soon after may leave it "
     "empty or short";
@@ -75,7 +84,7 @@ int main(int argc, char** argv) {
                 "folder (config.json, weights, tokenizer files; tensors get GGUF names)")
       ->required()
       ->check(kFileOrFolder);
-  c->add_option("-o,--output", convert.output, "Output file (.bolt, .safetensors or .gguf)")->required();
+  c->add_option("-o,--output", convert.output, "Output file (.bolt, .safetensors or .gguf; DIR/NAME.safetensors.index.json with --split-max-size)")->required();
   c->add_option("--codec", convert.codec_rules,
                 "PATTERN=CODEC[:key=value,...]; first matching rule wins; '*' matches any characters")->take_all();
   c->footer(CodecListing());
@@ -89,13 +98,9 @@ int main(int argc, char** argv) {
       ->check(kRegularFile);
   c->add_option("--view", convert.view,
                 "Decode .bolt inputs as this view sees them (e.g. draft; default full); .safetensors output only");
-  c->add_option("--split-max-size", convert.split_max_size,
-                "GGUF output: write split files OUT-00001-of-0000N.gguf (as gguf-split) of at most N bytes of "
-                "tensor data each (N, NK, NM or NG)");
+  c->add_option("--split-max-size", convert.split_max_size, kSplitSizeHelp);
   c->add_option("--shard-max-size", convert.shard_max_size, kShardHelp);
-  c->add_option("--split-max-tensors", convert.split_max_tensors,
-                "GGUF output: write split files of at most N tensors each (as gguf-split --split-max-tensors)")
-      ->check(CLI::PositiveNumber);
+  c->add_option("--split-max-tensors", convert.split_max_tensors, kSplitTensorsHelp)->check(CLI::PositiveNumber);
   c->add_option("--elastic", convert.elastic,
                 "Elastic authoring JSON (spec/elastic.md): axes, bindings, importance, budgets; .bolt output only")
       ->check(kRegularFile);
@@ -126,12 +131,14 @@ int main(int argc, char** argv) {
   SliceArgs slice;
   auto* s = app.add_subcommand("slice", "Cut a budget out of an elastic .bolt file");
   s->add_option("input", slice.input, "An elastic .bolt file")->required()->check(kRegularFile);
-  s->add_option("-o,--output", slice.output, "Output file (.bolt, .gguf or .safetensors)");
+  s->add_option("-o,--output", slice.output, "Output file (.bolt, .gguf or .safetensors; DIR/NAME.safetensors.index.json with --split-max-size)");
   s->add_option("--budget", slice.budget, "Budget name");
   s->add_flag("--list-budgets", slice.list_budgets, "List the file's budgets");
   s->add_option("--keep", slice.keep, "Ad-hoc budget, AXIS=FRACTION (0.5) or AXIS=COUNT (48); repeatable")->take_all();
   s->add_flag("--no-fsync", slice.no_fsync, kNoFsyncHelp);
   s->add_option("--shard-max-size", slice.shard_max_size, kShardHelp);
+  s->add_option("--split-max-size", slice.split_max_size, kSplitSizeHelp);
+  s->add_option("--split-max-tensors", slice.split_max_tensors, kSplitTensorsHelp)->check(CLI::PositiveNumber);
 
   // The conformance kit's protocol (spec/conformance.md), for the runner
   // rather than for people: kept out of --help (group "").

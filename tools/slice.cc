@@ -23,6 +23,7 @@
 #include "io/gguf.h"
 #include "io/gguf_nvfp4.h"
 #include "io/gguf_split.h"
+#include "io/safetensors_split.h"
 #include "io/safetensors.h"
 #include "codecs/nvfp4/nvfp4_codec.h"
 #include "tools/commands.h"
@@ -33,6 +34,7 @@
 #include "io/metadata_json.h"
 #include "tools/plan.h"
 #include "tools/progress.h"
+#include "tools/safetensors_out.h"
 
 namespace boltpack::tools {
 namespace {
@@ -222,14 +224,18 @@ absl::Status SliceToSafetensors(const Reader& r, const format::SlicePlan& plan, 
   for (const auto& [key, value] : plan.metadata) {
     meta.emplace_back(key, value.type == ValueType::kString ? value.s : io::MetaValueToJson(value));
   }
-  BP_ASSIGN_OR_RETURN(auto writer, io::SafetensorsWriter::Create(args.output, meta, decls, {args.input}, !args.no_fsync));
+  // RunSlice checked the size.
+  const uint64_t max_bytes = args.split_max_size.empty() ? 0 : *io::ParseGgufSplitSize(args.split_max_size);
+  BP_ASSIGN_OR_RETURN(SafetensorsOut writer, SafetensorsOut::Create(args.output, std::move(meta), std::move(decls),
+                                                                    {args.input}, !args.no_fsync, max_bytes,
+                                                                    args.split_max_tensors));
   Progress progress("slice", plan.tensors.size(), Progress::Unit::kItems);
   for (const auto& p : plan.tensors) {
-    BP_RETURN_IF_ERROR(WriteDecoded(r, p, *writer));
+    BP_RETURN_IF_ERROR(WriteDecoded(r, p, writer));
     progress.Advance(1, p.name);
   }
   progress.Finish();
-  return writer->Finish();
+  return writer.Finish();
 }
 
 // llama.cpp reads some per-layer facts as one number; a budget whose kept
@@ -411,7 +417,9 @@ int RunSlice(const SliceArgs& args) {
     PrintError("slice needs exactly one of --budget NAME, --keep AXIS=VALUE... or --list-budgets");
     return 2;
   }
-  std::string ext = Extension(args.output);
+  const bool split = !args.split_max_size.empty() || args.split_max_tensors > 0;
+  // DIR/NAME.safetensors.index.json: the index of a split safetensors output.
+  std::string ext = split && io::IsSafetensorsIndexName(args.output) ? ".safetensors" : Extension(args.output);
   if (!args.list_budgets && ext != ".bolt" && ext != ".gguf" && ext != ".safetensors") {
     PrintError(StrCat(args.output.empty() ? std::string("(no -o)") : args.output,
                       ": slice writes .bolt, .gguf or .safetensors (give -o OUT)"));
@@ -422,6 +430,16 @@ int RunSlice(const SliceArgs& args) {
     if (ext != ".bolt" || !n.ok()) {
       PrintError(ext != ".bolt" ? StrCat(args.output, ": --shard-max-size writes a multi-file .bolt model")
                                 : StrCat("--shard-max-size: ", n.status().message()));
+      return 2;
+    }
+  }
+  if (split) {
+    auto n = args.split_max_size.empty() ? absl::StatusOr<uint64_t>(0) : io::ParseGgufSplitSize(args.split_max_size);
+    if (ext != ".safetensors" || !n.ok()) {
+      PrintError(ext != ".safetensors"
+                     ? StrCat(args.output, ": slice's --split-max-size and --split-max-tensors split .safetensors "
+                                           "output (Hugging Face's layout)")
+                     : StrCat("--split-max-size: ", n.status().message()));
       return 2;
     }
   }
@@ -489,8 +507,8 @@ int RunSlice(const SliceArgs& args) {
   }
   for (const auto& note : plan->notes) std::fprintf(stderr, "bolt-pack: note: %s\n", note.c_str());
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fprintf(stderr, "wrote %s (budget \"%s\": %zu tensors, %u layers, %.3f s)\n", args.output.c_str(),
-               budget.name.c_str(), written, plan->kept_layers, secs);
+  std::fprintf(stderr, "wrote %s (budget \"%s\": %zu tensors, %u layers, %.3f s)\n",
+               split ? "the files above" : args.output.c_str(), budget.name.c_str(), written, plan->kept_layers, secs);
   return 0;
 }
 
