@@ -270,7 +270,9 @@ def budget_want(e, budget, target):
     by_name = {t["name"]: t for t in e["tensors"]}
     want = []
     for bt in budget["tensors"]:
-        t = by_name.get(bt["tensor"])
+        # "tensor" is the name after layer renumbering; "parent", where it differs,
+        # the parent's (container.md Appendix B.1).
+        t = by_name.get(bt.get("parent", bt["tensor"]))
         if t is None or not bt["runs"]:
             return "kept tensor %s: no parent of that name or no runs in the expectation" % bt["tensor"]
         d = t["decode"][target]
