@@ -1875,7 +1875,18 @@ void ValidElasticLinePrefixes() {
                        b.begin() + static_cast<ptrdiff_t>(s.offset() + s.length()));
     d.push_back({ts[i].name, DigestDecodeJson(ts[i], blocks)});
   }
-  SaveValid("elastic_line_prefixes", b, {}, d);
+  // Both budgets cut the innermost dimension of ffn_down.weight; "small" also
+  // that of ffn_down_exps.weight ("large" keeps it whole): in `native` (q8_0
+  // blocks, no whole bytes per element) a cut tensor is refused, one kept
+  // whole prints the parent's decode (conformance.md [K-6.5]).
+  auto budget = [](const char* name, uint64_t ffn, uint64_t expert_ffn) {
+    Json t = Json::Arr()
+                 .Push(RunsTensor("ffn_down.weight", {RunsDim({{0, 4}}), RunsDim({{0, ffn}})}))
+                 .Push(RunsTensor("ffn_down_exps.weight", {RunsDim({{0, 2}}), RunsDim({{0, 2}}), RunsDim({{0, expert_ffn}})}));
+    return Json::Obj().Add("budget", S(name)).Add("tensors", std::move(t));
+  };
+  Json runs = Json::Arr().Push(budget("large", 64, 64)).Push(budget("small", 32, 32));
+  SaveValid("elastic_line_prefixes", b, {}, d, {{"budget_runs", runs}});
 }
 
 // ---------------------------------------------------------------------------
