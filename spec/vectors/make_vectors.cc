@@ -1879,10 +1879,31 @@ void ValidElasticLinePrefixes() {
   // that of ffn_down_exps.weight ("large" keeps it whole): in `native` (q8_0
   // blocks, no whole bytes per element) a cut tensor is refused, one kept
   // whole prints the parent's decode (conformance.md [K-6.5]).
-  auto budget = [](const char* name, uint64_t ffn, uint64_t expert_ffn) {
-    Json t = Json::Arr()
-                 .Push(RunsTensor("ffn_down.weight", {RunsDim({{0, 4}}), RunsDim({{0, ffn}})}))
-                 .Push(RunsTensor("ffn_down_exps.weight", {RunsDim({{0, 2}}), RunsDim({{0, 2}}), RunsDim({{0, expert_ffn}})}));
+  // The decodes give no hex, so a cut tensor carries its kept bytes' digest
+  // per float target (Appendix B.1 "decode"), from the source values (which
+  // q8_0 stores exactly here, as the parent's digests assume).
+  auto kept = [](const TensorSpec& t, uint64_t keep) {
+    Json digests = Json::Obj();
+    const uint64_t cols = t.shape.back();
+    for (const auto& [target, to] : {std::pair<const char*, DType>{"f32", DType::kF32}, {"f16", DType::kF16},
+                                     {"bf16", DType::kBF16}}) {
+      const Bytes all = Convert(DType::kF32, to, t.source);
+      const uint64_t size = all.size() / (t.source.size() / 4);
+      Bytes cut;
+      for (uint64_t row = 0; row * cols * size < all.size(); ++row) {
+        auto at = all.begin() + static_cast<ptrdiff_t>(row * cols * size);
+        cut.insert(cut.end(), at, at + static_cast<ptrdiff_t>(keep * size));
+      }
+      digests.Add(target, Json::Obj().Add("bytes", U(cut.size())).Add("sha256", S(bp::Sha256Hex(cut))));
+    }
+    return digests;
+  };
+  auto budget = [&](const char* name, uint64_t ffn, uint64_t expert_ffn) {
+    Json down = RunsTensor("ffn_down.weight", {RunsDim({{0, 4}}), RunsDim({{0, ffn}})});
+    down.Add("decode", kept(ts[0], ffn));
+    Json exps = RunsTensor("ffn_down_exps.weight", {RunsDim({{0, 2}}), RunsDim({{0, 2}}), RunsDim({{0, expert_ffn}})});
+    if (expert_ffn != 64) exps.Add("decode", kept(ts[1], expert_ffn));
+    Json t = Json::Arr().Push(std::move(down)).Push(std::move(exps));
     return Json::Obj().Add("budget", S(name)).Add("tensors", std::move(t));
   };
   Json runs = Json::Arr().Push(budget("large", 64, 64)).Push(budget("small", 32, 32));
