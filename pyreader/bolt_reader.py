@@ -4,8 +4,8 @@ conformance protocol (PROTOCOL.md / spec/conformance.md):
 
   bolt_reader.py capabilities
   bolt_reader.py list FILE
-  bolt_reader.py decode FILE [--target native|f32|f16|bf16] [--view V]
-  bolt_reader.py verify FILE          (extra: container.md §7.4 verification)
+  bolt_reader.py decode FILE [--target native|f32|f16|bf16] [--view V] [--budget B]
+  bolt_reader.py verify FILE          (container.md §7.4 verification, [K-5.2])
 """
 
 import argparse
@@ -17,6 +17,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bolt_codecs as bcodecs  # noqa: E402
+import budget  # noqa: E402
 import zstd  # noqa: E402
 from container import DTYPES, KNOWN_FEATURES, Reader  # noqa: E402
 from errors import BoltError  # noqa: E402
@@ -27,8 +28,8 @@ VERSION = "0.1"
 
 def capabilities():
     return {"name": "pyreader", "version": VERSION, "codecs": list(bcodecs.CODECS),
-            "features": sorted(KNOWN_FEATURES | {"views", "elastic"}), "targets": ["native", "f32", "f16", "bf16"],
-            "views": ["full", "draft"], "budgets": False}
+            "features": sorted(KNOWN_FEATURES | {"views", "elastic", "line_prefixes", "verify"}), "targets": ["native", "f32", "f16", "bf16"],
+            "budgets": True}
 
 
 def dtype_name(t):
@@ -105,22 +106,35 @@ def cmd_list(path):
     return 0
 
 
-def cmd_decode(path, target, view):
+def cmd_decode(path, target, view, budget_name=None):
     r = Reader(path)
     if view not in ("full", "") and view not in r.view_names:  # [C-15.5.1]
         raise BoltError("NOT_FOUND", "%s: view %r is not declared (views: full%s)"
                         % (path, view, "".join(", " + v for v in sorted(r.view_names))))
     view = view or "full"
-    for t in r.m["tensors"]:
-        out = decode_tensor(r, t, target, view)
-        emit({"name": t["name"], "shape": t["shape"], "dtype": dtype_name(t), "target": target,
+    if budget_name is None:
+        todo = [(t, t["name"], None) for t in r.m["tensors"]]
+    else:
+        todo = budget.kept_tensors(r, budget_name)  # [K-6.3]: the kept tensors, renumbered
+    rc = 0
+    for t, name, runs in todo:
+        try:
+            out = decode_tensor(r, t, target, view)
+            shape = t["shape"]
+            if runs is not None:  # elastic.md §5.4: decode in the view, then cut
+                out = budget.cut(t, out, runs, target)
+                shape = [sum(e - s for s, e in rs) for rs in runs]
+        except BoltError as e:  # [K-6.2]: an error line in its place, the tensors after it still decoded
+            e.tensor = name
+            rc = fail(e)
+            continue
+        emit({"name": name, "shape": shape, "dtype": dtype_name(t), "target": target,
               "bytes": len(out), "sha256": hashlib.sha256(out).hexdigest(), "xxh3": "%016x" % xxh3_64(out)})
-    return 0
+    return rc
 
 
 def cmd_verify(path):
-    Reader(path).verify()
-    emit({"verified": path})
+    Reader(path).verify()  # [K-5.2]: exit 0 and no line when the file is sound
     return 0
 
 
@@ -144,9 +158,7 @@ def main(argv):
             return cmd_list(a.file)
         if a.cmd == "verify":
             return cmd_verify(a.file)
-        if a.budget is not None:
-            raise BoltError("UNIMPLEMENTED", "elastic budgets are not implemented by this reader")
-        return cmd_decode(a.file, a.target, a.view)
+        return cmd_decode(a.file, a.target, a.view, a.budget)
     except BoltError as e:
         return fail(e)
     except OSError as e:

@@ -9,6 +9,7 @@ import struct
 
 import elastic
 import wire
+from counts import check_counts
 from errors import BoltError
 from xxh3 import xxh3_64
 
@@ -97,6 +98,7 @@ class Reader:
             raise dl("%s: manifest checksum mismatch" % p)
         self.manifest_offset = mo
         self.m = wire.parse("Manifest", man)  # [C-4.2.11] [C-6.13.1]
+        check_counts(self.m, p)  # [C-9.20]: every count limit before any validity rule
         self._validate()
 
     # ---- manifest (§6.13)
@@ -118,7 +120,7 @@ class Reader:
         self._check_metadata()
         self._check_views_declared()
         self._check_tensors()
-        elastic.validate(m)  # elastic.md §2, after the tensors
+        self.elastic = elastic.validate(m)  # elastic.md §2, after the tensors
         self._check_overlap()
         self._check_view_layout()
 

@@ -3,7 +3,7 @@
 Written from elastic.md alone. DATA_LOSS for every rule of §2; the counts of
 §3 (layers, axes, bindings, budgets, segments, budgets x parents) are limits,
 RESOURCE_EXHAUSTED; the length and value bounds are validity rules (§3).
-Budgets are validated but not cut (no slicing, no --budget decode).
+Budgets are validated here; budget.py cuts them (decode --budget).
 """
 
 import re
@@ -24,8 +24,8 @@ def rx(msg):
     return BoltError("RESOURCE_EXHAUSTED", "elastic: " + msg)
 
 
-def find_layer(name, pattern):
-    """[E-1.3]: (index, template) of the first qualifying position, or None."""
+def layer_span(name, pattern):
+    """[E-1.3]: (index, start, end) of the first qualifying run of digits, or None."""
     if "{L}" not in pattern:
         return None
     pre, post = pattern.split("{L}", 1)
@@ -36,12 +36,18 @@ def find_layer(name, pattern):
             return None
         j = i + len(pre)
         k = j
-        while k < len(name) and k - j < 10 and name[k].isdigit() and name[k] in "0123456789":
+        while k < len(name) and k - j < 10 and name[k] in "0123456789":
             k += 1
         run = name[j:k]
         if run and (run == "0" or run[0] != "0") and int(run) <= U32 - 1 and name.startswith(post, k):
-            return int(run), name[:j] + "{L}" + name[k:]
+            return int(run), j, k
         start = i + 1
+
+
+def find_layer(name, pattern):
+    """[E-1.3]: (index, template) of the first qualifying position, or None."""
+    f = layer_span(name, pattern)
+    return None if f is None else (f[0], name[:f[1]] + "{L}" + name[f[2]:])
 
 
 class Elastic:
@@ -329,33 +335,41 @@ class Elastic:
                     runs += self._axis_runs(b, B, layer, base + (a * uA + ua) * inner)
         return runs
 
+    def dim_runs(self, b, bind, d, layer, size):
+        """The kept element runs [start, end) of dimension d (elastic.md §1), merged, empty ones dropped."""
+        e = bind["dims"][d]
+        if e == "-":
+            return [(0, size)]
+        runs = []
+        if e == "+":
+            segs = {sd["dim"]: sd["segments"] for sd in bind["segmented"]}
+            pos = 0
+            for s in segs[d]:
+                n = s["fixed_elems"] or self._span("", d, s["axis"], layer)
+                runs += [(pos, pos + n)] if not s["axis"] else self._entry_runs(b, s["axis"], layer, pos)
+                pos += n
+        else:
+            runs = self._entry_runs(b, e, layer, 0)
+        merged = []
+        for r in runs:
+            if r[1] <= r[0]:
+                continue
+            if merged and merged[-1][1] == r[0]:
+                merged[-1] = (merged[-1][0], r[1])
+            else:
+                merged.append(r)
+        return merged
+
     def _blocks(self):
         for t, bind, layer in self.matched:
             B = BLOCK.get(t["codec"]["id"])
-            e = bind["dims"][-1]
-            if not B or e == "-":
+            last = len(bind["dims"]) - 1
+            if not B or bind["dims"][last] == "-":
                 continue
-            segs = {sd["dim"]: sd["segments"] for sd in bind["segmented"]}
             for b in self.em["budgets"]:
                 if layer is not None and not b["layer_keep"][layer]:
                     continue
-                runs = []
-                if e == "+":
-                    pos = 0
-                    for s in segs[len(bind["dims"]) - 1]:
-                        size = s["fixed_elems"] or self._span(t["name"], 0, s["axis"], layer)
-                        runs += [(pos, pos + size)] if not s["axis"] else self._entry_runs(b, s["axis"], layer, pos)
-                        pos += size
-                else:
-                    runs = self._entry_runs(b, e, layer, 0)
-                merged = []
-                for r in runs:
-                    if r[1] <= r[0]:
-                        continue
-                    if merged and merged[-1][1] == r[0]:
-                        merged[-1] = (merged[-1][0], r[1])
-                    else:
-                        merged.append(r)
+                merged = self.dim_runs(b, bind, last, layer, t["shape"][last])
                 if merged == [(0, t["shape"][-1])]:
                     continue  # not cut: rule 6 constrains only a cut innermost dimension
                 for s0, e0 in merged:
@@ -381,5 +395,9 @@ class Elastic:
 
 
 def validate(m):
-    if m["elastic"] is not None:  # [E-2.8]
-        Elastic(m["elastic"], m["tensors"]).validate()
+    """The validated Elastic of the manifest, or None when the file has none."""
+    if m["elastic"] is None:
+        return None
+    e = Elastic(m["elastic"], m["tensors"])
+    e.validate()  # [E-2.8]
+    return e

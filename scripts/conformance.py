@@ -265,26 +265,52 @@ def kept_bytes(full, shape, runs, size):
     return bytes(out)
 
 
+def kept_whole(shape, runs, dims):
+    """Whether `runs` keep every dimension of `dims` whole."""
+    return all(runs[d] == [[0, shape[d]]] for d in dims)
+
+
+def budget_want_tensor(t, bt, target):
+    """The expected decode of one kept tensor ([K-6.4], [K-6.5]), or why it cannot be known."""
+    d = t["decode"][target]
+    shape, runs = t["shape"], bt["runs"]
+    kept = bt.get("decode", {}).get(target)
+    if kept is not None and "error" not in d:  # the kept bytes' digest, where the parent has no hex
+        return kept["bytes"], kept["sha256"]
+    if "error" in d or kept_whole(shape, runs, range(len(shape))):
+        return d if "error" in d else (expected_digest(d) or "parent %s has no sha256 for %s" % (t["name"], target))
+    size = len(d["hex"]) // 2 if "hex" in d else d.get("bytes", 0)
+    elements = 1
+    for n in shape:
+        elements *= n
+    whole_bytes = elements and size % elements == 0
+    if not whole_bytes and not kept_whole(shape, runs, range(1, len(shape))):
+        # No whole bytes per element (a block codec's native form) and an inner cut: refused.
+        return {"error": {"class": "UNIMPLEMENTED", "message": "no whole bytes per element"}}
+    if "hex" not in d:
+        return "parent %s has no hex expectation for %s" % (t["name"], target)
+    full = bytes.fromhex(d["hex"])
+    if whole_bytes:
+        b = kept_bytes(full, shape, runs, len(full) // elements)
+    else:  # only the outermost dimension cut: whole rows
+        b = kept_bytes(full, shape[:1], runs[:1], len(full) // shape[0])
+    return len(b), hashlib.sha256(b).hexdigest()
+
+
 def budget_want(e, budget, target):
     """The expected lines of `decode --budget`, or why they cannot be known."""
     by_name = {t["name"]: t for t in e["tensors"]}
     want = []
     for bt in budget["tensors"]:
-        t = by_name.get(bt["tensor"])
+        # "tensor" is the name after layer renumbering; "parent", where it differs,
+        # the parent's (container.md Appendix B.1).
+        t = by_name.get(bt.get("parent", bt["tensor"]))
         if t is None or not bt["runs"]:
             return "kept tensor %s: no parent of that name or no runs in the expectation" % bt["tensor"]
-        d = t["decode"][target]
-        if "hex" not in d:
-            return "parent %s has no hex expectation for %s" % (t["name"], target)
-        full = bytes.fromhex(d["hex"])
-        elements = 1
-        for n in t["shape"]:
-            elements *= n
-        if elements == 0 or len(full) % elements:
-            return "%s: no fixed element size in %s" % (t["name"], target)
-        b = kept_bytes(full, t["shape"], bt["runs"], len(full) // elements)
-        want.append((bt["tensor"], [sum(r[1] for r in dim) for dim in bt["runs"]], t["dtype"],
-                     (len(b), hashlib.sha256(b).hexdigest())))
+        d = budget_want_tensor(t, bt, target)
+        if isinstance(d, str):
+            return d
+        want.append((bt["tensor"], [sum(r[1] for r in dim) for dim in bt["runs"]], t["dtype"], d))
     return want
 
 

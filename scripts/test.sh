@@ -9,8 +9,9 @@
 # First of all it checks the layers of the includes (scripts/check_layers.sh),
 # the spec's rule ids (scripts/check_rule_ids.py) and the length of functions
 # (scripts/long_functions.py), and that the conformance runner fails wrong
-# implementations (scripts/conformance_test.py); the runner then checks the
-# g++ and the sanitized bolt-pack against the kit (spec/conformance.md).
+# implementations (scripts/conformance_test.py); the runner then checks
+# pyreader (the second reader, pure Python), the g++ and the sanitized
+# bolt-pack against the kit (spec/conformance.md).
 #   FUZZ_SECONDS (default 60) sets the time per fuzz target.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -38,6 +39,9 @@ echo "== functions of one job: none over 150 lines without a reason (scripts/lon
 
 echo "== conformance runner: it fails wrong implementations (scripts/conformance_test.py)"
 /usr/bin/python3 "$ROOT/scripts/conformance_test.py"
+
+echo "== conformance kit (spec/conformance.md) against pyreader, for what it declares (no build needed)"
+/usr/bin/python3 "$ROOT/scripts/conformance.py" /usr/bin/python3 "$ROOT/pyreader/bolt_reader.py"
 
 echo "== g++ build + tests"
 "$ROOT/scripts/build.sh" "$B/gcc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc \

@@ -1508,6 +1508,23 @@ void ValidViews() {
   SaveValid("views_draft", b, {}, d);
 }
 
+// One dimension's kept runs, [start, length] pairs (Appendix B.1 budget_runs).
+Json RunsDim(std::initializer_list<std::pair<uint64_t, uint64_t>> runs) {
+  Json a = Json::Arr();
+  for (auto [start, length] : runs) a.Push(Json::Arr().Push(U(start)).Push(U(length)));
+  return a;
+}
+
+// A kept tensor of budget_runs: its name after renumbering and, when that
+// differs, its parent's name (so a runner finds the parent's decode).
+Json RunsTensor(const std::string& name, std::vector<Json> dims, const std::string& parent = "") {
+  Json runs = Json::Arr();
+  for (auto& d : dims) runs.Push(std::move(d));
+  Json o = Json::Obj().Add("tensor", S(name));
+  if (!parent.empty()) o.Add("parent", S(parent));
+  return o.Add("runs", runs);
+}
+
 // Two layers, one per-layer axis bound by one template, two nested budgets.
 bp::ElasticManifest SmallElastic() {
   bp::ElasticManifest e;
@@ -1545,6 +1562,37 @@ void ValidElastic() {
   std::vector<TensorSpec> ts;
   Bytes b = ElasticFile("elastic", &ts);
   SaveValid("elastic", b, {}, DecodesOf(ts));
+}
+
+// Layer renumbering (elastic.md §5.2, conformance.md [K-6.3]): the tensors of
+// SmallElastic plus "blk.7.norm.weight", whose index is past layer_count (not a
+// tensor of a layer: kept, never renamed), and a budget "late" that drops
+// layer 0, so its blk.1 tensors are printed as blk.0.
+void ValidElasticRenumber() {
+  std::vector<TensorSpec> ts = {F32Tensor("token_embd.weight", {3, 2}, {0.5f, 1, 1.5f, 2, 2.5f, 3}),
+                                F32Tensor("blk.0.ffn_up.weight", {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8}),
+                                F32Tensor("blk.1.ffn_up.weight", {4, 2}, {-1, -2, -3, -4, -5, -6, -7, -8}),
+                                F32Tensor("blk.7.norm.weight", {2}, {0.25f, -0.25f})};
+  bp::ElasticManifest e = SmallElastic();
+  e.budgets.push_back({"late", {false, true}, {{"ffn", {0, 2}}}, ""});
+  Bytes b = WriteWith("elastic_renumber", Options(), [&](bp::Writer& w) {
+    for (const auto& t : ts) Add(w, t);
+    Check(w.SetElastic(e), "elastic renumber");
+  });
+  auto whole = [](const std::string& n, uint64_t rows, uint64_t cols) {
+    return RunsTensor(n, {RunsDim({{0, rows}}), RunsDim({{0, cols}})});
+  };
+  Json norm = RunsTensor("blk.7.norm.weight", {RunsDim({{0, 2}})});
+  Json half = Json::Arr().Push(whole("token_embd.weight", 3, 2)).Push(whole("blk.0.ffn_up.weight", 2, 2))
+                  .Push(whole("blk.1.ffn_up.weight", 2, 2)).Push(norm);
+  Json small = Json::Arr().Push(whole("token_embd.weight", 3, 2)).Push(whole("blk.0.ffn_up.weight", 2, 2)).Push(norm);
+  Json late = Json::Arr()
+                  .Push(whole("token_embd.weight", 3, 2))
+                  .Push(RunsTensor("blk.0.ffn_up.weight", {RunsDim({{0, 2}}), RunsDim({{0, 2}})}, "blk.1.ffn_up.weight"))
+                  .Push(norm);
+  auto budget = [](const char* n, Json t) { return Json::Obj().Add("budget", S(n)).Add("tensors", std::move(t)); };
+  Json runs = Json::Arr().Push(budget("half", half)).Push(budget("small", small)).Push(budget("late", late));
+  SaveValid("elastic_renumber", b, {}, DecodesOf(ts), {{"budget_runs", runs}});
 }
 
 // Format 1.2: elastic manifest version 2. One layer; "heads" in 2 groups
@@ -1590,7 +1638,13 @@ Bytes GroupedFile(const std::string& name, std::vector<TensorSpec>* ts) {
 void ValidElasticGroups() {
   std::vector<TensorSpec> ts;
   Bytes b = GroupedFile("elastic_groups", &ts);
-  SaveValid("elastic_groups", b, {}, DecodesOf(ts));
+  // "half": one head of each group of 2 (rows [0, 2) and [4, 6)), one ffn
+  // unit of each ffn segment, the fixed segment whole.
+  Json half = Json::Arr()
+                  .Push(RunsTensor("blk.0.attn_q.weight", {RunsDim({{0, 2}, {4, 2}}), RunsDim({{0, 2}})}))
+                  .Push(RunsTensor("blk.0.ffn_gate_up.weight", {RunsDim({{0, 1}, {2, 1}, {4, 2}}), RunsDim({{0, 2}})}));
+  Json runs = Json::Arr().Push(Json::Obj().Add("budget", S("half")).Add("tensors", half));
+  SaveValid("elastic_groups", b, {}, DecodesOf(ts), {{"budget_runs", runs}});
 }
 
 // Format 1.2: product dimensions (elastic.md §1), a tiny Mamba-2 mixer. One
@@ -1641,16 +1695,8 @@ Bytes ProductFile(const std::string& name, std::vector<TensorSpec>* ts) {
 // out from the definition above: "budget_runs" is a key of this vector's
 // expectation only, so older expectations keep their bytes.
 Json ProductBudgetRuns() {
-  auto dim = [](std::initializer_list<std::pair<uint64_t, uint64_t>> runs) {
-    Json a = Json::Arr();
-    for (auto [start, length] : runs) a.Push(Json::Arr().Push(U(start)).Push(U(length)));
-    return a;
-  };
-  auto tensor = [](const std::string& name, std::vector<Json> dims) {
-    Json runs = Json::Arr();
-    for (auto& d : dims) runs.Push(std::move(d));
-    return Json::Obj().Add("tensor", S(name)).Add("runs", runs);
-  };
+  auto dim = RunsDim;
+  auto tensor = [](const std::string& name, std::vector<Json> dims) { return RunsTensor(name, std::move(dims)); };
   Json channels = Json::Arr()
                       .Push(tensor("blk.0.ssm_out.weight", {dim({{0, 2}}), dim({{0, 1}, {2, 1}})}))
                       .Push(tensor("blk.0.ssm_in.weight", {dim({{0, 1}, {2, 1}, {4, 1}, {6, 1}, {8, 2}}), dim({{0, 1}})}))
@@ -1829,7 +1875,39 @@ void ValidElasticLinePrefixes() {
                        b.begin() + static_cast<ptrdiff_t>(s.offset() + s.length()));
     d.push_back({ts[i].name, DigestDecodeJson(ts[i], blocks)});
   }
-  SaveValid("elastic_line_prefixes", b, {}, d);
+  // Both budgets cut the innermost dimension of ffn_down.weight; "small" also
+  // that of ffn_down_exps.weight ("large" keeps it whole): in `native` (q8_0
+  // blocks, no whole bytes per element) a cut tensor is refused, one kept
+  // whole prints the parent's decode (conformance.md [K-6.5]).
+  // The decodes give no hex, so a cut tensor carries its kept bytes' digest
+  // per float target (Appendix B.1 "decode"), from the source values (which
+  // q8_0 stores exactly here, as the parent's digests assume).
+  auto kept = [](const TensorSpec& t, uint64_t keep) {
+    Json digests = Json::Obj();
+    const uint64_t cols = t.shape.back();
+    for (const auto& [target, to] : {std::pair<const char*, DType>{"f32", DType::kF32}, {"f16", DType::kF16},
+                                     {"bf16", DType::kBF16}}) {
+      const Bytes all = Convert(DType::kF32, to, t.source);
+      const uint64_t size = all.size() / (t.source.size() / 4);
+      Bytes cut;
+      for (uint64_t row = 0; row * cols * size < all.size(); ++row) {
+        auto at = all.begin() + static_cast<ptrdiff_t>(row * cols * size);
+        cut.insert(cut.end(), at, at + static_cast<ptrdiff_t>(keep * size));
+      }
+      digests.Add(target, Json::Obj().Add("bytes", U(cut.size())).Add("sha256", S(bp::Sha256Hex(cut))));
+    }
+    return digests;
+  };
+  auto budget = [&](const char* name, uint64_t ffn, uint64_t expert_ffn) {
+    Json down = RunsTensor("ffn_down.weight", {RunsDim({{0, 4}}), RunsDim({{0, ffn}})});
+    down.Add("decode", kept(ts[0], ffn));
+    Json exps = RunsTensor("ffn_down_exps.weight", {RunsDim({{0, 2}}), RunsDim({{0, 2}}), RunsDim({{0, expert_ffn}})});
+    if (expert_ffn != 64) exps.Add("decode", kept(ts[1], expert_ffn));
+    Json t = Json::Arr().Push(std::move(down)).Push(std::move(exps));
+    return Json::Obj().Add("budget", S(name)).Add("tensors", std::move(t));
+  };
+  Json runs = Json::Arr().Push(budget("large", 64, 64)).Push(budget("small", 32, 32));
+  SaveValid("elastic_line_prefixes", b, {}, d, {{"budget_runs", runs}});
 }
 
 // ---------------------------------------------------------------------------
@@ -2025,6 +2103,15 @@ void InvalidStreams(const Base& base) {
                     for (int k = 0; k < 64; ++k) SetStream(t->add_streams(), StrCat("extra", k), 0, 64, {}, 64);
                   },
                   Open(kResourceExhausted, "more than 64 streams", "C-6.6.5, C-9.8"));
+  // [C-9.20]: the counts of §9 are checked over the whole manifest before any
+  // validity rule, so the first tensor's invalid dtype does not decide.
+  InvalidManifest("limit_before_validity", b0,
+                  [&](v1::Manifest& m) {
+                    FindTensor(m, "weight")->set_dtype(v1::DTYPE_UNSPECIFIED);
+                    auto* t = FindTensor(m, "bias");
+                    for (int k = 0; k < 64; ++k) SetStream(t->add_streams(), StrCat("extra", k), 0, 64, {}, 64);
+                  },
+                  Open(kResourceExhausted, "more than 64 streams", "C-9.20, C-9.8"));
 }
 
 void InvalidChunks(const Bytes& chunked, const Bytes& zstd) {
@@ -2941,6 +3028,7 @@ int main(int argc, char** argv) {
   ValidSharded();
   ValidViews();
   ValidElastic();
+  ValidElasticRenumber();
   ValidElasticGroups();
   ValidElasticProduct();
   ValidElasticLinePrefixes();
