@@ -38,6 +38,8 @@ echo "== functions of one job: none over 150 lines without a reason (scripts/lon
 
 echo "== conformance runner: it fails wrong implementations (scripts/conformance_test.py)"
 /usr/bin/python3 "$ROOT/scripts/conformance_test.py"
+echo "== codec vectors recomputed from the spec with numpy (scripts/codec_vectors_check.py)"
+/usr/bin/python3 "$ROOT/scripts/codec_vectors_check.py"
 
 echo "== g++ build + tests"
 "$ROOT/scripts/build.sh" "$B/gcc" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc \
