@@ -126,9 +126,38 @@ def bf16_mx(streams, n):
     s, m = sm >> 7, sm & 0x7F
     exact = (t <= 6) & (Eb - t >= 1)
     out = np.where(exact, (s << 15) | ((Eb - t) << 7) | m, 0)
-    val = np.where(t <= 6, (128 + m) * np.exp2((Eb - t - 134).astype(np.float64)), m * np.exp2((Eb - 140).astype(np.float64)))
-    rounded = f32_to_bf16(val.astype(np.float32).view(np.uint32)).astype(np.int64) | (s << 15)
+    val = np.where(t <= 6, (128 + m) * np.exp2((Eb - t - 134).astype(np.float64)),
+                   m * np.exp2((Eb - 140).astype(np.float64)))
+    with np.errstate(all="ignore"):  # the exact lanes' values may overflow f32; np.where drops them
+        rounded = f32_to_bf16(val.astype(np.float32).view(np.uint32)).astype(np.int64) | (s << 15)
     return np.where(exact, out, rounded).astype(np.uint16)
+
+
+def iq2_grid(folder):
+    """kIq2xxsGrid from ggml's table (codecs-iq2_xxs.md "Tables"): [256, 8] magnitudes."""
+    path = os.path.join(folder, "tables", "iq2xxs_grid.txt")
+    with open(path, encoding="ascii") as f:
+        words = [int(l, 16) for l in f if l.startswith("0x")]
+    return np.array([[(w >> (8 * j)) & 0xFF for j in range(8)] for w in words], dtype=np.float32)
+
+
+def iq2_xxs(streams, n, grid):
+    """codecs-iq2_xxs.md "Decode rule", per block of 256."""
+    b = np.frombuffer(streams[0], np.uint8).reshape(-1, 66)
+    d = f16_to_f32(b[:, 0:2].copy().view(np.uint16)[:, 0])
+    q = b[:, 2:].reshape(-1, 8, 8)  # [blocks, sub-block, 8 bytes]
+    aux1 = q[:, :, 4:8].copy().view("<u4")[:, :, 0].astype(np.uint32)
+    scale = (aux1 >> 28).astype(np.float32)
+    with np.errstate(all="ignore"):
+        db = ((d[:, None] * (np.float32(0.5) + scale)).astype(np.float32) * np.float32(0.25)).astype(np.float32)
+    signs = np.array([i | (bin(i).count("1") & 1) << 7 for i in range(128)], dtype=np.uint32)
+    out = np.zeros((b.shape[0], 8, 4, 8), dtype=np.float32)
+    for l in range(4):
+        g = grid[q[:, :, l]]  # [blocks, 8, 8]
+        sgn = signs[(aux1 >> (7 * l)) & 127]
+        neg = (sgn[:, :, None] >> np.arange(8, dtype=np.uint32)) & 1
+        out[:, :, l, :] = mul(db[:, :, None], np.where(neg == 1, -g, g))
+    return out.reshape(-1)
 
 
 def param(t, key):
@@ -175,7 +204,7 @@ def spec_draft(full, spec_stream, t):
     return np.where(kept, d, 0).astype(np.uint16)
 
 
-def check_file(path, report):
+def check_file(path, report, grid):
     with open(path[:-len(".bolt")] + ".expected.json", encoding="utf-8") as f:
         e = json.load(f)
     with open(path, "rb") as f:
@@ -194,6 +223,8 @@ def check_file(path, report):
             got = nvfp4_ggml(streams, n)
         elif codec == "nvfp4":
             got = nvfp4(streams, n, param(t, "tensor_scale"))
+        elif codec == "iq2_xxs" and grid is not None:
+            got = iq2_xxs(streams, n, grid)
         elif codec == "bf16-mx":
             got, target = bf16_mx(streams, n), "native"
         elif codec == "bf16-spec":
@@ -209,9 +240,11 @@ def check_file(path, report):
         report(path, t["name"], np.ascontiguousarray(got).tobytes(), t["decode"][target])
 
 
-def check_ggml(folder, fail):
+def check_ggml(folder, fail, grid):
     """Our dequantizers against ggml's decodes of ggml's blocks."""
     cases = {"q8_0": q8_0, "mxfp4": mxfp4, "nvfp4": nvfp4_ggml}
+    if grid is not None:
+        cases["iq2_xxs"] = lambda streams, n: iq2_xxs(streams, n, grid)
     checked = 0
     for name, fn in cases.items():
         blocks = os.path.join(folder, name + ".decode_input.bin")
@@ -246,9 +279,10 @@ def main():
         if len(got) != n or hashlib.sha256(got).hexdigest() != digest:
             fail("%s: %s: numpy decode differs from the expectation" % (os.path.basename(path), name))
 
-    ggml = check_ggml(args.ggml, fail)
+    grid = iq2_grid(args.ggml) if os.path.exists(os.path.join(args.ggml, "tables", "iq2xxs_grid.txt")) else None
+    ggml = check_ggml(args.ggml, fail, grid)
     for path in sorted(glob.glob(os.path.join(args.vectors, "*.bolt"))):
-        check_file(path, report)
+        check_file(path, report, grid)
     print("codec_vectors_check: %d ggml sets, %d tensor decodes recomputed, %d failed"
           % (ggml, counts["checked"], len(failures)))
     return 1 if failures or counts["checked"] == 0 else 0
