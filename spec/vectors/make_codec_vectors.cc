@@ -116,7 +116,9 @@ void AddCodecTensor(bp::Writer& w, const CodecTensor& t) {
 }
 
 Bytes WriteCodecFile(const std::string& name, const std::vector<CodecTensor>& ts) {
-  return WriteWith(name, Options(), [&](bp::Writer& w) {
+  bp::WriterOptions options = Options();
+  options.writer_name = "make_codec_vectors";
+  return WriteWith(name, options, [&](bp::Writer& w) {
     for (const auto& t : ts) AddCodecTensor(w, t);
   });
 }
