@@ -804,6 +804,14 @@ void InvalidBf16Huffman() {
   lanes.patch = [](bp::EncodedTensor& e) { Put32(e.streams[1].bytes.data(), 0x7fffffff); };
   SaveCodecInvalid("bf16_huffman_lane_header", WriteCodecFile("bf16_huffman_lane_header", {lanes}),
                    CodecError{"decode", "DATA_LOSS", "lane", "X-5.1", codec, "native"});
+  // Lanes 0 and 1 each half the bytes: each fits, their sum does not.
+  lanes.patch = [](bp::EncodedTensor& e) {
+    auto& x = e.streams[1].bytes;
+    Put32(x.data(), static_cast<uint32_t>(x.size() / 2));
+    Put32(x.data() + 4, static_cast<uint32_t>(x.size() / 2));
+  };
+  SaveCodecInvalid("bf16_huffman_lane_header_sum", WriteCodecFile("bf16_huffman_lane_header_sum", {lanes}),
+                   CodecError{"decode", "DATA_LOSS", "lane", "X-5.1", codec, "native"});
 }
 
 void InvalidBf16Unary() {
@@ -921,6 +929,14 @@ void InvalidBf16Spec() {
       "param_missing", [](v1::Tensor& tt) { RemoveParam(tt, "scored_by"); }, "scored_by", "S-6.1");
   edit(
       "dtype_f32", [](v1::Tensor& tt) { tt.set_dtype(v1::F32); }, "BF16", "S-1.2");
+  // Chunks (pieces of 2 rows): a verification stream without the chunk index.
+  CodecTensor pieces = Bf16Tensor("w", {4, 16}, codec, 82);
+  pieces.params = SpecParams(0.5, 3);
+  pieces.pieces = {0, 2, 4};
+  Bytes pb = WriteCodecFile("bf16_spec_pieces", {pieces});
+  SaveCodecInvalid("bf16_spec_chunks_one_stream",
+                   EditTensor(pb, "w", [](v1::Tensor& tt) { tt.mutable_streams(1)->clear_chunks(); }),
+                   err("chunk", "S-6.1"));
 }
 
 void Bf16CodecVectors() {
