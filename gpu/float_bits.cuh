@@ -78,11 +78,12 @@ __device__ __forceinline__ float Ue4m3Half(uint32_t x) {
   return e == 0 ? __fmul_rn(static_cast<float>(m), 0x1p-10f) : Float(((e + 119u) << 23) | (m << 20));
 }
 
-// float8_e4m3fn (nvfp4 block scales); 0x7f and 0xff are the default
-// positive quiet NaN, as the CPU table holds them.
+// float8_e4m3fn (nvfp4 block scales); 0x7f and 0xff are the quiet NaN
+// with the byte's sign (0x7fc00000, 0xffc00000), as the CPU table holds them
+// (codecs.md §4).
 __device__ __forceinline__ float E4m3fn(uint32_t x) {
   const uint32_t a = x & 0x7fu;
-  if (a == 0x7f) return Float(0x7fc00000u);
+  if (a == 0x7f) return Float((x & 0x80u) ? 0xffc00000u : 0x7fc00000u);
   const uint32_t e = a >> 3, m = a & 7u;
   const float v = e == 0 ? __fmul_rn(static_cast<float>(m), 0x1p-9f) : Float(((e + 120u) << 23) | (m << 20));
   return (x & 0x80u) ? -v : v;

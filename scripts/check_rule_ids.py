@@ -9,7 +9,8 @@ Every normative rule of spec/*.md starts with a bold id such as **[C-3.2.2]**
            io/ capi/ tools/ include/: a comment // [C-6.9.3] at the check, or
            the id in an error message, "(spec C-9.8)");
   vectors  the ids the golden vectors cite (the rule: lines of
-           spec/vectors/invalid/*.expected_error.txt and make_vectors.cc).
+           spec/vectors/invalid/*.expected_error.txt, spec/vectors/codecs/invalid/
+           and the generators make_vectors.cc, make_codec_vectors.cc).
 
 It fails (exit 1) when an id is defined twice or when code or a vector cites
 an id the spec does not define: a typo, or a rule that was removed (ids are
@@ -68,12 +69,13 @@ def code_citations(root, pattern):
 def vector_citations(root, pattern):
     cited = {}
     vectors = root / "spec" / "vectors"
-    for path in sorted((vectors / "invalid").glob("*.expected_error.txt")):
+    for path in sorted(list((vectors / "invalid").glob("*.expected_error.txt")) +
+                       list((vectors / "codecs" / "invalid").glob("*.expected_error.txt"))):
         rules = [l for l in path.read_text(encoding="utf-8").splitlines() if l.startswith("rule:")]
         cite(pattern, path, root, "\n".join(rules), cited)
-    generator = vectors / "make_vectors.cc"
-    if generator.exists():
-        cite(pattern, generator, root, generator.read_text(encoding="utf-8"), cited)
+    for generator in (vectors / "make_vectors.cc", vectors / "make_codec_vectors.cc"):
+        if generator.exists():
+            cite(pattern, generator, root, generator.read_text(encoding="utf-8"), cited)
     return cited
 
 

@@ -5,7 +5,7 @@
     scripts/conformance.py [options] --impl "CMD ARGS" [--impl "CMD2"]
 
 runs every vector of the kit (spec/vectors/valid, spec/vectors/invalid,
-spec/vectors/crashes) against the implementation under test through the
+spec/vectors/crashes, spec/vectors/ggml, spec/vectors/codecs) against the implementation under test through the
 protocol of spec/conformance.md, prints every failure, a table per group
 (passed, failed, skipped by declared capability) and ends with the line
 `N passed, N failed, N skipped`. Exit status 1 on any failure, 2 on bad usage.
@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 TARGETS = ("native", "f32", "f16", "bf16")
-GROUPS = ("list", "decode", "views", "budgets", "invalid", "crashes", "ggml")
+GROUPS = ("list", "decode", "views", "budgets", "invalid", "crashes", "ggml", "codecs")
 
 # The feature an invalid vector needs, by the first rule id it breaks
 # (spec/conformance.md §6): longest prefix first.
@@ -235,20 +235,22 @@ def check_valid(impl, tally, path, e, verbose, groups=("list", "decode")):
             continue
         run_decode_case(impl, tally, decode_group, case, ["decode", path, "--target", target],
                         want_of(e["tensors"], "decode", target), verbose)
-    check_views(impl, tally, path, e, verbose)
+    check_views(impl, tally, path, e, verbose, "views" if decode_group == "decode" else decode_group)
     check_budgets(impl, tally, path, e, verbose)
 
 
-def check_views(impl, tally, path, e, verbose):
+def check_views(impl, tally, path, e, verbose, group="views"):
     views = sorted({v for t in e["tensors"] for v in t.get("decode_views", {})})
     for view, target in itertools.product(views, TARGETS):
         case = "%s --view %s --target %s" % (os.path.basename(path), view, target)
         if not impl.has("features", "views"):
-            tally.skipped("views", case, "feature views not declared", verbose)
+            tally.skipped(group, case, "feature views not declared", verbose)
         elif not impl.has("targets", target):
-            tally.skipped("views", case, "target %s not declared" % target, verbose)
+            tally.skipped(group, case, "target %s not declared" % target, verbose)
+        elif target not in e["tensors"][0]["decode"]:
+            continue  # no expectation for this target (a codec without it)
         else:
-            run_decode_case(impl, tally, "views", case, ["decode", path, "--view", view, "--target", target],
+            run_decode_case(impl, tally, group, case, ["decode", path, "--view", view, "--target", target],
                             want_of(e["tensors"], view, target), verbose)
 
 
@@ -350,12 +352,16 @@ def first_error(lines, last):
     return errors[-1] if last else errors[0]
 
 
-def rejection(impl, path):
-    """(stage, class) of the first command that refuses `path`, None if none does, or a failure string."""
+def rejection(impl, path, target=None):
+    """(stage, class) of the first command that refuses `path`, None if none does, or a failure string.
+
+    The decode asks for `target` when the IMPL declares it (a codec vector
+    names the target its codec defines), else native or the first declared."""
     steps = [("open", ["list", path], True)]
     if impl.has("features", "verify"):
         steps.append(("verify", ["verify", path], True))
-    target = "native" if impl.has("targets", "native") else (impl.caps["targets"] or ["f32"])[0]
+    if target is None or not impl.has("targets", target):
+        target = "native" if impl.has("targets", "native") else (impl.caps["targets"] or ["f32"])[0]
     steps.append(("decode", ["decode", path, "--target", target], False))
     for stage, args, last in steps:
         rc, lines, err = impl.call(*args)
@@ -380,7 +386,12 @@ def check_invalid(impl, tally, group, path, verbose):
         if rule.startswith(prefix) and not impl.has("features", feature):
             tally.skipped(group, name, "rule %s needs feature %s" % (rule, feature), verbose)
             return
-    got = rejection(impl, path)
+    # A codec vector (codecs/invalid) names its codec: skipped by capability.
+    codec = want.get("codec")
+    if codec and not impl.has("codecs", codec):
+        tally.skipped(group, name, "codec %s not declared" % codec, verbose)
+        return
+    got = rejection(impl, path, want.get("target"))
     if isinstance(got, str):
         tally.failed(group, name, got)
     elif got is None:
@@ -420,6 +431,14 @@ def run_impl(impl, args):
     for path in files(os.path.join(vectors, "ggml"), ".bolt"):
         with open(path[:-len(".bolt")] + ".expected.json", encoding="utf-8") as f:
             check_valid(impl, tally, path, json.load(f), args.verbose, groups=("ggml", "ggml"))
+    # The codec vectors of make_codec_vectors (spec/conformance.md §7): valid
+    # files and their invalid/ folder, all in group codecs.
+    codecs = os.path.join(vectors, "codecs")
+    for path in files(codecs, ".bolt"):
+        with open(path[:-len(".bolt")] + ".expected.json", encoding="utf-8") as f:
+            check_valid(impl, tally, path, json.load(f), args.verbose, groups=("codecs", "codecs"))
+    for path in files(os.path.join(codecs, "invalid"), ".bolt"):
+        check_invalid(impl, tally, "codecs", path, args.verbose)
     return tally
 
 

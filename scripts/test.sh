@@ -39,6 +39,8 @@ echo "== functions of one job: none over 150 lines without a reason (scripts/lon
 
 echo "== conformance runner: it fails wrong implementations (scripts/conformance_test.py)"
 /usr/bin/python3 "$ROOT/scripts/conformance_test.py"
+echo "== codec vectors recomputed from the spec with numpy (scripts/codec_vectors_check.py)"
+/usr/bin/python3 "$ROOT/scripts/codec_vectors_check.py"
 
 echo "== conformance kit (spec/conformance.md) against pyreader, for what it declares (no build needed)"
 /usr/bin/python3 "$ROOT/scripts/conformance.py" /usr/bin/python3 "$ROOT/pyreader/bolt_reader.py"

@@ -3,6 +3,7 @@
 // lossless conversion to ggml NVFP4 blocks plus a tensor scale.
 #include "codecs/nvfp4/nvfp4_codec.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -76,6 +77,10 @@ TEST(Nvfp4, E4m3RoundsToNearestEven) {
   EXPECT_EQ(F32ToE4m3fnRne(1.5f * 0x1p-9f), 0x02);  // subnormal tie -> even
   EXPECT_EQ(F32ToE4m3fnRne(448.0f), 0x7E);
   EXPECT_TRUE(std::isnan(E4m3fnToF32(0x7F)));
+  // The NaNs keep the byte's sign (codecs.md §4; the codec vector
+  // spec/vectors/codecs/nvfp4 has a block of scale 0xFF).
+  EXPECT_EQ(std::bit_cast<uint32_t>(E4m3fnToF32(0x7F)), 0x7FC00000u);
+  EXPECT_EQ(std::bit_cast<uint32_t>(E4m3fnToF32(0xFF)), 0xFFC00000u);
 }
 
 TEST(Nvfp4, TensorScaleIsModelOpts) {

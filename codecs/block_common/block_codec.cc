@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -85,7 +86,9 @@ uint8_t F32ToUe4m3Ggml(float x) {
 float E4m3fnToF32(uint8_t x) {
   const bool neg = (x & 0x80) != 0;
   const uint8_t a = x & 0x7F;
-  if (a == 0x7F) return std::numeric_limits<float>::quiet_NaN();
+  // 0x7F / 0xFF: the quiet NaN with the byte's sign (codecs.md §4: "sign bit
+  // honoured"), so 0xFF is 0xFFC00000, not the positive NaN.
+  if (a == 0x7F) return std::bit_cast<float>(neg ? 0xFFC00000u : 0x7FC00000u);
   const int exp = a >> 3;
   const int man = a & 7;
   const float v = exp == 0 ? std::ldexp(static_cast<float>(man), -9)
