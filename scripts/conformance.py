@@ -286,6 +286,8 @@ def budget_want_tensor(t, bt, target):
     for n in shape:
         elements *= n
     whole_bytes = elements and size % elements == 0
+    if not whole_bytes and len(shape) < 2:
+        return "%s: a cut of a 1-D tensor without whole bytes per element in %s is not settled" % (t["name"], target)
     if not whole_bytes and not kept_whole(shape, runs, range(1, len(shape))):
         # No whole bytes per element (a block codec's native form) and an inner cut: refused.
         return {"error": {"class": "UNIMPLEMENTED", "message": "no whole bytes per element"}}
