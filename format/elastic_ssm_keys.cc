@@ -50,7 +50,59 @@ struct LayerSizes {
   }
 };
 
+bool IsIntKey(const MetaValue* v) { return v != nullptr && (IsUnsignedInt(v->type) || IsSignedInt(v->type)); }
+
+absl::Status Differ(const std::string& budget, const std::string& key, const char* what, const LayerSizes& sizes) {
+  return absl::InvalidArgumentError(StrCat(
+      "budget \"", budget, "\": its kept Mamba layers differ in ", what, " (", sizes.Describe(),
+      "); llama.cpp reads \"", key, "\" as one number for every layer (no per-layer array), so this budget "
+      "cannot be sliced to a model with that key; keep the same ssm heads in every kept Mamba layer"));
+}
+
+constexpr const char* kInnerWhat = "inner size (heads x head_dim)";
+constexpr const char* kHeadsWhat = "head count";
+
 }  // namespace
+
+absl::Status CheckSsmBudgets(const ElasticManifest& m, const std::vector<ElasticTensorRef>& tensors,
+                             const Metadata& metadata) {
+  std::string prefix;
+  for (const auto& [k, v] : metadata) {
+    if (k == "general.architecture" && v.type == ValueType::kString) prefix = v.s + ".";
+  }
+  if (prefix.empty()) return absl::OkStatus();
+  Metadata copy;  // only the two keys, to look them up
+  for (const auto& [k, v] : metadata) {
+    if (k == prefix + "ssm.inner_size" || k == prefix + "ssm.time_step_rank") copy.emplace_back(k, v);
+  }
+  bool inner = IsIntKey(FindMutable(copy, prefix + "ssm.inner_size"));
+  bool heads = IsIntKey(FindMutable(copy, prefix + "ssm.time_step_rank"));
+  if (!inner && !heads) return absl::OkStatus();
+  BindingIndex index(m);
+  for (const ElasticBudget& b : m.budgets) {
+    LayerSizes d_inner, n_heads;
+    for (const ElasticTensorRef& t : tensors) {
+      auto out = LayerOf(t.name, "ssm_out.weight");
+      auto a = LayerOf(t.name, "ssm_a");
+      auto l = out ? out : a;
+      if (!l || (*l < b.layer_keep.size() && !b.layer_keep[*l]) || t.shape.empty()) continue;
+      std::vector<uint64_t> kept = KeptExtents(m, b, index.Resolve(t.name), t.shape);
+      if (out) d_inner.by_layer[*l] = kept.back();
+      if (a) {
+        uint64_t n = 1;
+        for (uint64_t k : kept) n *= k;
+        n_heads.by_layer[*l] = n;
+      }
+    }
+    if (inner && !d_inner.Uniform() && !d_inner.by_layer.empty()) {
+      return Differ(b.name, prefix + "ssm.inner_size", kInnerWhat, d_inner);
+    }
+    if (heads && !n_heads.Uniform() && !n_heads.by_layer.empty()) {
+      return Differ(b.name, prefix + "ssm.time_step_rank", kHeadsWhat, n_heads);
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status RewriteSsmKeys(const std::string& prefix, const std::string& budget, SlicePlan* plan) {
   if (prefix.empty()) return absl::OkStatus();
@@ -74,20 +126,15 @@ absl::Status RewriteSsmKeys(const std::string& prefix, const std::string& budget
       return absl::OkStatus();
     }
     std::optional<uint64_t> n = sizes.Uniform();
-    if (!n) {
-      return absl::InvalidArgumentError(StrCat(
-          "budget \"", budget, "\": its kept Mamba layers differ in ", what, " (", sizes.Describe(),
-          "); llama.cpp reads \"", key, "\" as one number for every layer (no per-layer array), so this budget "
-          "cannot be sliced to a model with that key; keep the same ssm heads in every kept Mamba layer"));
-    }
+    if (!n) return Differ(budget, key, what, sizes);
     uint64_t old = IsUnsignedInt(v->type) ? v->u : static_cast<uint64_t>(v->i);
     if (old == *n) return absl::OkStatus();
     *v = IsUnsignedInt(v->type) ? MetaValue::Uint(v->type, *n) : MetaValue::Int(v->type, static_cast<int64_t>(*n));
     plan->notes.push_back(StrCat("metadata \"", key, "\" = ", *n, " (was ", old, "): the kept Mamba ", what));
     return absl::OkStatus();
   };
-  BP_RETURN_IF_ERROR(one(inner, inner_key, d_inner, "inner size (heads x head_dim)"));
-  return one(heads, heads_key, n_heads, "head count");
+  BP_RETURN_IF_ERROR(one(inner, inner_key, d_inner, kInnerWhat));
+  return one(heads, heads_key, n_heads, kHeadsWhat);
 }
 
 }  // namespace boltpack::format

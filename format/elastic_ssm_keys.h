@@ -7,9 +7,11 @@
 #define BOLTPACK_FORMAT_ELASTIC_SSM_KEYS_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "format/elastic_plan.h"
+#include "format/elastic_validate.h"
 
 namespace boltpack::format {
 
@@ -20,6 +22,12 @@ namespace boltpack::format {
 // refused (InvalidArgument naming the budget and the layers) when either key
 // is present. `prefix` is "{arch}.".
 absl::Status RewriteSsmKeys(const std::string& prefix, const std::string& budget, SlicePlan* plan);
+
+// The same refusal before a file is written (`convert --elastic`): every
+// budget of `manifest` whose kept Mamba layers (parent indices) would keep
+// different sizes, where `metadata` holds either key as an integer.
+absl::Status CheckSsmBudgets(const ElasticManifest& manifest, const std::vector<ElasticTensorRef>& tensors,
+                             const Metadata& metadata);
 
 }  // namespace boltpack::format
 

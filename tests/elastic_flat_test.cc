@@ -79,8 +79,8 @@ std::string Json(const std::string& budgets, const std::string& importance = "")
          importance + R"( "budgets": [)" + budgets + "]}";
 }
 
-const char* kBudgets = R"({"name": "half", "per_layer": {"h": [2, 2]}},
-                          {"name": "uneven", "per_layer": {"h": [2, 4]}})";
+const char* kBudgets = R"({"name": "half", "per_layer": {"h": [2, 2]}})";
+const char* kUneven = R"({"name": "uneven", "per_layer": {"h": [2, 4]}})";
 
 std::vector<float> F32Of(absl::Span<const uint8_t> bytes) {
   std::vector<float> v(bytes.size() / 4);
@@ -321,17 +321,28 @@ TEST(ElasticFlat, SliceCutsRowsAndRewritesTheMambaKeys) {
 }
 
 TEST(ElasticFlat, PerLayerMambaHeadCountsAreRefusedWhereLlamaCppKeysAre) {
+  const std::string want =
+      "budget \"uneven\": its kept Mamba layers differ in inner size (heads x head_dim) (layer 0: 8, layer 1: 16); "
+      "llama.cpp reads \"nemotron_h_moe.ssm.inner_size\" as one number for every layer";
   std::string dir = MakeTempDir();
+  // convert --elastic refuses the budget before writing anything.
+  WriteGguf(dir + "/m.gguf");
+  std::ofstream(dir + "/e.json") << Json(std::string(kBudgets) + ", " + kUneven);
+  auto c = RunCli({"convert", dir + "/m.gguf", "-o", dir + "/e.bolt", "--elastic", dir + "/e.json"});
+  EXPECT_NE(c.exit_code, 0);
+  EXPECT_NE(c.output.find(want), std::string::npos) << c.output;
+  // A file holding such a budget (written without the keys' check) is
+  // refused by the slice plan, for .gguf and .bolt alike.
   std::string parent = Convert(dir, Json(kBudgets));
-  for (const char* out : {"/uneven.gguf", "/uneven.bolt"}) {
-    auto s = RunCli({"slice", parent, "--budget", "uneven", "-o", dir + out});
-    EXPECT_NE(s.exit_code, 0) << out;
-    EXPECT_NE(s.output.find("budget \"uneven\": its kept Mamba layers differ in inner size (heads x head_dim) "
-                            "(layer 0: 8, layer 1: 16); llama.cpp reads \"nemotron_h_moe.ssm.inner_size\" as one "
-                            "number for every layer"),
-              std::string::npos)
-        << s.output;
-  }
+  auto r = Reader::Open(parent);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ElasticBudget uneven{"uneven", {true, true}, {{"h", {2, 4}}}, ""};
+  auto plan = format::PlanSlice(*(*r)->elastic(), (*r)->tensors(), (*r)->metadata(), uneven);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(std::string(plan.status().message()).find(want), std::string::npos) << plan.status();
+  // Without the llama.cpp keys the same budget slices (per-layer shapes).
+  Metadata plain;
+  EXPECT_TRUE(format::PlanSlice(*(*r)->elastic(), (*r)->tensors(), plain, uneven).ok());
 }
 
 }  // namespace
