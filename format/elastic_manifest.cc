@@ -32,6 +32,9 @@ uint64_t ElasticManifest::KeptUnits(const ElasticBudget& budget, const ElasticAx
 }
 
 uint32_t ElasticManifest::RequiredVersion() const {
+  for (const auto& b : bindings) {
+    if (b.flat) return 3;
+  }
   for (const auto& a : axes) {
     if (a.groups > 1) return 2;
   }
@@ -106,7 +109,7 @@ ElasticManifest ElasticFromProto(const v1::ElasticManifest& p) {
     m.axes.push_back(std::move(axis));
   }
   for (const auto& b : p.bindings()) {
-    ElasticBinding binding{b.tensor(), {b.dims().begin(), b.dims().end()}, {}};
+    ElasticBinding binding{b.tensor(), {b.dims().begin(), b.dims().end()}, {}, b.flat()};
     for (const auto& sd : b.segmented()) {
       ElasticSegmentedDim dim;
       dim.dim = sd.dim();
@@ -153,6 +156,7 @@ void ElasticToProto(const ElasticManifest& m, v1::ElasticManifest* out) {
     auto* pb = out->add_bindings();
     pb->set_tensor(b.tensor);
     for (const auto& d : b.dims) pb->add_dims(d);
+    pb->set_flat(b.flat);  // false is not serialized: older manifests keep their bytes
     for (const auto& sd : b.segmented) {
       auto* ps = pb->add_segmented();
       ps->set_dim(sd.dim);

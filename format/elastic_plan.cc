@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "format/elastic_runs.h"
+#include "format/elastic_ssm_keys.h"
 #include "format/elastic_validate.h"
 
 namespace boltpack::format {
@@ -171,7 +172,7 @@ absl::Status PlanMetadata(const ElasticManifest& m, const Metadata& metadata, co
     plan->metadata.emplace_back(key, std::move(v));
   }
   PinHeadDimensions(prefix, metadata, plan);
-  return absl::OkStatus();
+  return RewriteSsmKeys(prefix, budget.name, plan);
 }
 
 // Per axis entry of the output: one value for a global axis, one per kept

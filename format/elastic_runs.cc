@@ -84,53 +84,125 @@ void AppendEntryRuns(const ElasticManifest& m, const ElasticBudget& budget, cons
   }
 }
 
+namespace {
+
+// The kept runs of dimension `d` (of `size` elements) of the binding's dims
+// (for a flat binding, d 0 spans all the tensor's elements).
+DimRuns EntryDimRuns(const ElasticManifest& m, const ElasticBudget& budget, const ElasticBound& bound, size_t d,
+                     uint64_t size) {
+  DimRuns whole{{0, size}};
+  const std::string& name = bound.binding->dims[d];
+  if (const ElasticSegmentedDim* seg = bound.binding->SegmentsOf(d); seg != nullptr && name == kElasticSegmentedDim) {
+    DimRuns r;
+    uint64_t offset = 0;
+    for (const ElasticSegment& s : seg->segments) {
+      EntryAxes e = s.axis.empty() ? EntryAxes{} : ResolveEntry(m, s.axis);
+      std::optional<uint64_t> elems = EntryElems(e, bound.layer);
+      if (!elems) {
+        Append(&r, offset, s.fixed_elems);
+        offset += s.fixed_elems;
+        continue;
+      }
+      AppendEntryRuns(m, budget, e, bound.layer, offset, &r);
+      offset += *elems;
+    }
+    return offset == size ? r : whole;  // else invalid: never cut wrong
+  }
+  EntryAxes e = ResolveEntry(m, name);
+  if (e.product()) {
+    // A product that does not span the dimension is invalid: keep the
+    // dimension whole rather than cut it wrong.
+    if (EntryElems(e, bound.layer) != size) return whole;
+    DimRuns r;
+    AppendEntryRuns(m, budget, e, bound.layer, 0, &r);
+    return r;
+  }
+  const ElasticAxis* a = e.outer;
+  if (a == nullptr) return whole;
+  uint64_t parent = ParentUnits(*a, bound.layer);
+  DimRuns r;
+  if (parent * a->unit_elems != size) {
+    // Not what validation accepts; keep the old prefix rule so nothing
+    // reads past the dimension.
+    Append(&r, 0, std::min(size, m.KeptUnits(budget, *a, bound.layer) * a->unit_elems));
+    return r;
+  }
+  AppendAxisRuns(*a, parent, m.KeptUnits(budget, *a, bound.layer), 0, &r);
+  return r;
+}
+
+}  // namespace
+
+std::vector<uint64_t> BoundShape(const ElasticBinding& binding, absl::Span<const uint64_t> shape) {
+  if (!binding.flat) return {shape.begin(), shape.end()};
+  uint64_t n = 1;
+  for (uint64_t s : shape) {
+    auto next = CheckedMul(n, s);
+    if (!next) return {};
+    n = *next;
+  }
+  return {n};
+}
+
+std::optional<DimRuns> KeptFlatRuns(const ElasticManifest& m, const ElasticBudget& budget, const ElasticBound& bound,
+                                    absl::Span<const uint64_t> shape) {
+  if (bound.binding == nullptr || !bound.binding->flat || bound.binding->dims.size() != 1) return std::nullopt;
+  std::vector<uint64_t> flat = BoundShape(*bound.binding, shape);
+  if (flat.size() != 1) return std::nullopt;
+  return EntryDimRuns(m, budget, bound, 0, flat[0]);
+}
+
+std::optional<std::vector<DimRuns>> FlatRunsByDim(const DimRuns& flat, absl::Span<const uint64_t> shape) {
+  if (shape.empty() || shape.back() == 0) return std::nullopt;
+  uint64_t inner = shape.back();
+  uint64_t rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];  // numel fits: BoundShape checked it
+  // Split the runs at row ends; row r's pieces must be row 0's, in order.
+  DimRuns row0;
+  size_t next = 0;  // index into row0 of the piece row `row` must show next
+  uint64_t row = 0;
+  for (const ElasticRun& run : flat) {
+    for (uint64_t at = run.start, end = run.start + run.length; at < end;) {
+      uint64_t r = at / inner, col = at % inner;
+      uint64_t len = std::min(end - at, inner - col);
+      if (r != row) {
+        // A row skipped, or one after row 0 left short (row 0 defines the pieces).
+        if (r != row + 1 || (row > 0 && next != row0.size())) return std::nullopt;
+        row = r;
+        next = 0;
+      }
+      if (row == 0) {
+        Append(&row0, col, len);
+      } else {
+        // Pieces within a row are maximal (runs are merged), so each equals
+        // one of row 0's.
+        if (next >= row0.size() || row0[next].start != col || row0[next].length != len) return std::nullopt;
+        ++next;
+      }
+      at += len;
+    }
+  }
+  if (row + 1 != rows || (rows > 1 && next != row0.size())) return std::nullopt;
+  std::vector<DimRuns> out(shape.size());
+  for (size_t d = 0; d + 1 < shape.size(); ++d) out[d] = {{0, shape[d]}};
+  out.back() = std::move(row0);
+  return out;
+}
+
 std::vector<DimRuns> KeptRuns(const ElasticManifest& m, const ElasticBudget& budget, const ElasticBound& bound,
                               absl::Span<const uint64_t> shape) {
   std::vector<DimRuns> runs(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) runs[d] = {{0, shape[d]}};
-  if (bound.binding == nullptr || bound.binding->dims.size() != shape.size()) return runs;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    const std::string& name = bound.binding->dims[d];
-    if (const ElasticSegmentedDim* seg = bound.binding->SegmentsOf(d); seg != nullptr && name == kElasticSegmentedDim) {
-      DimRuns r;
-      uint64_t offset = 0;
-      for (const ElasticSegment& s : seg->segments) {
-        EntryAxes e = s.axis.empty() ? EntryAxes{} : ResolveEntry(m, s.axis);
-        std::optional<uint64_t> elems = EntryElems(e, bound.layer);
-        if (!elems) {
-          Append(&r, offset, s.fixed_elems);
-          offset += s.fixed_elems;
-          continue;
-        }
-        AppendEntryRuns(m, budget, e, bound.layer, offset, &r);
-        offset += *elems;
-      }
-      if (offset == shape[d]) runs[d] = std::move(r);  // else invalid: never cut wrong
-      continue;
-    }
-    EntryAxes e = ResolveEntry(m, name);
-    if (e.product()) {
-      // A product that does not span the dimension is invalid: keep the
-      // dimension whole rather than cut it wrong.
-      if (EntryElems(e, bound.layer) != shape[d]) continue;
-      runs[d].clear();
-      AppendEntryRuns(m, budget, e, bound.layer, 0, &runs[d]);
-      continue;
-    }
-    const ElasticAxis* a = e.outer;
-    if (a == nullptr) continue;
-    size_t k = a->scope == ElasticScope::kLayer ? bound.layer : 0;
-    uint64_t parent = k < a->parent.size() ? a->parent[k] : 0;
-    if (parent * a->unit_elems != shape[d]) {
-      // Not what validation accepts; keep the old prefix rule so nothing
-      // reads past the dimension.
-      runs[d].clear();
-      Append(&runs[d], 0, std::min(shape[d], m.KeptUnits(budget, *a, bound.layer) * a->unit_elems));
-      continue;
-    }
-    runs[d].clear();
-    AppendAxisRuns(*a, parent, m.KeptUnits(budget, *a, bound.layer), 0, &runs[d]);
+  if (bound.binding == nullptr) return runs;
+  if (bound.binding->flat) {
+    // Flat (format 1.4): cut as one dimension, kept as the tensor's own
+    // dimensions; a cut they cannot express is invalid and never made.
+    std::optional<DimRuns> flat = KeptFlatRuns(m, budget, bound, shape);
+    auto by_dim = flat ? FlatRunsByDim(*flat, shape) : std::nullopt;
+    return by_dim ? *by_dim : runs;
   }
+  if (bound.binding->dims.size() != shape.size()) return runs;
+  for (size_t d = 0; d < shape.size(); ++d) runs[d] = EntryDimRuns(m, budget, bound, d, shape[d]);
   return runs;
 }
 

@@ -65,6 +65,18 @@ void AppendEntryRuns(const ElasticManifest& manifest, const ElasticBudget& budge
 std::vector<DimRuns> KeptRuns(const ElasticManifest& manifest, const ElasticBudget& budget, const ElasticBound& bound,
                               absl::Span<const uint64_t> shape);
 
+// The shape a binding's dims describe: the tensor's own or, for a flat
+// binding (format 1.4), one dimension of all its elements; empty when that
+// count overflows.
+std::vector<uint64_t> BoundShape(const ElasticBinding& binding, absl::Span<const uint64_t> shape);
+// A flat binding's kept runs over the tensor's elements taken row-major;
+// nullopt for any other binding.
+std::optional<DimRuns> KeptFlatRuns(const ElasticManifest& manifest, const ElasticBudget& budget,
+                                    const ElasticBound& bound, absl::Span<const uint64_t> shape);
+// Runs over the flat elements of a tensor of `shape` as runs per dimension:
+// every outer dimension whole and the innermost the runs of row 0, when
+// every row keeps exactly those; nullopt when the runs are no such cut.
+std::optional<std::vector<DimRuns>> FlatRunsByDim(const DimRuns& flat, absl::Span<const uint64_t> shape);
 uint64_t RunsElems(const DimRuns& runs);
 // True when the runs are the single run [0, size).
 bool WholeDim(const DimRuns& runs, uint64_t size);

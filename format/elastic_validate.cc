@@ -110,6 +110,7 @@ class ElasticValidator {
     BP_RETURN_IF_ERROR(CheckBindings());
     BP_RETURN_IF_ERROR(CheckTensors(tensors));
     BP_RETURN_IF_ERROR(CheckBudgets());
+    BP_RETURN_IF_ERROR(CheckFlatCuts());
     BP_RETURN_IF_ERROR(CheckRunsOnBlockBoundaries());
     return CheckImportance();
   }
@@ -128,12 +129,25 @@ class ElasticValidator {
     ElasticBound bound;
     uint64_t block;
     std::string_view product;  // the product entry, or empty for a segmented dimension
+    bool flat = false;         // a flat binding's tensor: the runs are its innermost dimension's
+  };
+  // A tensor of a flat binding, whose cut every budget must keep
+  // expressible as its own dimensions.
+  struct FlatUse {
+    const ElasticTensorRef* tensor;
+    ElasticBound bound;
   };
 
   // [E-2.1]
   absl::Status CheckHeader() const {
-    if (m_.version != 1 && m_.version != 2) return Bad(file_, StrCat("version ", m_.version, " is not 1 or 2"));
+    if (m_.version < 1 || m_.version > 3) return Bad(file_, StrCat("version ", m_.version, " is not 1, 2 or 3"));
     if (m_.version < m_.RequiredVersion()) {
+      for (const ElasticBinding& b : m_.bindings) {
+        if (b.flat) {
+          return Bad(file_, StrCat("version ", m_.version, " but binding ", Quoted(b.tensor),
+                                   " is flat, which needs version 3 (format 1.4)"));
+        }
+      }
       // A product entry is named with its binding: it is the easiest of the
       // version-2 features to write by accident ("heads*hd" in a 1.1 file).
       for (const ElasticBinding& b : m_.bindings) {
@@ -253,6 +267,10 @@ class ElasticValidator {
     size_t holes = CountPlaceholders(b.tensor);
     BP_RETURN_IF_ERROR(CheckBindingTemplate(b, where, holes));
     if (b.dims.empty() || b.dims.size() > 8) return Bad(file_, StrCat(where, ": 1..8 dims required"));
+    if (b.flat && b.dims.size() != 1) {
+      return Bad(file_, StrCat(where, ": a flat binding has exactly one dims entry (the tensor's elements taken "
+                               "flat), not ", b.dims.size()));
+    }
     bool any = false;
     BP_RETURN_IF_ERROR(CheckSegmentedDims(b, where, holes, any));
     for (size_t d = 0; d < b.dims.size(); ++d) {
@@ -377,6 +395,32 @@ class ElasticValidator {
     if (bound.in_layer && bound.layer >= m_.layer_count) {
       return Bad(file_, StrCat(where, ": layer ", bound.layer, " is past layer_count ", m_.layer_count));
     }
+    if (bound.binding->flat) return CheckFlatTensor(t, bound, where);
+    return CheckTensorDims(t, bound, where);
+  }
+
+  // A flat binding (format 1.4): its one entry spans the tensor's elements.
+  // The dimension is checked on a one-dimensional view without a codec, so
+  // the plain-axis block rule (which would read the flat size as a row)
+  // does not apply; the cut of each budget is checked on the tensor's own
+  // innermost dimension instead (CheckFlatCuts, CheckRunsOnBlockBoundaries).
+  absl::Status CheckFlatTensor(const ElasticTensorRef& t, const ElasticBound& bound, const std::string& where) {
+    std::vector<uint64_t> flat = BoundShape(*bound.binding, t.shape);
+    if (flat.size() != 1 || t.shape.empty()) {
+      return Bad(file_, StrCat(where, ": its binding ", Quoted(bound.binding->tensor),
+                               " is flat but the tensor has no dimensions or more than 2^64 elements"));
+    }
+    ElasticTensorRef view = t;
+    view.shape = flat;
+    view.codec_id = {};
+    BP_RETURN_IF_ERROR(CheckTensorDims(view, bound, StrCat(where, " (flat, ", flat[0], " elements)")));
+    flat_uses_.push_back({&t, bound});
+    auto layout = StoredCellLayout(t.codec_id, t.dtype, t.params != nullptr ? *t.params : CodecParams{});
+    if (layout && layout->block_elems > 1) runs_blocks_.push_back({&t, bound, layout->block_elems, {}, true});
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckTensorDims(const ElasticTensorRef& t, const ElasticBound& bound, const std::string& where) {
     const auto& dims = bound.binding->dims;
     if (dims.size() != t.shape.size()) {
       return Bad(file_, StrCat(where, " has ", t.shape.size(), " dimensions, its binding ",
@@ -655,6 +699,30 @@ class ElasticValidator {
     return absl::OkStatus();
   }
 
+  // [E-2.9] A flat binding's cut, per budget, keeps the tensor's outer
+  // dimensions whole and the same elements of every innermost row, so the
+  // slice is a tensor of the same rank ([n_group][kept / n_group]).
+  absl::Status CheckFlatCuts() const {
+    for (const FlatUse& use : flat_uses_) {
+      const auto& shape = use.tensor->shape;
+      for (const ElasticBudget& b : m_.budgets) {
+        if (use.bound.in_layer && !b.layer_keep[use.bound.layer]) continue;
+        std::optional<DimRuns> flat = KeptFlatRuns(m_, b, use.bound, shape);
+        if (flat && FlatRunsByDim(*flat, shape)) continue;
+        std::string first = flat && !flat->empty() ? StrCat(" (its first kept run is [", flat->front().start, ", ",
+                                                           flat->front().start + flat->front().length, "))")
+                                                   : std::string();
+        return Bad(file_, StrCat("budget ", Quoted(b.name), ": tensor ", QuoteForDisplay(use.tensor->name),
+                                 " of flat binding ", Quoted(use.bound.binding->tensor), " keeps ",
+                                 flat ? RunsElems(*flat) : 0, " of its elements", first,
+                                 ", which is not its outer dimensions whole with the same elements of every row of ",
+                                 shape.back(), "; a flat cut must keep every row alike (for ssm_norm [n_group][d_inner "
+                                 "/ n_group], group the heads axis by n_group)"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // Segmented and product innermost dimensions of block codecs: every kept
   // run of every budget on block boundaries.
   // [E-2.6]
@@ -667,6 +735,13 @@ class ElasticValidator {
         if (WholeDim(inner, use.tensor->shape.back())) continue;
         for (const ElasticRun& r : inner) {
           if (r.start % use.block == 0 && r.length % use.block == 0) continue;
+          if (use.flat) {
+            return Bad(file_, StrCat("budget ", Quoted(b.name), ": tensor ", QuoteForDisplay(use.tensor->name),
+                                     " keeps elements [", r.start, ", ", r.start + r.length,
+                                     ") of its innermost dimension (flat binding ", Quoted(use.bound.binding->tensor),
+                                     "), which splits its codec's blocks of ", use.block,
+                                     " elements; every kept run must start and end on a block boundary"));
+          }
           if (!use.product.empty()) {
             return Bad(file_, StrCat("budget ", Quoted(b.name), ": tensor ", QuoteForDisplay(use.tensor->name),
                                      " keeps elements [", r.start, ", ", r.start + r.length,
@@ -729,6 +804,7 @@ class ElasticValidator {
   // follows that axis, with one tensor name each for messages.
   std::vector<std::vector<std::vector<BlockUse>>> blocks_;
   std::vector<RunsUse> runs_blocks_;
+  std::vector<FlatUse> flat_uses_;
 };
 
 }  // namespace

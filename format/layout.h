@@ -38,10 +38,11 @@ inline constexpr uint32_t kFormatMajor = 1;
 // The newest minor version this library implements (1.1: views and the
 // elastic manifest; 1.2: grouped axes, segmented and product dimensions
 // in the elastic manifest, its version 2, and line-prefix checksums; 1.3:
-// part shards, spec/container.md §8.5). A writer stamps the lowest minor whose
+// part shards, spec/container.md §8.5; 1.4: flat bindings in the elastic
+// manifest, its version 3). A writer stamps the lowest minor whose
 // additions the file uses, so a file without them stays a 1.0 file and one
 // with views or a version-1 elastic manifest a 1.1 file (VERSIONING.md).
-inline constexpr uint32_t kFormatMinor = 3;
+inline constexpr uint32_t kFormatMinor = 4;
 inline constexpr uint32_t kFormatMinorBase = 0;
 inline constexpr size_t kHeaderSize = 64;
 inline constexpr size_t kFooterSize = 64;

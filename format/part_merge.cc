@@ -195,6 +195,8 @@ absl::StatusOr<v1::Manifest> MergedManifest(const std::vector<Part>& parts) {
       return absl::DataLossError(StrCat(parts[0].path, ": ", kPartElasticKey, " is not an ElasticManifest"));
     }
     m.add_optional_features("elastic");
+    // A version-3 elastic manifest (flat bindings) is format 1.4.
+    if (m.elastic().version() >= 3) m.set_format_minor(4);
   }
   return m;
 }
@@ -219,6 +221,7 @@ absl::Status MergeParts(const std::vector<std::string>& paths, const std::string
     if (p.header.file_id == header.file_id) header.file_id ^= 1;  // [C-8.2.5]; astronomically rare
   }
   BP_ASSIGN_OR_RETURN(v1::Manifest m, MergedManifest(parts));
+  header.format_minor = m.format_minor();
   BP_RETURN_IF_ERROR(ValidateShards(m, output, header.file_id));
   std::string bytes;
   if (!m.SerializeToString(&bytes)) return absl::InternalError(StrCat(output, ": the manifest does not serialize"));
@@ -238,7 +241,7 @@ absl::Status MergeParts(const std::vector<std::string>& paths, const std::string
   footer.manifest_offset = kHeaderSize;
   footer.manifest_length = bytes.size();
   footer.manifest_xxh3 = Xxh3(span);
-  footer.format_minor = 3;
+  footer.format_minor = m.format_minor();
   footer.file_id = header.file_id;
   footer.file_size = kHeaderSize + bytes.size() + kFooterSize;
   BP_RETURN_IF_ERROR(file->Write(EncodeFooter(footer)));

@@ -684,12 +684,14 @@ absl::Status Writer::Finish() {
   BP_RETURN_IF_ERROR(impl_->PlaceSpilled());
   impl_->RecordViews();
   // A file stamps the lowest minor whose additions it uses (VERSIONING.md):
-  // 1.2 for an elastic manifest of version 2 (groups, segments), 1.1 for
+  // 1.4 for an elastic manifest of version 3 (flat bindings), 1.2 for one
+  // of version 2 (groups, segments, products), 1.1 for
   // views or a version-1 elastic manifest; any other stays a 1.0 file that
   // every 1.x reader reads exactly.
   uint32_t minor = format::kFormatMinorBase;
   if (m.views_size() > 0 || m.has_elastic()) minor = 1;
   if ((m.has_elastic() && m.elastic().version() >= 2) || impl_->uses_line_prefixes) minor = 2;
+  if (m.has_elastic() && m.elastic().version() >= 3) minor = 4;  // flat bindings
   if (minor != format::kFormatMinorBase) {
     m.set_format_minor(minor);
     impl_->header.format_minor = minor;

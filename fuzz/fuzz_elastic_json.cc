@@ -20,14 +20,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto a = io::ParseElasticJson(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json", shapes);
   if (!a.ok()) return 0;
   for (const auto& t : tensors) {
-    auto maps = a->MapsFor(t.name, t.shape);
-    if (maps.size() != t.shape.size()) __builtin_trap();
+    // Over the tensor's shape, or a flat binding's one dimension (format 1.4).
+    auto perm = a->PermutationFor(t.name, t.shape);
+    const auto& maps = perm.maps;
+    const auto& grid = perm.grid;
+    if (maps.size() != grid.size()) __builtin_trap();
     for (size_t d = 0; d < maps.size(); ++d) {
       if (maps[d].empty()) continue;
-      if (maps[d].size() != t.shape[d]) __builtin_trap();
-      std::vector<bool> hit(t.shape[d], false);
+      if (maps[d].size() != grid[d]) __builtin_trap();
+      std::vector<bool> hit(grid[d], false);
       for (uint64_t v : maps[d]) {
-        if (v >= t.shape[d] || hit[v]) __builtin_trap();
+        if (v >= grid[d] || hit[v]) __builtin_trap();
         hit[v] = true;
       }
     }

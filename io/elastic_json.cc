@@ -68,13 +68,15 @@ class ElasticJsonParser {
     BP_RETURN_IF_ERROR(ParseVersionAndLayers());
     BP_RETURN_IF_ERROR(ParseAxes());
     BP_RETURN_IF_ERROR(ParseBindings());
-    BP_RETURN_IF_ERROR(SizeAxesFromTensors(tensors));
+    BP_ASSIGN_OR_RETURN(std::vector<ElasticTensorShape> bound, BoundShapes(tensors));
+    BP_RETURN_IF_ERROR(SizeAxesFromTensors(bound));
     BP_RETURN_IF_ERROR(ApplyExplicitParents());
     BP_RETURN_IF_ERROR(CheckParentsDivideIntoGroups());
     BP_RETURN_IF_ERROR(ParseImportance());
     BP_RETURN_IF_ERROR(ParseBudgets());
-    // Groups and segments need manifest version 2 (format 1.2); anything else
-    // stays version 1, byte for byte.
+    // Groups and segments need manifest version 2 (format 1.2), a flat
+    // binding version 3 (format 1.4); anything else stays version 1, byte
+    // for byte.
     m_.version = m_.RequiredVersion();
     return absl::OkStatus();
   }
@@ -198,13 +200,21 @@ class ElasticJsonParser {
   }
 
   absl::StatusOr<ElasticBinding> ParseBinding(const JsonValue& b, const std::string& where) const {
-    BP_RETURN_IF_ERROR(ctx_.Keys(b, where, {"tensor", "dims"}));
+    BP_RETURN_IF_ERROR(ctx_.Keys(b, where, {"tensor", "dims", "flat"}));
     const JsonValue* t = b.Find("tensor");
     const JsonValue* dims = b.Find("dims");
     if (t == nullptr || dims == nullptr || !dims->is_array()) return ctx_.Err(where, "\"tensor\" and \"dims\" are required");
     ElasticBinding eb;
     BP_ASSIGN_OR_RETURN(eb.tensor, ctx_.Str(*t, where + ".tensor", format::kMaxElasticTemplateBytes));
     if (dims->array().size() > 8) return ctx_.Err(where, "more than 8 dims");
+    if (const JsonValue* flat = b.Find("flat")) {
+      if (!flat->is_bool()) return ctx_.Err(where, "\"flat\" must be true or false");
+      eb.flat = flat->bool_value();
+      if (eb.flat && dims->array().size() != 1) {
+        return ctx_.Err(where, StrCat("a flat binding binds the tensor's elements as one dimension: \"dims\" must "
+                                      "have exactly one entry, not ", dims->array().size()));
+      }
+    }
     for (size_t di = 0; di < dims->array().size(); ++di) {
       const JsonValue& d = dims->array()[di];
       std::string dw = StrCat(where, ".dims[", di, "]");
@@ -248,6 +258,25 @@ class ElasticJsonParser {
   }
 
   // ---- parent sizes from the tensors ----
+  // The shapes the bindings' dims describe: a flat binding's tensor as one
+  // dimension of all its elements (format 1.4), any other as it is.
+  absl::StatusOr<std::vector<ElasticTensorShape>> BoundShapes(const std::vector<ElasticTensorShape>& tensors) const {
+    format::BindingIndex index(m_);
+    std::vector<ElasticTensorShape> out = tensors;
+    for (auto& t : out) {
+      format::ElasticBound bound = index.Resolve(t.name);
+      if (bound.binding == nullptr || !bound.binding->flat) continue;
+      std::vector<uint64_t> flat = format::BoundShape(*bound.binding, t.shape);
+      if (flat.size() != 1 || t.shape.empty()) {
+        return ctx_.Err(StrCat("tensor ", QuoteForDisplay(t.name)),
+                        StrCat("its binding \"", bound.binding->tensor,
+                               "\" is flat but the tensor has no dimensions or more than 2^64 elements"));
+      }
+      t.shape = std::move(flat);
+    }
+    return out;
+  }
+
   absl::Status SizeAxesFromTensors(const std::vector<ElasticTensorShape>& tensors) {
     format::BindingIndex index(m_);
     parent_from_.resize(m_.axes.size());
@@ -712,8 +741,58 @@ std::string_view DefaultElasticMetadataKey(std::string_view axis) {
   return {};
 }
 
+namespace {
+
+// A map over a tensor's flat elements as one map per dimension: outer
+// dimensions unmoved, the innermost the map of row 0, when every row moves
+// its elements within itself the same way; nullopt otherwise.
+std::optional<std::vector<std::vector<uint64_t>>> SeparateFlatMap(const std::vector<uint64_t>& flat,
+                                                                  absl::Span<const uint64_t> shape) {
+  std::vector<std::vector<uint64_t>> maps(shape.size());
+  if (shape.empty() || shape.back() == 0) return std::nullopt;
+  uint64_t inner = shape.back();
+  std::vector<uint64_t> row0(flat.begin(), flat.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(inner, flat.size())));
+  for (uint64_t j = 0; j < flat.size(); ++j) {
+    uint64_t row = j / inner;
+    if (row0[j % inner] >= inner || flat[j] != row * inner + row0[j % inner]) return std::nullopt;
+  }
+  maps.back() = std::move(row0);
+  return maps;
+}
+
+}  // namespace
+
 std::vector<std::vector<uint64_t>> ElasticAuthoring::MapsFor(std::string_view name,
                                                              absl::Span<const uint64_t> shape) const {
+  return PermutationFor(name, shape).maps;
+}
+
+ElasticAuthoring::Permutation ElasticAuthoring::PermutationFor(std::string_view name,
+                                                               absl::Span<const uint64_t> shape) const {
+  Permutation p;
+  p.grid.assign(shape.begin(), shape.end());
+  format::BindingIndex index(manifest);
+  format::ElasticBound bound = index.Resolve(name);
+  if (bound.binding == nullptr || !bound.binding->flat) {
+    p.maps = MapsForBoundShape(name, shape);
+    return p;
+  }
+  p.maps.resize(shape.size());
+  std::vector<uint64_t> flat_shape = format::BoundShape(*bound.binding, shape);
+  if (flat_shape.size() != 1) return p;
+  std::vector<std::vector<uint64_t>> flat = MapsForBoundShape(name, flat_shape);
+  if (flat[0].empty()) return p;
+  if (auto separated = SeparateFlatMap(flat[0], shape)) {
+    p.maps = std::move(*separated);
+    return p;
+  }
+  p.maps = std::move(flat);
+  p.grid = std::move(flat_shape);
+  return p;
+}
+
+std::vector<std::vector<uint64_t>> ElasticAuthoring::MapsForBoundShape(std::string_view name,
+                                                                       absl::Span<const uint64_t> shape) const {
   std::vector<std::vector<uint64_t>> maps(shape.size());
   if (orders.empty()) return maps;
   format::BindingIndex index(manifest);

@@ -36,7 +36,20 @@ struct ElasticAuthoring {
   // Per dimension of tensor `name` of `shape`: output index -> source index
   // when the tensor is permuted (empty map: dimension unchanged). All maps
   // empty when nothing moves.
+  // A flat binding's tensor (format 1.4) is permuted as one dimension of
+  // all its elements: one map per dimension where that moves every element
+  // within its innermost row the same way in every row, else one map over
+  // the tensor's elements taken flat (a grouped heads axis whose groups
+  // have different orders): see PermutationFor, which says which.
   std::vector<std::vector<uint64_t>> MapsFor(std::string_view name, absl::Span<const uint64_t> shape) const;
+  struct Permutation {
+    std::vector<std::vector<uint64_t>> maps;
+    std::vector<uint64_t> grid;  // the shape `maps` index: `shape`, or {numel} for a flat map
+  };
+  Permutation PermutationFor(std::string_view name, absl::Span<const uint64_t> shape) const;
+  // MapsFor over the shape the tensor's binding describes (for a flat
+  // binding: one dimension of all its elements).
+  std::vector<std::vector<uint64_t>> MapsForBoundShape(std::string_view name, absl::Span<const uint64_t> shape) const;
 };
 
 // `file` names the JSON in messages. Checks everything that needs only the

@@ -63,6 +63,7 @@ class Elastic:
         self._bindings()
         self._matches()
         self._budgets()
+        self._flat_cuts()
         self._blocks()
         self._importance()
 
@@ -72,8 +73,12 @@ class Elastic:
         uses_v2 = any(a["groups"] > 1 for a in em["axes"]) or any(
             b["segmented"] or any("*" in d for d in b["dims"]) or
             any("*" in s["axis"] for sd in b["segmented"] for s in sd["segments"]) for b in em["bindings"])
-        if em["version"] not in (1, 2):  # [E-2.1]
-            raise dl("version %d is not 1 or 2" % em["version"])
+        if em["version"] not in (1, 2, 3):  # [E-2.1]
+            raise dl("version %d is not 1, 2 or 3" % em["version"])
+        for b in em["bindings"]:
+            if b.get("flat") and em["version"] < 3:  # [E-2.1] [E-1.4]
+                raise dl('version %d but binding "%s" is flat, which needs version 3 (format 1.4)'
+                         % (em["version"], b["tensor"]))
         if em["version"] == 1 and uses_v2:  # [E-2.1]
             raise dl("version 1 but the manifest uses groups, segments or products: need version 2")
         if em["storage_order"] != 1:  # [E-2.1]
@@ -156,6 +161,9 @@ class Elastic:
                     raise dl('binding "%s": names a tensor of layer %d; bind it by template' % (n, f[0]))
             if not 1 <= len(b["dims"]) <= 8:
                 raise dl('binding "%s": %d dims' % (n, len(b["dims"])))
+            if b.get("flat") and len(b["dims"]) != 1:  # [E-2.3]
+                raise dl('binding "%s": a flat binding has exactly one dims entry (the tensor\'s elements taken '
+                         "flat), not %d" % (n, len(b["dims"])))
             axes_used = []
             for d in b["dims"]:
                 if d not in ("-", "+"):
@@ -221,6 +229,13 @@ class Elastic:
 
     def _check_match(self, t, b, layer):
         tn, shape = t["name"], t["shape"]
+        if b.get("flat"):  # [E-1.4] one dimension of all its elements
+            if not shape:
+                raise dl('tensor "%s": a flat binding on a tensor without dimensions' % tn)
+            n = 1
+            for d in shape:
+                n *= d
+            shape = [n]
         if layer is not None and layer >= self.lc:
             raise dl('tensor "%s": layer %d is not below layer_count' % (tn, layer))
         if len(shape) != len(b["dims"]):
@@ -360,8 +375,60 @@ class Elastic:
                 merged.append(r)
         return merged
 
+    def _flat_runs(self, b, bind, layer, t):
+        """The kept runs of a flat binding's one dims entry, over the tensor's elements taken flat."""
+        n = 1
+        for d in t["shape"]:
+            n *= d
+        return self.dim_runs(b, bind, len(bind["dims"]) - 1, layer, n)
+
+    @staticmethod
+    def _rows(flat, shape):
+        """A flat cut as runs of row 0 when every row keeps the same (outer dimensions whole), else None."""
+        inner, rows = shape[-1], 1
+        for d in shape[:-1]:
+            rows *= d
+        per_row = [[] for _ in range(rows)] if rows <= 1 << 20 else None
+        if per_row is None:
+            return None
+        for s, e in flat:
+            while s < e:
+                r, c = divmod(s, inner)
+                n = min(e - s, inner - c)
+                per_row[r].append((c, c + n))
+                s += n
+        return per_row[0] if all(p == per_row[0] for p in per_row) else None
+
+    # rule 9
+    def _flat_cuts(self):
+        for t, bind, layer in self.matched:
+            if not bind.get("flat"):
+                continue
+            for b in self.em["budgets"]:
+                if layer is not None and not b["layer_keep"][layer]:
+                    continue
+                flat = self._flat_runs(b, bind, layer, t)
+                if self._rows(flat, t["shape"]) is None:  # [E-2.9]
+                    raise dl('budget "%s": tensor "%s" of flat binding "%s" keeps %d of its elements, which is not '
+                             "its outer dimensions whole with the same elements of every row"
+                             % (b["name"], t["name"], bind["tensor"], sum(e - s for s, e in flat)))
+
     def _blocks(self):
         for t, bind, layer in self.matched:
+            if bind.get("flat"):
+                B = BLOCK.get(t["codec"]["id"])
+                for b in self.em["budgets"] if B else []:
+                    if layer is not None and not b["layer_keep"][layer]:
+                        continue
+                    row = self._rows(self._flat_runs(b, bind, layer, t), t["shape"])
+                    if row == [(0, t["shape"][-1])]:
+                        continue
+                    for s0, e0 in row:
+                        if s0 % B or e0 % B:  # [E-2.6]
+                            raise dl('budget "%s": tensor "%s" keeps elements [%d, %d) of its innermost dimension '
+                                     "(flat binding), which splits its codec's blocks of %d elements"
+                                     % (b["name"], t["name"], s0, e0, B))
+                continue
             B = BLOCK.get(t["codec"]["id"])
             last = len(bind["dims"]) - 1
             if not B or bind["dims"][last] == "-":

@@ -103,7 +103,8 @@ _msg("ElasticAxis", [_f(1, "name", "string"), _f(2, "scope", "enum"), _f(3, "gra
                      _f(6, "at_most", "string"), _f(7, "metadata_key", "string"),
                      _f(8, "groups", "uint64")])
 _msg("ElasticBinding", [_f(1, "tensor", "string"), _f(2, "dims", "string", True),
-                        _f(3, "segmented", "message", True, "ElasticSegmentedDim")])
+                        _f(3, "segmented", "message", True, "ElasticSegmentedDim"),
+                        _f(4, "flat", "bool")])
 _msg("ElasticSegmentedDim", [_f(1, "dim", "uint32"),
                              _f(2, "segments", "message", True, "ElasticSegment")])
 _msg("ElasticSegment", [_f(1, "axis", "string"), _f(2, "fixed_elems", "uint64")])

@@ -224,7 +224,7 @@ nh="$OUT/nemotron-h-moe"
 "$BP" convert "$nh.gguf" -o "$nh.elastic.bolt" --elastic "$OUT/nemotron-h-elastic.json" --no-fsync >/dev/null 2>&1
 cmp "$nh.gguf" "$OUT/nemotron-h-elastic.gguf" || fail "make_nemotron_h.py is not deterministic"
 CUT_JOBS=()
-for b in experts75 experts50 moe-ffn50 shexp50 heads50 drop-mamba drop-moe bolt50; do
+for b in experts75 experts50 moe-ffn50 shexp50 heads50 mamba-heads75 mamba-heads50 drop-mamba drop-moe bolt50; do
   "$BP" slice "$nh.elastic.bolt" --budget "$b" -o "$nh.$b.gguf" >/dev/null 2>&1 || fail "slice --budget $b failed"
   "$BP" verify --target llama.cpp "$nh.$b.gguf" >/dev/null || fail "nemotron-h-moe.$b.gguf: verify --target llama.cpp refuses it"
   "${MAKE_NH[@]}" "$nh.switched-off-$b.gguf" --switch-off "$b"
@@ -263,7 +263,7 @@ echo "   HF folder -> Bolt mix + elastic -> slice bolt-mix50: $(stat -c %s "$hf.
 CUT_JOBS+=("same:$nh.bolt-mix.bolt-mix50.gguf,$hf.bolt-mix50.gguf")
 # verify --target llama.cpp must agree with llama.cpp on files it refuses:
 # each broken variant is loaded by llama.cpp in its own process (one aborts).
-for b in no-ln-eps head0 probs-name expert-count; do
+for b in no-ln-eps head0 probs-name expert-count ssm-inner-array; do
   f="$OUT/nemotron-h-broken-$b.gguf"
   "${MAKE_NH[@]}" "$f" --break "$b"
   if "$BP" verify --target llama.cpp "$f" >/dev/null 2>&1; then bp_says=accepts; else bp_says=refuses; fi

@@ -182,7 +182,7 @@ TEST(ElasticManifest, ValidatorRejectsHostileValues) {
     EXPECT_FALSE(s.ok()) << want;
     EXPECT_NE(std::string(s.message()).find(want), std::string::npos) << s.message();
   };
-  bad([](ElasticManifest& c) { c.version = 3; }, "version 3");
+  bad([](ElasticManifest& c) { c.version = 4; }, "version 4 is not 1, 2 or 3");
   bad([](ElasticManifest& c) { c.axes[0].groups = 2; }, "need version 2");
   bad([](ElasticManifest& c) { c.prefix_order = false; }, "storage order");
   bad([](ElasticManifest& c) { c.layer_count = 70000; }, "layer_count 70000");

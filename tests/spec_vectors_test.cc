@@ -365,6 +365,9 @@ void ExpectElastic(const std::string& vector, const Reader& r, const JsonValue& 
   for (size_t i = 0; i < bindings.size(); ++i) {
     EXPECT_EQ(got->bindings[i].tensor, GetS(bindings[i], "tensor")) << vector;
     EXPECT_EQ(got->bindings[i].dims, GetStrings(bindings[i], "dims")) << vector;
+    // Format 1.4: "flat" only where a binding is flat.
+    const JsonValue* flat = bindings[i].Find("flat");
+    EXPECT_EQ(got->bindings[i].flat, flat != nullptr && flat->bool_value()) << vector;
     // Format 1.2: "segmented" only where a binding has segmented dims.
     const JsonValue* segmented = bindings[i].Find("segmented");
     const auto& sds = got->bindings[i].segmented;

@@ -115,6 +115,9 @@ Metadata HfFolderBoltMetadata(const Inputs& in, const CodecPlan& plan);
 struct BoltJob {
   const CodecRule* rule = nullptr;
   format::ElementMaps maps;
+  // The shape `maps` index: the tensor's, or (a flat binding whose groups
+  // move differently, format 1.4) one dimension of all its elements.
+  std::vector<uint64_t> grid;
   bool encoded = false;
   std::string codec;
   EncodedTensor enc;
@@ -158,7 +161,7 @@ absl::Status EncodeForBolt(const InputTensor& t, const io::Imatrix* imatrix, int
   std::vector<uint8_t> moved;
   if (Moves(job->maps)) {
     // Permuted as elements, then encoded (a q8_0 tensor is quantized after).
-    BP_ASSIGN_OR_RETURN(moved, format::GatherCells(bytes, t.shape, static_cast<uint64_t>(DTypeSize(t.dtype)),
+    BP_ASSIGN_OR_RETURN(moved, format::GatherCells(bytes, job->grid, static_cast<uint64_t>(DTypeSize(t.dtype)),
                                                    job->maps));
     bytes = moved;
   }
@@ -177,7 +180,16 @@ absl::Status AddBoltJob(Writer& writer, const InputTensor& t, BoltJob job) {
     return writer.AddTensor(std::string(t.name), {t.shape.begin(), t.shape.end()}, t.dtype, job.codec,
                             std::move(job.enc));
   }
-  if (Moves(job.maps) && StoredForm(t)) return AddPermutedStored(writer, t, job.maps);
+  if (Moves(job.maps) && StoredForm(t)) {
+    if (job.grid.size() != t.shape.size()) {
+      // Stored cells move only as whole cells of the tensor's own grid.
+      return absl::InvalidArgumentError(StrCat(
+          "tensor ", QuoteForDisplay(t.name), ": its flat binding's importance order moves the elements of its rows "
+          "differently, which its stored cells cannot take; convert it from element data (F16/F32) or give every "
+          "group the same order"));
+    }
+    return AddPermutedStored(writer, t, job.maps);
+  }
   if (t.kind == InputKind::kBolt) return writer.CopyTensor(*t.reader, t.index);  // stored bytes pass through
   // GGUF blocks pass through unchanged under their codec id.
   BP_ASSIGN_OR_RETURN(TensorInfo record, GgufBlockRecord(t));
@@ -289,7 +301,11 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
     const InputTensor& t = in.tensors()[i];
     slots[slot] = BoltJob();
     BoltJob& job = slots[slot];
-    job.maps = elastic != nullptr ? elastic->MapsFor(t.name, t.shape) : format::ElementMaps{};
+    if (elastic != nullptr) {
+      io::ElasticAuthoring::Permutation perm = elastic->PermutationFor(t.name, t.shape);
+      job.maps = std::move(perm.maps);
+      job.grid = std::move(perm.grid);
+    }
     job.rule = PlannedRule(plan, in, t);
     if (!InPart(i)) return absl::OkStatus();
     // The writer copies a stored tensor, and a skeleton plans one, in consume.

@@ -3,6 +3,7 @@
 #include "boltpack/reader.h"
 #include "common/status_macros.h"
 #include "common/str_cat.h"
+#include "format/elastic_ssm_keys.h"
 #include "format/elastic_validate.h"
 #include "common/mapped_file.h"
 
@@ -61,6 +62,9 @@ absl::StatusOr<std::unique_ptr<io::ElasticAuthoring>> LoadElastic(const std::str
   FinalCodecs codecs(in, plan);
   absl::Status valid = format::ValidateElastic(authoring.manifest, codecs.refs, path);
   if (!valid.ok()) return absl::InvalidArgumentError(valid.message());
+  // [E-5.2.3] A budget no slice could give llama.cpp keys for is refused now.
+  absl::Status ssm = format::CheckSsmBudgets(authoring.manifest, codecs.refs, in.metadata());
+  if (!ssm.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", ssm.message()));
   return std::make_unique<io::ElasticAuthoring>(std::move(authoring));
 }
 

@@ -70,6 +70,12 @@ struct ElasticBinding {
   // outermost first.
   std::vector<std::string> dims;
   std::vector<ElasticSegmentedDim> segmented;  // one per "+" in dims
+  // Version 3 (format 1.4): `dims` holds one entry that binds the tensor's
+  // elements taken flat (row-major) as one dimension, e.g. llama.cpp's
+  // grouped ssm_norm [n_group][d_inner / n_group] as "heads*head_ch". Valid
+  // only where every budget keeps the outer dimensions whole and the same
+  // elements of every innermost row.
+  bool flat = false;
   // The segments of dimension d, or nullptr when it is not segmented.
   const ElasticSegmentedDim* SegmentsOf(size_t d) const;
 };
@@ -104,7 +110,7 @@ struct ElasticImportance {
 
 struct ElasticManifest {
   // 2 when an axis has groups > 1 or a binding a segmented dim or a product
-  // entry.
+  // entry; 3 when a binding is flat.
   uint32_t version = 1;
   bool prefix_order = true;  // storage order "prefix" (the only one defined)
   uint32_t layer_count = 0;
@@ -122,7 +128,7 @@ struct ElasticManifest {
   uint64_t KeptUnits(const ElasticBudget& budget, const ElasticAxis& axis, uint32_t layer) const;
   // The lowest manifest version that expresses this manifest: 2 when an axis
   // has groups > 1 or a binding a segmented dimension or a product entry
-  // ("A*B" in dims or as a segment's axis), else 1.
+  // ("A*B" in dims or as a segment's axis), 3 when a binding is flat, else 1.
   uint32_t RequiredVersion() const;
 };
 

@@ -2048,6 +2048,100 @@ void InvalidVectors() {
   InvalidParts();
 }
 
+// Format 1.4: a flat binding (elastic.md §1 "Flat bindings"): llama.cpp's
+// grouped ssm_norm [n_group = 2][4] bound as "heads*ch", heads (4, in 2
+// groups) x ch (2 channels). "half" keeps head 0 of each group, both
+// channels: flat runs [0, 2) and [4, 6), so each row keeps columns [0, 2)
+// and the slice is [2][2]; "quarter" (nested) also channel 0 only: flat
+// [0, 1) and [4, 1), columns [0, 1).
+bp::ElasticManifest FlatElastic() {
+  bp::ElasticManifest e;
+  e.version = 3;
+  e.layer_count = 1;
+  e.layer_pattern = "blk.{L}.";
+  bp::ElasticAxis heads;
+  heads.name = "heads";
+  heads.scope = bp::ElasticScope::kLayer;
+  heads.parent = {4};
+  heads.groups = 2;
+  e.axes.push_back(heads);
+  bp::ElasticAxis ch;
+  ch.name = "ch";
+  ch.scope = bp::ElasticScope::kLayer;
+  ch.parent = {2};
+  e.axes.push_back(ch);
+  e.bindings.push_back({"blk.{L}.ssm_norm.weight", {"heads*ch"}, {}, true});
+  e.bindings.push_back({"blk.{L}.ssm_a", {"heads"}, {}});
+  e.budgets.push_back({"half", {true}, {{"heads", {2}}, {"ch", {2}}}, ""});
+  e.budgets.push_back({"quarter", {true}, {{"heads", {2}}, {"ch", {1}}}, "half"});
+  return e;
+}
+
+Bytes FlatFile(const std::string& name, std::vector<TensorSpec>* ts) {
+  *ts = {F32Tensor("blk.0.ssm_norm.weight", {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}),
+         F32Tensor("blk.0.ssm_a", {4}, {-1, -2, -3, -4})};
+  Bytes b = WriteWith(name, Options(), [&](bp::Writer& w) {
+    for (const auto& t : *ts) Add(w, t);
+    Check(w.SetElastic(FlatElastic()), "elastic flat");
+  });
+  v1::Manifest m = ManifestOf(b);
+  if (m.format_minor() != 4 || m.elastic().version() != 3) Die("elastic flat vector: the Writer did not stamp 1.4");
+  return b;
+}
+
+// The runs of every tensor per budget, from the definition: the flat
+// tensor's as its own two dimensions.
+Json FlatBudgetRuns() {
+  auto dim = [](std::initializer_list<std::pair<uint64_t, uint64_t>> runs) {
+    Json a = Json::Arr();
+    for (auto [start, length] : runs) a.Push(Json::Arr().Push(U(start)).Push(U(length)));
+    return a;
+  };
+  auto tensor = [](const std::string& name, std::vector<Json> dims) {
+    Json runs = Json::Arr();
+    for (auto& d : dims) runs.Push(std::move(d));
+    return Json::Obj().Add("tensor", S(name)).Add("runs", runs);
+  };
+  Json half = Json::Arr()
+                  .Push(tensor("blk.0.ssm_norm.weight", {dim({{0, 2}}), dim({{0, 2}})}))
+                  .Push(tensor("blk.0.ssm_a", {dim({{0, 1}, {2, 1}})}));
+  Json quarter = Json::Arr()
+                     .Push(tensor("blk.0.ssm_norm.weight", {dim({{0, 2}}), dim({{0, 1}})}))
+                     .Push(tensor("blk.0.ssm_a", {dim({{0, 1}, {2, 1}})}));
+  return Json::Arr()
+      .Push(Json::Obj().Add("budget", S("half")).Add("tensors", half))
+      .Push(Json::Obj().Add("budget", S("quarter")).Add("tensors", quarter));
+}
+
+void ValidElasticFlat() {
+  std::vector<TensorSpec> ts;
+  Bytes b = FlatFile("elastic_flat", &ts);
+  SaveValid("elastic_flat", b, {}, DecodesOf(ts), {{"budget_runs", FlatBudgetRuns()}});
+}
+
+void InvalidElasticFlat() {
+  std::vector<TensorSpec> unused;
+  const Bytes b0 = FlatFile("elastic_flat_base", &unused);
+  InvalidManifest("elastic_flat_needs_version_3", b0, [](v1::Manifest& m) { m.mutable_elastic()->set_version(2); },
+                  Open(kDataLoss,
+                       "version 2 but binding \"blk.{L}.ssm_norm.weight\" is flat, which needs version 3 (format 1.4)",
+                       "E-2.1"));
+  InvalidManifest("elastic_flat_two_dims", b0,
+                  [](v1::Manifest& m) { m.mutable_elastic()->mutable_bindings(0)->add_dims("-"); },
+                  Open(kDataLoss,
+                       "binding \"blk.{L}.ssm_norm.weight\": a flat binding has exactly one dims entry (the "
+                       "tensor's elements taken flat), not 2",
+                       "E-2.3"));
+  // Heads not grouped by the rows: "half" keeps heads 0 and 1, all of row 0.
+  InvalidManifest("elastic_flat_uneven_rows", b0,
+                  [](v1::Manifest& m) { m.mutable_elastic()->mutable_axes(0)->set_groups(0); },
+                  Open(kDataLoss,
+                       "budget \"half\": tensor \"blk.0.ssm_norm.weight\" of flat binding "
+                       "\"blk.{L}.ssm_norm.weight\" keeps 4 of its elements (its first kept run is [0, 4)), which "
+                       "is not its outer dimensions whole",
+                       "E-2.9"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -2089,6 +2183,8 @@ int main(int argc, char** argv) {
   ValidElasticLinePrefixes();
   ValidParts();
   InvalidVectors();
+  ValidElasticFlat();
+  InvalidElasticFlat();
 
   std::filesystem::remove_all(g_scratch);
   if (g_mismatches > 0) {

@@ -765,6 +765,7 @@ Json ElasticJson(const v1::ElasticManifest& e) {
       }
       binding.Add("segmented", segmented);
     }
+    if (b.flat()) binding.Add("flat", Bool(true));  // format 1.4, only where used
     bindings.Push(binding);
   }
   Json budgets = Json::Arr();

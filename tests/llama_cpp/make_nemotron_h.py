@@ -19,15 +19,28 @@ converter stores them. The output is random: it runs, it does not write
 English.
 
 --elastic writes the model's elastic authoring file (spec/elastic.md §4):
-routed experts, expert width, shared-expert width and query heads inside
-their GQA groups, with importance scores, and budgets that cut each of them
-and drop a Mamba-2 and a MoE layer. --switch-off BUDGET writes instead the
+routed experts, expert width, shared-expert width, query heads inside
+their GQA groups and Mamba-2 heads inside their B/C and norm groups (the
+grouped ssm_norm [n_group][d_inner / n_group] bound flat, format 1.4), with
+importance scores, and budgets that cut each of them and drop a Mamba-2 and
+a MoE layer. --switch-off BUDGET writes instead the
 parent with the units BUDGET cuts switched off, the reference a slice of
 that budget must match token for token in llama.cpp: a cut expert's router
 bias at -1e30 (never selected), a cut channel's or head's rows and columns
 zeroed (ReLU^2(0) = 0; a zero query head's output meets zeroed attn_output
 columns), a dropped layer's output projections zeroed (its residual passes
-through).
+through), a cut Mamba-2 head's z (gate) rows of ssm_in zeroed (its y is
+y * silu(0) = 0 before the grouped RMS norm) and the kept ssm_norm weights
+of each group scaled by sqrt(N_kept / N) (N channels per group, N_kept kept):
+the group's mean of squares over N channels, of which only N_kept are
+non-zero, is N_kept / N of the child's over N_kept, so the parent's
+normalized values are sqrt(N / N_kept) times the child's, which the weights
+undo. Up to the epsilon: rms_norm adds eps to the mean of squares, so the
+reference normalizes by sqrt(ms + eps * N / N_kept) where the child has
+sqrt(ms + eps). The toy mixer's gated y has a mean square of about 2e-5,
+against which llama.cpp's usual 1e-5 would move the norm by tens of
+percent, so the model's RMS epsilon is 1e-10 (RMS_EPS): the difference is
+then about 1e-6 of the norm; not bit-exact, checked token for token.
 
 --break makes one of the files llama.cpp refuses (issue 21, items 1-2), for
 checking that `verify --target llama.cpp` refuses it too:
@@ -38,6 +51,9 @@ checking that `verify --target llama.cpp` refuses it too:
   probs-name      the router bias named ffn_exp_probs_b.bias (gguf-py's name
                   is exp_probs_b)
   expert-count    expert_count per layer (it must stay one number)
+  ssm-inner-array ssm.inner_size per layer (llama.cpp reads it, like
+                  ssm.time_step_rank, as one number: a budget whose Mamba
+                  layers keep different head counts has no llama.cpp form)
 """
 import argparse
 import json
@@ -49,6 +65,7 @@ N_EMBD, D_INNER, N_HEAD_SSM, N_GROUP, D_STATE, D_CONV = 256, 512, 8, 2, 64, 4
 N_EXPERT, N_USED, FF_EXP, FF_SHEXP, LATENT = 8, 2, 256, 512, 128
 N_HEAD, N_HEAD_KV, FF_DENSE = 8, 2, 512
 KINDS = ("mamba", "ffn", "mamba", "attn", "mamba", "ffn")
+RMS_EPS = 1e-10
 
 T_F32, T_F16 = 0, 1
 V_U32, V_I32, V_F32, V_BOOL, V_STRING, V_ARRAY = 4, 5, 6, 7, 8, 9
@@ -109,7 +126,7 @@ def kv(key, vtype, value):
     return out + struct.pack({V_U32: "<I", V_I32: "<i", V_F32: "<f", V_BOOL: "<?"}[vtype], value)
 
 
-BREAKS = ("no-ln-eps", "head0", "probs-name", "expert-count")
+BREAKS = ("no-ln-eps", "head0", "probs-name", "expert-count", "ssm-inner-array")
 
 
 def model_keys(arch, variant, n_vocab, broken=None):
@@ -128,10 +145,14 @@ def model_keys(arch, variant, n_vocab, broken=None):
             kv(a + "attention.head_count_kv", V_ARRAY, [N_HEAD_KV if k == "attn" else 0 for k in KINDS]),
             kv(a + "attention.key_length", V_U32, N_EMBD // N_HEAD),
             kv(a + "attention.value_length", V_U32, N_EMBD // N_HEAD),
-            kv(a + "attention.layer_norm_rms_epsilon", V_F32, 1e-5),
+            # A small RMS epsilon: the Mamba-2 head cut's reference (below)
+            # normalizes by sqrt(ms + eps * N / N_kept) where the child has
+            # sqrt(ms + eps), and the toy mixer's ms is about 2e-5.
+            kv(a + "attention.layer_norm_rms_epsilon", V_F32, RMS_EPS),
             kv(a + "attention.layer_norm_epsilon", V_F32, 1e-5) if broken != "no-ln-eps" else b"",
             kv(a + "ssm.conv_kernel", V_U32, D_CONV),
-            kv(a + "ssm.inner_size", V_U32, D_INNER),
+            kv(a + "ssm.inner_size", V_ARRAY, [D_INNER if k == "mamba" else 0 for k in KINDS])
+            if broken == "ssm-inner-array" else kv(a + "ssm.inner_size", V_U32, D_INNER),
             kv(a + "ssm.state_size", V_U32, D_STATE),
             kv(a + "ssm.time_step_rank", V_U32, N_HEAD_SSM),
             kv(a + "ssm.group_count", V_U32, N_GROUP)]
@@ -204,6 +225,11 @@ ELASTIC_AXES = {
     "sh_ffn": {"scope": "layer", "granularity": 32, "metadata_key": "expert_shared_feed_forward_length"},
     "q_heads": {"scope": "layer", "unit_elems": N_EMBD // N_HEAD, "groups": N_HEAD_KV,
                 "metadata_key": "attention.head_count"},
+    # Mamba-2 heads, grouped by the B/C (and norm) groups, times the
+    # channels of a head (solved from the products: 64). slice sets
+    # ssm.inner_size and ssm.time_step_rank from the kept tensors.
+    "ssm_heads": {"scope": "layer", "groups": N_GROUP},
+    "ssm_ch": {"scope": "layer"},
 }
 # (tensor, dims outermost first: numpy order, GGUF ne reversed)
 ELASTIC_BINDINGS = (
@@ -213,6 +239,21 @@ ELASTIC_BINDINGS = (
     ("attn_q.weight", ["q_heads", "-"]), ("attn_output.weight", ["-", "q_heads"]),
 )
 MOE_LAYERS = [i for i, k in enumerate(KINDS) if k == "ffn"]
+MAMBA_LAYERS = [i for i, k in enumerate(KINDS) if k == "mamba"]
+HC = "ssm_heads*ssm_ch"
+BC = 2 * N_GROUP * D_STATE  # B and C, never cut
+# ssm_in's rows: z, x, B C, dt; conv over x, B C; ssm_norm [n_group][d_inner
+# / n_group] taken flat (each group row keeps the same heads).
+MAMBA_BINDINGS = (
+    {"tensor": "ssm_in.weight", "dims": [{"segments": [HC, HC, BC, "ssm_heads"]}, "-"]},
+    {"tensor": "ssm_conv1d.weight", "dims": [{"segments": [HC, BC]}, "-"]},
+    {"tensor": "ssm_conv1d.bias", "dims": [{"segments": [HC, BC]}]},
+    {"tensor": "ssm_dt.bias", "dims": ["ssm_heads"]},
+    {"tensor": "ssm_a", "dims": ["ssm_heads", "-"]},
+    {"tensor": "ssm_d", "dims": ["ssm_heads", "-"]},
+    {"tensor": "ssm_norm.weight", "dims": [HC], "flat": True},
+    {"tensor": "ssm_out.weight", "dims": ["-", HC]},
+)
 
 
 def per_layer(value, layers):
@@ -226,6 +267,8 @@ ELASTIC_BUDGETS = [
     {"name": "moe-ffn50", "per_layer": {"moe_ffn": per_layer(FF_EXP // 2, MOE_LAYERS)}},
     {"name": "shexp50", "per_layer": {"sh_ffn": per_layer(FF_SHEXP // 2, MOE_LAYERS)}},
     {"name": "heads50", "per_layer": {"q_heads": per_layer(N_HEAD // 2, ATTN)}},
+    {"name": "mamba-heads75", "per_layer": {"ssm_heads": per_layer(6, MAMBA_LAYERS)}},
+    {"name": "mamba-heads50", "per_layer": {"ssm_heads": per_layer(4, MAMBA_LAYERS)}, "nested_in": "mamba-heads75"},
     {"name": "drop-mamba", "layer_keep": [int(i != 4) for i in range(len(KINDS))]},
     {"name": "drop-moe", "layer_keep": [int(i != 5) for i in range(len(KINDS))]},
     {"name": "bolt50", "per_layer": {"experts": per_layer(4, MOE_LAYERS), "moe_ffn": per_layer(FF_EXP // 2, MOE_LAYERS),
@@ -242,13 +285,19 @@ def elastic_authoring(seed, budgets="all"):
     """The authoring JSON (a dict); importance scores are deterministic.
     budgets "mix": only those the Bolt recipe's codecs can cut."""
     rng = np.random.default_rng(seed + 1)
-    units = {"experts": N_EXPERT, "moe_ffn": FF_EXP, "sh_ffn": FF_SHEXP, "q_heads": N_HEAD}
+    # ssm_heads last: the other axes' scores stay what they were before it.
+    units = {"experts": N_EXPERT, "moe_ffn": FF_EXP, "sh_ffn": FF_SHEXP, "q_heads": N_HEAD, "ssm_heads": N_HEAD_SSM}
+    layers = {"q_heads": ATTN, "ssm_heads": MAMBA_LAYERS}
     importance = {ax: {str(L): [round(float(x), 4) for x in rng.uniform(0, 1, n)]
-                       for L in (ATTN if ax == "q_heads" else MOE_LAYERS)} for ax, n in units.items()}
+                       for L in layers.get(ax, MOE_LAYERS)} for ax, n in units.items()}
+    bindings = [{"tensor": "blk.{L}." + t, "dims": d} for t, d in ELASTIC_BINDINGS]
+    bindings += [dict(b, tensor="blk.{L}." + b["tensor"]) for b in MAMBA_BINDINGS]
+    # The mix keeps the budgets its codecs can cut and no Mamba head cut
+    # (its ssm tensors are the recipe's nvfp4).
+    mix = [b for b in ELASTIC_BUDGETS if not {"moe_ffn", "ssm_heads"} & set(b.get("per_layer", {}))]
     return {"version": 1, "layers": {"count": len(KINDS), "name_pattern": "blk.{L}."}, "axes": ELASTIC_AXES,
-            "bindings": [{"tensor": "blk.{L}." + t, "dims": d} for t, d in ELASTIC_BINDINGS],
-            "importance_method": "random scores (a test model)", "importance": importance,
-            "budgets": [b for b in ELASTIC_BUDGETS if budgets == "all" or "moe_ffn" not in b.get("per_layer", {})]}
+            "bindings": bindings, "importance_method": "random scores (a test model)", "importance": importance,
+            "budgets": ELASTIC_BUDGETS if budgets == "all" else mix}
 
 
 def kept_units(authoring, axis, layer, count):
@@ -263,6 +312,27 @@ def kept_units(authoring, axis, layer, count):
     return kept
 
 
+def switch_off_ssm_heads(arrays, authoring, counts):
+    """Cut Mamba-2 heads: z rows zeroed (y = y * silu(0) = 0), the kept norm
+    weights of each group scaled by sqrt(N_kept / N) (see the docstring)."""
+    head_dim = D_INNER // N_HEAD_SSM
+    per_group = N_HEAD_SSM // N_GROUP
+    for layer, count in enumerate(counts):
+        if count is None or count == N_HEAD_SSM:
+            continue
+        kept = kept_units(authoring, "ssm_heads", layer, count)
+        ssm_in = arrays[f"blk.{layer}.ssm_in.weight"]  # [z x BC dt rows][n_embd]; z first
+        norm = arrays[f"blk.{layer}.ssm_norm.weight"]  # [n_group][d_inner / n_group]
+        for h in set(range(N_HEAD_SSM)) - kept:
+            ssm_in[h * head_dim:(h + 1) * head_dim] = 0
+        for g in range(N_GROUP):
+            kept_g = [h for h in kept if h // per_group == g]
+            scale = np.float32(np.sqrt(len(kept_g) / per_group))
+            for h in kept_g:
+                c = (h % per_group) * head_dim
+                norm[g, c:c + head_dim] *= scale
+
+
 def switch_off(tensors, authoring, budget_name):
     """The parent with the units budget_name cuts switched off (see --elastic)."""
     budget = next(b for b in authoring["budgets"] if b["name"] == budget_name)
@@ -275,6 +345,9 @@ def switch_off(tensors, authoring, budget_name):
             if f"blk.{layer}.{out}" in arrays:
                 arrays[f"blk.{layer}.{out}"][...] = 0
     for axis, counts in budget.get("per_layer", {}).items():
+        if axis == "ssm_heads":
+            switch_off_ssm_heads(arrays, authoring, counts)
+            continue
         unit = ELASTIC_AXES[axis].get("unit_elems", 1)
         for layer, count in enumerate(counts):
             if count is None:
