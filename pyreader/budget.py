@@ -36,7 +36,13 @@ def kept_tensors(r, name):
         else:
             bind = bindings.get(n)
         shape = t["shape"]
-        runs = [e.dim_runs(b, bind, d, layer, shape[d]) if bind else [(0, shape[d])] for d in range(len(shape))]
+        if bind and bind.get("flat"):
+            # [E-1.4] a flat binding cuts the elements taken flat; [E-2.9] (checked at open) makes that the
+            # outer dimensions whole and the same columns of every row.
+            row = e.flat_rows(e.flat_runs(b, bind, layer, t), shape)
+            runs = [[(0, shape[d])] for d in range(len(shape) - 1)] + [row]
+        else:
+            runs = [e.dim_runs(b, bind, d, layer, shape[d]) if bind else [(0, shape[d])] for d in range(len(shape))]
         out.append((t, n, runs))
     return out
 

@@ -375,7 +375,7 @@ class Elastic:
                 merged.append(r)
         return merged
 
-    def _flat_runs(self, b, bind, layer, t):
+    def flat_runs(self, b, bind, layer, t):
         """The kept runs of a flat binding's one dims entry, over the tensor's elements taken flat."""
         n = 1
         for d in t["shape"]:
@@ -383,7 +383,7 @@ class Elastic:
         return self.dim_runs(b, bind, len(bind["dims"]) - 1, layer, n)
 
     @staticmethod
-    def _rows(flat, shape):
+    def flat_rows(flat, shape):
         """A flat cut as runs of row 0 when every row keeps the same (outer dimensions whole), else None."""
         inner, rows = shape[-1], 1
         for d in shape[:-1]:
@@ -407,8 +407,8 @@ class Elastic:
             for b in self.em["budgets"]:
                 if layer is not None and not b["layer_keep"][layer]:
                     continue
-                flat = self._flat_runs(b, bind, layer, t)
-                if self._rows(flat, t["shape"]) is None:  # [E-2.9]
+                flat = self.flat_runs(b, bind, layer, t)
+                if self.flat_rows(flat, t["shape"]) is None:  # [E-2.9]
                     raise dl('budget "%s": tensor "%s" of flat binding "%s" keeps %d of its elements, which is not '
                              "its outer dimensions whole with the same elements of every row"
                              % (b["name"], t["name"], bind["tensor"], sum(e - s for s, e in flat)))
@@ -420,7 +420,7 @@ class Elastic:
                 for b in self.em["budgets"] if B else []:
                     if layer is not None and not b["layer_keep"][layer]:
                         continue
-                    row = self._rows(self._flat_runs(b, bind, layer, t), t["shape"])
+                    row = self.flat_rows(self.flat_runs(b, bind, layer, t), t["shape"])
                     if row == [(0, t["shape"][-1])]:
                         continue
                     for s0, e0 in row:
