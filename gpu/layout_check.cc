@@ -2,6 +2,7 @@
 #include "gpu/layout_check.h"
 
 #include <cmath>
+#include <numeric>
 #include <string>
 
 #include "gpu/codec_layouts.h"
@@ -18,8 +19,12 @@ bp_status CheckTensorLayout(const bp_cuda_tensor& t, bool device_pointers) {
   if (l == nullptr) return Fail(BP_ERR_UNSUPPORTED, "GPU codec number " + std::to_string(t.codec) + " is unknown");
   const std::string name = "codec '" + std::string(l->id) + "': ";
   if (t.cols == 0 || t.cols % l->block_elems != 0 || t.cols % 8 != 0) {
-    return Fail(BP_ERR_INVALID_ARGUMENT, name + std::to_string(t.cols) + " columns: the kernels need a multiple of " +
-                                             std::to_string(l->block_elems) + " and of 8");
+    // The GEMV reads 8 columns per step; block codecs also need whole blocks.
+    const uint64_t need = std::lcm(uint64_t{l->block_elems}, uint64_t{8});
+    return Fail(BP_ERR_INVALID_ARGUMENT,
+                name + std::to_string(t.cols) + " columns: the kernels need a non-zero multiple of " +
+                    std::to_string(need) + (l->block_elems > 1 ? " (whole blocks of " + std::to_string(l->block_elems) +
+                                                                     " and 8-column steps)" : " (8-column steps)"));
   }
   if (t.rows > UINT64_MAX / t.cols || t.rows * t.cols >= (uint64_t{1} << 56)) {
     return Fail(BP_ERR_INVALID_ARGUMENT, name + "rows x cols reaches the format's limit of 2^56 elements");

@@ -1,5 +1,6 @@
 #include "tools/safetensors_out.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/status_macros.h"
@@ -12,6 +13,12 @@ absl::StatusOr<SafetensorsOut> SafetensorsOut::Create(const std::string& output,
                                                       const std::vector<std::string>& inputs, bool durable,
                                                       uint64_t max_bytes, uint64_t max_tensors) {
   SafetensorsOut out;
+  // transformers' from_pretrained refuses a file whose __metadata__ has no
+  // "format" of pt, tf, flax or mlx (a file with none at all it accepts);
+  // save_pretrained writes "pt". Metadata carried from a GGUF or .bolt
+  // input has no such key, so it gets transformers' own.
+  const bool has_format = std::any_of(metadata.begin(), metadata.end(), [](const auto& kv) { return kv.first == "format"; });
+  if (!metadata.empty() && !has_format) metadata.insert(metadata.begin(), {"format", "pt"});
   if (max_bytes == 0 && max_tensors == 0) {
     BP_ASSIGN_OR_RETURN(out.one_,
                         io::SafetensorsWriter::Create(output, std::move(metadata), std::move(tensors), inputs, durable));

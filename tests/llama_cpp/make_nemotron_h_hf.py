@@ -45,7 +45,7 @@ def config(variant, n_vocab):
          "max_position_embeddings": 512, "num_attention_heads": nh.N_HEAD, "num_key_value_heads": nh.N_HEAD_KV,
          "head_dim": nh.N_EMBD // nh.N_HEAD, "mamba_num_heads": nh.N_HEAD_SSM,
          "mamba_head_dim": nh.D_INNER // nh.N_HEAD_SSM, "ssm_state_size": nh.D_STATE, "n_groups": nh.N_GROUP,
-         "conv_kernel": nh.D_CONV, "use_conv_bias": True, "layer_norm_epsilon": 1e-5, "rms_norm_eps": 1e-5,
+         "conv_kernel": nh.D_CONV, "use_conv_bias": True, "layer_norm_epsilon": 1e-5, "rms_norm_eps": nh.RMS_EPS,
          "tie_word_embeddings": False, "torch_dtype": "float16"}
     if variant == "dense":
         c["intermediate_size"] = nh.FF_DENSE
