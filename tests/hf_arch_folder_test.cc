@@ -11,6 +11,7 @@
 #include "io/gguf.h"
 #include "io/hf_arch.h"
 #include "io/safetensors.h"
+#include "tests/hf_folder_util.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
@@ -19,42 +20,15 @@ namespace {
 using testing::MakeTempDir;
 using testing::RunCli;
 
-struct Spec {
-  std::string name;
-  std::vector<uint64_t> shape;
-};
+using Spec = testing::HfTensor;
+using testing::WriteHfText;
 
-std::vector<uint8_t> Elements(const Spec& s) {
-  uint64_t n = 1;
-  for (uint64_t d : s.shape) n *= d;
-  std::vector<uint8_t> bytes(n * 4);
-  for (uint64_t i = 0; i < n; ++i) {
-    const float f = static_cast<float>(i);
-    std::memcpy(bytes.data() + 4 * i, &f, 4);
-  }
-  return bytes;
-}
-
-// The top half of each F32 element (the values are small integers, which
-// BF16 holds exactly).
-std::vector<uint8_t> Bf16(const std::vector<uint8_t>& f32) {
-  std::vector<uint8_t> out;
-  for (size_t i = 0; i < f32.size(); i += 4) out.insert(out.end(), {f32[i + 2], f32[i + 3]});
-  return out;
-}
+// Element i of a tensor is i.
+std::vector<uint8_t> Elements(const Spec& s) { return testing::HfElements(s, 1.0f); }
 
 void WriteSafetensors(const std::string& path, const std::vector<Spec>& specs, DType dtype = DType::kF32) {
-  std::vector<io::SafetensorsTensorDecl> decls;
-  for (const auto& s : specs) decls.push_back({s.name, dtype, s.shape});
-  auto w = io::SafetensorsWriter::Create(path, {}, std::move(decls), {}, false);
-  ASSERT_TRUE(w.ok()) << w.status();
-  for (const auto& s : specs) {
-    ASSERT_TRUE((*w)->WriteNext(dtype == DType::kBF16 ? Bf16(Elements(s)) : Elements(s)).ok());
-  }
-  ASSERT_TRUE((*w)->Finish().ok());
+  testing::WriteHfWeights(path, specs, dtype, 1.0f);
 }
-
-void WriteText(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 // One decoder layer, hidden 8, 2 query heads and 1 KV head of 4.
 std::vector<Spec> LayerTensors(bool qk_norm) {
@@ -121,7 +95,7 @@ const MetaValue* Key(const Converted& c, std::string_view key) {
 TEST(HfArchFolder, Qwen3KeepsRowsAndMapsQkNorms) {
   const std::string dir = MakeTempDir();
   WriteSafetensors(dir + "/model.safetensors", LayerTensors(true));
-  WriteText(dir + "/config.json", Config("Qwen3ForCausalLM", false));
+  WriteHfText(dir + "/config.json", Config("Qwen3ForCausalLM", false));
   Converted c = Convert(dir);
   ASSERT_NE(c.model, nullptr);
   EXPECT_EQ(c.index.size(), 14u);
@@ -147,8 +121,8 @@ TEST(HfArchFolder, LlamaShardedUntiedPermutesQAndK) {
   for (const auto& s : first) map += "\"" + s.name + "\": \"model-00001-of-00002.safetensors\",";
   for (const auto& s : second) map += "\"" + s.name + "\": \"model-00002-of-00002.safetensors\",";
   map.pop_back();
-  WriteText(dir + "/model.safetensors.index.json", R"({"metadata": {}, "weight_map": {)" + map + "}}");
-  WriteText(dir + "/config.json", Config("LlamaForCausalLM", false));
+  WriteHfText(dir + "/model.safetensors.index.json", R"({"metadata": {}, "weight_map": {)" + map + "}}");
+  WriteHfText(dir + "/config.json", Config("LlamaForCausalLM", false));
   Converted c = Convert(dir);
   ASSERT_NE(c.model, nullptr);
   EXPECT_TRUE(c.index.count("output.weight"));  // untied: the head is its own tensor
@@ -163,7 +137,7 @@ TEST(HfArchFolder, LlamaShardedUntiedPermutesQAndK) {
 TEST(HfArchFolder, TiedEmbeddingsWriteNoOutput) {
   const std::string dir = MakeTempDir();
   WriteSafetensors(dir + "/model.safetensors", LayerTensors(false));
-  WriteText(dir + "/config.json", Config("MistralForCausalLM", true));
+  WriteHfText(dir + "/config.json", Config("MistralForCausalLM", true));
   Converted c = Convert(dir);
   ASSERT_NE(c.model, nullptr);
   EXPECT_FALSE(c.index.count("output.weight"));
@@ -178,7 +152,7 @@ TEST(HfArchFolder, Llama3RopeScalingWritesRopeFreqsFirst) {
   config.pop_back();
   config += R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
       "high_freq_factor": 4.0, "original_max_position_embeddings": 8}})";
-  WriteText(dir + "/config.json", config);
+  WriteHfText(dir + "/config.json", config);
   Converted c = Convert(dir);
   ASSERT_NE(c.model, nullptr);
   ASSERT_TRUE(c.index.count("rope_freqs.weight"));
@@ -193,10 +167,10 @@ TEST(HfArchFolder, Llama3RopeScalingWritesRopeFreqsFirst) {
 // names and shapes, and a tokenizer.
 // A byte-level tokenizer of 5 tokens (6 with the config's padding).
 void WriteTokenizer(const std::string& dir) {
-  WriteText(dir + "/tokenizer.json", R"({"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true}],
+  WriteHfText(dir + "/tokenizer.json", R"({"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true}],
       "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
       "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "\u0120a": 3}, "merges": ["a b", "\u0120 a"]}})");
-  WriteText(dir + "/tokenizer_config.json", R"({"eos_token": "<|endoftext|>", "bos_token": null})");
+  WriteHfText(dir + "/tokenizer_config.json", R"({"eos_token": "<|endoftext|>", "bos_token": null})");
 }
 
 TEST(HfArchFolder, EachTableGivesAGgufLlamaCppAccepts) {
@@ -204,7 +178,7 @@ TEST(HfArchFolder, EachTableGivesAGgufLlamaCppAccepts) {
     SCOPED_TRACE(arch);
     const std::string dir = MakeTempDir();
     WriteSafetensors(dir + "/model.safetensors", LayerTensors(std::string(arch) == "Qwen3ForCausalLM"));
-    WriteText(dir + "/config.json", Config(arch, false));
+    WriteHfText(dir + "/config.json", Config(arch, false));
     WriteTokenizer(dir);
     const std::string out = MakeTempDir() + "/m.gguf";
     auto r = RunCli({"convert", dir, "-o", out, "--codec", "*=f16"});
@@ -217,7 +191,7 @@ TEST(HfArchFolder, EachTableGivesAGgufLlamaCppAccepts) {
 TEST(HfArchFolder, Bf16CheckpointKeepsItsMatricesAndWritesNormsInF32) {
   const std::string dir = MakeTempDir();
   WriteSafetensors(dir + "/model.safetensors", LayerTensors(false), DType::kBF16);
-  WriteText(dir + "/config.json", Config("LlamaForCausalLM", false));
+  WriteHfText(dir + "/config.json", Config("LlamaForCausalLM", false));
   for (const char* rule : {"", "*=f16"}) {
     SCOPED_TRACE(rule);
     const std::string out = MakeTempDir() + "/m.gguf";
@@ -283,7 +257,7 @@ TEST(HfArchFolder, MixtralAndQwen3MoeStackTheirExperts) {
     SCOPED_TRACE(k.arch);
     const std::string dir = MakeTempDir();
     WriteSafetensors(dir + "/model.safetensors", k.tensors);
-    WriteText(dir + "/config.json", MoeConfig(k.arch, k.experts_field));
+    WriteHfText(dir + "/config.json", MoeConfig(k.arch, k.experts_field));
     WriteTokenizer(dir);
     Converted c = Convert(dir);
     ASSERT_NE(c.model, nullptr);
@@ -315,11 +289,11 @@ TEST(HfArchFolder, MissingOrSurplusExpertIsNamed) {
           s.end());
   const std::string dir = MakeTempDir();
   WriteSafetensors(dir + "/model.safetensors", s);
-  WriteText(dir + "/config.json", MoeConfig("MixtralForCausalLM", "num_local_experts"));
+  WriteHfText(dir + "/config.json", MoeConfig("MixtralForCausalLM", "num_local_experts"));
   auto r = RunCli({"convert", dir, "-o", MakeTempDir() + "/m.gguf"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("expert 1 of \"blk.0.ffn_up_exps.weight\" is missing"), std::string::npos) << r.output;
-  WriteText(dir + "/config.json", MoeConfig("MixtralForCausalLM", "num_local_experts").replace(
+  WriteHfText(dir + "/config.json", MoeConfig("MixtralForCausalLM", "num_local_experts").replace(
                                       MoeConfig("MixtralForCausalLM", "num_local_experts").find("\"num_local_experts\": 2"),
                                       22, "\"num_local_experts\": 1"));
   r = RunCli({"convert", dir, "-o", MakeTempDir() + "/m.gguf"});
@@ -332,7 +306,7 @@ TEST(HfArchFolder, UnmappedTensorIsNamed) {
   std::vector<Spec> s = LayerTensors(false);
   s.push_back({"model.layers.0.mlp.experts.0.w1.weight", {2, 2}});
   WriteSafetensors(dir + "/model.safetensors", s);
-  WriteText(dir + "/config.json", Config("LlamaForCausalLM", false));
+  WriteHfText(dir + "/config.json", Config("LlamaForCausalLM", false));
   auto r = RunCli({"convert", dir, "-o", MakeTempDir() + "/m.gguf"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("\"model.layers.0.mlp.experts.0.w1.weight\" has no GGUF name in the llama mapping"),

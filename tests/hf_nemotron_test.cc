@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
+#include "tests/hf_folder_util.h"
 #include "tests/test_util.h"
 
 namespace boltpack {
@@ -21,23 +22,8 @@ namespace {
 using testing::MakeTempDir;
 using testing::RunCli;
 
-struct Spec {
-  std::string name;
-  std::vector<uint64_t> shape;
-};
-
-std::vector<uint8_t> Elements(const Spec& s) {
-  uint64_t n = 1;
-  for (uint64_t d : s.shape) n *= d;
-  std::vector<uint8_t> bytes(n * 4);
-  for (uint64_t i = 0; i < n; ++i) {
-    const float f = static_cast<float>(i) / 8;
-    std::memcpy(bytes.data() + 4 * i, &f, 4);
-  }
-  return bytes;
-}
-
-void WriteText(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using Spec = testing::HfTensor;
+using testing::WriteHfText;
 
 // hidden 8; Mamba-2 2 heads of 4 in 2 groups, state 2, conv 3; attention 2
 // heads of 4 (1 KV head); 2 experts of 16 (top 1) and a shared one of 16.
@@ -90,29 +76,15 @@ std::string Config(bool moe) {
     "norm_topk_prob": true, "routed_scaling_factor": 2.5, "n_group": 1, "topk_group": 1})";
 }
 
-// The top half of each F32 element (i / 8 for small i: exact in BF16).
-std::vector<uint8_t> Bf16(const std::vector<uint8_t>& f32) {
-  std::vector<uint8_t> out;
-  for (size_t i = 0; i < f32.size(); i += 4) out.insert(out.end(), {f32[i + 2], f32[i + 3]});
-  return out;
-}
-
 std::string Folder(bool moe, DType dtype = DType::kF32) {
   const std::string dir = MakeTempDir();
   const auto specs = Tensors(moe);
-  std::vector<io::SafetensorsTensorDecl> decls;
-  for (const auto& s : specs) decls.push_back({s.name, dtype, s.shape});
-  auto w = io::SafetensorsWriter::Create(dir + "/model.safetensors", {}, std::move(decls), {}, false);
-  EXPECT_TRUE(w.ok()) << w.status();
-  for (const auto& s : specs) {
-    EXPECT_TRUE((*w)->WriteNext(dtype == DType::kBF16 ? Bf16(Elements(s)) : Elements(s)).ok());
-  }
-  EXPECT_TRUE((*w)->Finish().ok());
-  WriteText(dir + "/config.json", Config(moe));
-  WriteText(dir + "/tokenizer.json", R"({"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true}],
+  testing::WriteHfWeights(dir + "/model.safetensors", specs, dtype, 1.0f / 8);
+  WriteHfText(dir + "/config.json", Config(moe));
+  WriteHfText(dir + "/tokenizer.json", R"({"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": true}],
       "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
       "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "\u0120a": 3, "c": 5}, "merges": ["a b"]}})");
-  WriteText(dir + "/tokenizer_config.json", R"({"eos_token": "<|endoftext|>", "bos_token": null})");
+  WriteHfText(dir + "/tokenizer_config.json", R"({"eos_token": "<|endoftext|>", "bos_token": null})");
   return dir;
 }
 
@@ -219,7 +191,7 @@ TEST(HfNemotron, PatternThatDisagreesIsNamed) {
   const std::string dir = Folder(true);
   std::string c = Config(true);
   c.replace(c.find("\"M*E\""), 5, "\"M*EM\"");
-  WriteText(dir + "/config.json", c);
+  WriteHfText(dir + "/config.json", c);
   auto r = RunCli({"convert", dir, "-o", MakeTempDir() + "/m.gguf"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("the layer pattern names 4 layers"), std::string::npos) << r.output;

@@ -676,18 +676,25 @@ bp::ElasticManifest GroupedElastic() {
   return e;
 }
 
+// `ts` written with elastic manifest `e`, checked to carry the format minor
+// and manifest version its features need (elastic.md §1, VERSIONING.md).
+Bytes ElasticFile(const std::string& name, const std::vector<TensorSpec>& ts, const bp::ElasticManifest& e,
+                  uint32_t minor, uint32_t version, const std::string& label) {
+  Bytes b = WriteWith(name, Options(), [&](bp::Writer& w) {
+    for (const auto& t : ts) Add(w, t);
+    Check(w.SetElastic(e), label);
+  });
+  v1::Manifest m = ManifestOf(b);
+  if (m.format_minor() != minor || m.elastic().version() != version) {
+    Die(StrCat(label, " vector: the Writer did not stamp 1.", minor, " with manifest version ", version));
+  }
+  return b;
+}
+
 Bytes GroupedFile(const std::string& name, std::vector<TensorSpec>* ts) {
   *ts = {F32Tensor("blk.0.attn_q.weight", {8, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}),
          F32Tensor("blk.0.ffn_gate_up.weight", {6, 2}, {-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12})};
-  Bytes b = WriteWith(name, Options(), [&](bp::Writer& w) {
-    for (const auto& t : *ts) Add(w, t);
-    Check(w.SetElastic(GroupedElastic()), "elastic v2");
-  });
-  v1::Manifest m = ManifestOf(b);
-  if (m.format_minor() != 2 || m.elastic().version() != 2) {
-    Die("elastic v2 vector: the Writer did not stamp 1.2");
-  }
-  return b;
+  return ElasticFile(name, *ts, GroupedElastic(), 2, 2, "elastic v2");
 }
 
 void ValidElasticGroups() {
@@ -737,13 +744,7 @@ Bytes ProductFile(const std::string& name, std::vector<TensorSpec>* ts) {
   *ts = {F32Tensor("blk.0.ssm_out.weight", {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}),
          F32Tensor("blk.0.ssm_in.weight", {10, 1}, {-1, -2, -3, -4, -5, -6, -7, -8, -9, -10}),
          F32Tensor("blk.0.ssm_a", {2}, {0.25f, 0.5f})};
-  Bytes b = WriteWith(name, Options(), [&](bp::Writer& w) {
-    for (const auto& t : *ts) Add(w, t);
-    Check(w.SetElastic(ProductElastic()), "elastic product");
-  });
-  v1::Manifest m = ManifestOf(b);
-  if (m.format_minor() != 2 || m.elastic().version() != 2) Die("elastic product vector: the Writer did not stamp 1.2");
-  return b;
+  return ElasticFile(name, *ts, ProductElastic(), 2, 2, "elastic product");
 }
 
 // The kept runs of every tensor of every budget (elastic.md §1), written
@@ -2080,13 +2081,7 @@ bp::ElasticManifest FlatElastic() {
 Bytes FlatFile(const std::string& name, std::vector<TensorSpec>* ts) {
   *ts = {F32Tensor("blk.0.ssm_norm.weight", {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}),
          F32Tensor("blk.0.ssm_a", {4}, {-1, -2, -3, -4})};
-  Bytes b = WriteWith(name, Options(), [&](bp::Writer& w) {
-    for (const auto& t : *ts) Add(w, t);
-    Check(w.SetElastic(FlatElastic()), "elastic flat");
-  });
-  v1::Manifest m = ManifestOf(b);
-  if (m.format_minor() != 4 || m.elastic().version() != 3) Die("elastic flat vector: the Writer did not stamp 1.4");
-  return b;
+  return ElasticFile(name, *ts, FlatElastic(), 4, 3, "elastic flat");
 }
 
 // The runs of every tensor per budget, from the definition: the flat
