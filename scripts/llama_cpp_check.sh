@@ -240,7 +240,16 @@ done
 MIX_SIZE=$(stat -c %s "$nh.bolt-mix.gguf")
 [ "$(stat -c %s "$nh.bolt-mix.elastic-full.gguf")" = "$MIX_SIZE" ] || fail "the elastic Bolt mix's full budget is not the mix's size"
 AGREE_JOBS+=("agree:$nh.bolt-mix.elastic-full.gguf,$nh.gguf")
+# bolt-pack plan (issue 19 item 4) from the GGUF's headers alone: the exact
+# bytes of the .bolt file each budget of the mix slices to.
+"$BP" plan "$nh.gguf" --recipe "$ROOT/recipes/nemotron-bolt.textproto" --elastic "$OUT/nemotron-h-mix.json" \
+  --budget 2600K --json >"$nh.plan.json" 2>/dev/null || fail "plan of the Bolt mix failed"
 for b in experts75 experts50 bolt-mix50 drop-moe; do
+  "$BP" slice "$nh.bolt-mix.elastic.bolt" --budget "$b" -o "$nh.bolt-mix.$b.bolt" >/dev/null 2>&1 || fail "mix slice --budget $b to .bolt failed"
+  planned=$(/usr/bin/python3 -c 'import json,sys; print([r["bytes"] for r in json.load(open(sys.argv[1]))["results"]
+            if r["tier"] == "as given" and r["budget"] == sys.argv[2]][0])' "$nh.plan.json" "$b")
+  [ "$planned" = "$(stat -c %s "$nh.bolt-mix.$b.bolt")" ] || fail "plan says $planned bytes for $b, the slice has $(stat -c %s "$nh.bolt-mix.$b.bolt")"
+  echo "   plan: $b $planned bytes, the slice's to the byte"
   "$BP" slice "$nh.bolt-mix.elastic.bolt" --budget "$b" -o "$nh.bolt-mix.$b.gguf" >/dev/null 2>&1 || fail "mix slice --budget $b failed"
   "$BP" verify --target llama.cpp "$nh.bolt-mix.$b.gguf" >/dev/null || fail "nemotron-h-moe.bolt-mix.$b.gguf: verify refuses it"
   size=$(stat -c %s "$nh.bolt-mix.$b.gguf")
