@@ -30,10 +30,10 @@ bool EndsWith(std::string_view s, std::string_view tail) {
 // case hex, those above U+FFFF as a UTF-16 surrogate pair. `s` is valid
 // UTF-8 (CheckSafetensorsDecls checked the names).
 void AppendPythonJsonQuoted(std::string_view s, std::string* out) {
-  auto u = [out](uint32_t v) {
-    char buf[8];
-    std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(v));
-    out->append(buf);
+  auto u = [out](uint32_t v) {  // one UTF-16 unit: v <= 0xFFFF
+    static constexpr char kHex[] = "0123456789abcdef";
+    const char e[6] = {'\\', 'u', kHex[(v >> 12) & 15], kHex[(v >> 8) & 15], kHex[(v >> 4) & 15], kHex[v & 15]};
+    out->append(e, sizeof(e));
   };
   out->push_back('"');
   for (size_t i = 0; i < s.size();) {
