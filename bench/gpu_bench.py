@@ -21,14 +21,16 @@ import time
 import torch
 
 SHAPES = "4096x4096,14336x4096,4096x14336,28672x8192"
-CODECS = "bf16,q8_0,mxfp4,nvfp4,int4-g128,iq2_xxs"
+CODECS = "bf16,q8_0,mxfp4,nvfp4,int4-g128,iq2_xxs,bf16-huffman,bf16-unary,bf16-mx"
 BP_OUT_F32, BP_OUT_BF16 = 0, 1
 
 
 class Tensor(ctypes.Structure):
     _fields_ = [("codec", ctypes.c_int), ("rows", ctypes.c_uint64), ("cols", ctypes.c_uint64),
                 ("stream_count", ctypes.c_uint32), ("streams", ctypes.c_void_p * 4),
-                ("stream_bytes", ctypes.c_uint64 * 4), ("tensor_scale", ctypes.c_float)]
+                ("stream_bytes", ctypes.c_uint64 * 4), ("tensor_scale", ctypes.c_float),
+                ("index", ctypes.c_void_p), ("index_bytes", ctypes.c_uint64), ("segments", ctypes.c_uint64),
+                ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_uint64)]
 
 
 def load(lib_path):
@@ -91,11 +93,13 @@ def bench_codec(lib, path, w_ref, x, iters):
     # GEMV against torch over the decoded W (f32 reference).
     ref = out.view(rows, cols).float() @ x.float()
     err = ((y - ref).abs().max() / ref.abs().max()).item()
+    exact = torch.equal(out.view(rows, cols).view(torch.int16), w_ref.view(torch.int16))
     dec_us = time_us(dec, iters)
     gemv_us = time_us(gemv, iters)
+    index = t.index_bytes
     lib.bp_cuda_free(ctypes.byref(t))
     lib.bp_close(reader)
-    return stored, dec_us, gemv_us, err
+    return stored, index, dec_us, gemv_us, err, exact
 
 
 def main():
@@ -110,8 +114,9 @@ def main():
     lib = load(a.lib)
     os.makedirs(a.work, exist_ok=True)
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; times are means over {a.iters} launches")
-    print("| shape | codec | bits/w | decode µs | decode TB/s bf16 out | GEMV b=1 µs | vs cuBLAS | max rel err |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| shape | codec | bits/w | index bits/w | decode µs | decode TB/s bf16 out | GEMV b=1 µs | vs cuBLAS | "
+          "max rel err | decode == W |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for shape in a.shapes.split(","):
         rows, cols = map(int, shape.split("x"))
         gen = torch.Generator(device="cuda").manual_seed(rows * 31 + cols)
@@ -121,7 +126,7 @@ def main():
         copy_dst = torch.empty_like(w)
         copy_us = time_us(lambda: copy_dst.copy_(w), a.iters)
         print(f"| {shape} | cuBLAS bf16 (torch W @ x) | 16 | copy {copy_us:.1f} ({2 * w.numel() * 2 / copy_us / 1e6:.2f} "
-              f"TB/s r+w) | - | {cublas_us:.1f} | 1.00x | - |", flush=True)
+              f"TB/s r+w) | - | - | {cublas_us:.1f} | 1.00x | - | - |", flush=True)
         src = os.path.join(a.work, f"w{shape}.safetensors")
         write_bf16_safetensors(src, "w", w)
         for codec in a.codecs.split(","):
@@ -129,10 +134,11 @@ def main():
             t0 = time.time()
             subprocess.run([a.cli, "convert", src, "-o", path, "--codec", "*=" + codec, "--no-fsync"], check=True,
                            stdout=subprocess.DEVNULL)
-            stored, dec_us, gemv_us, err = bench_codec(lib, path, w, x, a.iters)
+            stored, index, dec_us, gemv_us, err, exact = bench_codec(lib, path, w, x, a.iters)
             n = rows * cols
-            print(f"| {shape} | {codec} | {stored * 8 / n:.3f} | {dec_us:.1f} | {n * 2 / dec_us / 1e6:.2f} | "
-                  f"{gemv_us:.1f} | {cublas_us / gemv_us:.2f}x | {err:.2e} |", flush=True)
+            print(f"| {shape} | {codec} | {stored * 8 / n:.3f} | {index * 8 / n:.3f} | {dec_us:.1f} | "
+                  f"{n * 2 / dec_us / 1e6:.2f} | {gemv_us:.1f} | {cublas_us / gemv_us:.2f}x | {err:.2e} | "
+                  f"{'yes' if exact else 'no'} |", flush=True)
             os.remove(path)
         os.remove(src)
         del w, copy_dst

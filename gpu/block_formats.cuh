@@ -198,6 +198,62 @@ struct Iq2Xxs : ScaledCodes<Iq2Xxs> {
   }
 };
 
+// bf16-mx (spec/codecs-bf16-exp.md §6): blocks of 32 elements, a shared
+// exponent E each (stream 0), 32 3-bit offsets t (stream 1: 12 bytes, field
+// j at bits [3j, 3j + 3) of their little-endian 96 bits) and the
+// sign+mantissa bytes (stream 2). The bf16 of (E, sm, t) is the CPU's
+// MxDecode (codecs/bf16_mx), on integers.
+__device__ __forceinline__ uint32_t MxComposeF32(uint32_t sig, int k) {
+  if (sig == 0) return 0;
+  const int p = 31 - __clz(sig);
+  const int ef = p + k + 127;
+  if (ef >= 1) return static_cast<uint32_t>(ef) << 23 | ((sig << (23 - p)) & 0x7fffffu);
+  return sig << (k + 149);
+}
+
+__device__ __forceinline__ uint32_t MxDecode(uint32_t E, uint32_t sm, uint32_t t) {
+  const uint32_t sign = (sm & 0x80u) << 8;
+  const uint32_t m = sm & 0x7fu;
+  if (t <= 6 && E >= t + 1) return sign | (E - t) << 7 | m;
+  const uint32_t f = t <= 6 ? MxComposeF32(128 + m, static_cast<int>(E) - static_cast<int>(t) - 134)
+                            : MxComposeF32(m, static_cast<int>(E) - 140);
+  return sign | F32ToBf16Bits(Float(f));  // f is finite: no NaN rule applies
+}
+
+struct Bf16Mx {
+  static constexpr bool kTables = false;
+  // The bf16 bits of group g's 8 elements (a quarter of a block).
+  __device__ __forceinline__ static void Bits8(const DeviceTensor& t, uint64_t g, uint32_t bits[8]) {
+    const uint64_t b = g >> 2;
+    const uint32_t* o = reinterpret_cast<const uint32_t*>(t.s[1] + 12 * b);  // 4-byte aligned
+    uint32_t f24;
+    switch (g & 3) {
+      case 0: f24 = o[0]; break;
+      case 1: f24 = o[0] >> 24 | o[1] << 8; break;
+      case 2: f24 = o[1] >> 16 | o[2] << 16; break;
+      default: f24 = o[2] >> 8; break;
+    }
+    const uint32_t E = t.s[0][b];
+    const uint2 sm = reinterpret_cast<const uint2*>(t.s[2])[g];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const uint32_t byte = ((j < 4 ? sm.x : sm.y) >> (8 * (j & 3))) & 0xffu;
+      bits[j] = MxDecode(E, byte, (f24 >> (3 * j)) & 7u);
+    }
+  }
+  __device__ __forceinline__ static void Load8(const DeviceTensor& t, const Iq2Tables*, uint64_t g, float v[8]) {
+    uint32_t bits[8];
+    Bits8(t, g, bits);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = Float(bits[j] << 16);
+  }
+  template <bool kExact = true>
+  __device__ __forceinline__ static float K8(const DeviceTensor& t, const Iq2Tables* tab, uint64_t g, float k[8]) {
+    Load8(t, tab, g, k);
+    return 1.0f;
+  }
+};
+
 // What a kernel of codec C takes beside the tensor: iq2_xxs its tables, by
 // value (2176 bytes of kernel parameters, copied to shared memory by each
 // block), so no per-device global state has to be set up first.

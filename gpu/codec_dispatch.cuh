@@ -22,6 +22,7 @@ cudaError_t WithCodec(int codec, Fn&& fn) {
     case BP_CUDA_CODEC_NVFP4: return fn(Nvfp4{}, CodecExtra<Nvfp4>{});
     case BP_CUDA_CODEC_INT4_G128: return fn(Int4G128{}, CodecExtra<Int4G128>{});
     case BP_CUDA_CODEC_IQ2_XXS: return fn(Iq2Xxs{}, Iq2Extra());
+    case BP_CUDA_CODEC_BF16_MX: return fn(Bf16Mx{}, CodecExtra<Bf16Mx>{});
     default: return cudaErrorInvalidValue;
   }
 }

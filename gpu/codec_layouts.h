@@ -16,7 +16,10 @@ struct CodecLayout {
   std::string_view id;
   uint32_t block_elems;
   uint32_t stream_count;
-  uint32_t block_bytes[2];
+  uint32_t block_bytes[3];
+  // bf16-huffman, bf16-unary: stream 0 is a byte per element, stream 1 any
+  // size, and the tensor needs its index (entropy_index.h); no block grid.
+  bool entropy = false;
 };
 
 inline constexpr CodecLayout kCodecLayouts[] = {
@@ -27,6 +30,9 @@ inline constexpr CodecLayout kCodecLayouts[] = {
     {BP_CUDA_CODEC_NVFP4, "nvfp4", 16, 2, {8, 1}},
     {BP_CUDA_CODEC_INT4_G128, "int4-g128", 128, 2, {64, 2}},
     {BP_CUDA_CODEC_IQ2_XXS, "iq2_xxs", 256, 1, {66, 0}},
+    {BP_CUDA_CODEC_BF16_MX, "bf16-mx", 32, 3, {1, 12, 32}},
+    {BP_CUDA_CODEC_BF16_HUFFMAN, "bf16-huffman", 1, 2, {1, 0}, true},
+    {BP_CUDA_CODEC_BF16_UNARY, "bf16-unary", 1, 2, {1, 0}, true},
 };
 
 inline const CodecLayout* FindLayout(int codec) {

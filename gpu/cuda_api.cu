@@ -36,6 +36,21 @@ DeviceTensor ToDevice(const bp_cuda_tensor& t) {
   return d;
 }
 
+bool IsEntropy(int codec) { return codec == BP_CUDA_CODEC_BF16_HUFFMAN || codec == BP_CUDA_CODEC_BF16_UNARY; }
+
+EntropyTensor ToEntropy(const bp_cuda_tensor& t) {
+  EntropyTensor e;
+  e.unary = t.codec == BP_CUDA_CODEC_BF16_UNARY;
+  e.sm = static_cast<const uint8_t*>(t.streams[0]);
+  e.ex = static_cast<const uint8_t*>(t.streams[1]);
+  e.index = t.index;
+  e.segments = t.segments;
+  e.rows = t.rows;
+  e.cols = t.cols;
+  e.workspace = t.workspace;
+  return e;
+}
+
 bp_status LaunchStatus(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Ok();
   return Fail(BP_ERR_INTERNAL, std::string(what) + ": " + cudaGetErrorString(e));
@@ -80,6 +95,7 @@ bp_status bp_cuda_decode(const bp_cuda_tensor* t, bp_output out, void* dst, uint
   if (need > 0 && (dst == nullptr || !Aligned(dst, 16))) {
     return Fail(BP_ERR_INVALID_ARGUMENT, "output is NULL or not 16-byte aligned");
   }
+  if (IsEntropy(t->codec)) return LaunchStatus(LaunchEntropyDecode(ToEntropy(*t), type, dst, stream), "decode launch");
   return LaunchStatus(LaunchDecode(t->codec, ToDevice(*t), type, dst, stream), "decode launch");
 }
 
@@ -92,6 +108,13 @@ bp_status bp_cuda_gemv(const bp_cuda_tensor* w, const void* x, int batch, bp_out
   if (x == nullptr || !Aligned(x, 16)) return Fail(BP_ERR_INVALID_ARGUMENT, "x is NULL or not 16-byte aligned");
   if (y == nullptr || !Aligned(y, y_type == BP_OUT_F32 ? 4 : 2)) {
     return Fail(BP_ERR_INVALID_ARGUMENT, "y is NULL or misaligned");
+  }
+  if (IsEntropy(w->codec)) {
+    const uint64_t need = w->rows * static_cast<uint64_t>(batch) * sizeof(float);
+    if (y_type == BP_OUT_BF16 && (w->workspace == nullptr || w->workspace_bytes < need)) {
+      return Fail(BP_ERR_INVALID_ARGUMENT, "a bf16 y needs the tensor's workspace of rows x batch floats");
+    }
+    return LaunchStatus(LaunchEntropyGemv(ToEntropy(*w), x, batch, y_type == BP_OUT_BF16, y, stream), "gemv launch");
   }
   return LaunchStatus(LaunchGemv(w->codec, ToDevice(*w), x, batch, y_type == BP_OUT_BF16, y, stream),
                       "gemv launch");

@@ -63,6 +63,12 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(DeviceTensor t, CodecEx
       reinterpret_cast<uint4*>(dst)[g] = reinterpret_cast<const uint4*>(t.s[0])[g];
       continue;
     }
+    if constexpr (std::is_same_v<C, Bf16Mx> && kOut == OutType::kBf16) {
+      uint32_t b[8];  // the bits themselves: a signalling NaN stays one
+      Bf16Mx::Bits8(t, g, b);
+      reinterpret_cast<uint4*>(dst)[g] = make_uint4(b[0] | b[1] << 16, b[2] | b[3] << 16, b[4] | b[5] << 16, b[6] | b[7] << 16);
+      continue;
+    }
     float v[8];
     C::Load8(t, tables, g, v);
     Store8<kOut>(v, dst, g);

@@ -12,6 +12,7 @@
 
 #include "boltpack/boltpack.h"
 #include "boltpack/cuda.h"
+#include "gpu/entropy_index_build.h"
 #include "gpu/last_error.h"
 #include "gpu/layout_check.h"
 
@@ -44,6 +45,38 @@ bp_status TensorScale(const bp_reader* r, size_t tensor, float* scale) {
     return Fail(BP_ERR_CORRUPT, Where(r, tensor) + ": nvfp4 tensor_scale is not a finite positive number");
   }
   *scale = static_cast<float>(v);  // stored as FLOAT32: exact
+  return BP_OK;
+}
+
+// `size` bytes and kEntropyStreamSlack zero bytes after them (what the
+// entropy kernels' bit readers may load) in fresh device memory; cudaMalloc's
+// 256-byte alignment satisfies the kernels' 16.
+bp_status CopyToDevice(const void* host, uint64_t size, const void** device) {
+  void* dev = nullptr;
+  const uint64_t slack = boltpack::gpu::kEntropyStreamSlack;
+  cudaError_t e = cudaMalloc(&dev, size + slack);
+  if (e == cudaSuccess && size > 0) e = cudaMemcpy(dev, host, size, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = cudaMemset(static_cast<uint8_t*>(dev) + size, 0, slack);
+  *device = dev;
+  if (e != cudaSuccess) return Fail(BP_ERR_RESOURCE, std::string("copy to the device: ") + cudaGetErrorString(e));
+  return BP_OK;
+}
+
+// bf16-huffman, bf16-unary: the sync index (found by the CPU decoder) and
+// the GEMV's f32 workspace.
+bp_status UploadIndex(const bp_reader* r, size_t tensor, bp_cuda_tensor* t) {
+  std::vector<uint8_t> index;
+  const bool unary = t->codec == BP_CUDA_CODEC_BF16_UNARY;
+  if (bp_status st = boltpack::gpu::BuildEntropyIndex(r, tensor, unary, &index, &t->segments); st != BP_OK) {
+    return st;
+  }
+  if (bp_status st = CopyToDevice(index.data(), index.size(), &t->index); st != BP_OK) return st;
+  t->index_bytes = index.size();
+  t->workspace_bytes = t->rows * 8 * sizeof(float);
+  if (cudaMalloc(&t->workspace, t->workspace_bytes == 0 ? 16 : t->workspace_bytes) != cudaSuccess) {
+    t->workspace = nullptr;
+    return Fail(BP_ERR_RESOURCE, "no device memory for the GEMV workspace");
+  }
   return BP_OK;
 }
 
@@ -101,14 +134,17 @@ bp_status bp_cuda_upload(const bp_reader* r, size_t tensor, bp_cuda_tensor* out)
       bp_cuda_free(out);
       return Fail(st, bp_last_error_message());
     }
-    void* dev = nullptr;
-    // cudaMalloc's 256-byte alignment satisfies the kernels' 16.
-    cudaError_t e = cudaMalloc(&dev, size == 0 ? 16 : size);
-    if (e == cudaSuccess) e = cudaMemcpy(dev, host, size, cudaMemcpyHostToDevice);
-    out->streams[s] = dev;
-    if (e != cudaSuccess) {
+    if (bp_status st = CopyToDevice(host, size, &out->streams[s]); st != BP_OK) {
+      const std::string why = bp_cuda_last_error();
       bp_cuda_free(out);
-      return Fail(BP_ERR_RESOURCE, Where(r, tensor) + ": copy to the device: " + cudaGetErrorString(e));
+      return Fail(st, Where(r, tensor) + ": " + why);
+    }
+  }
+  if (out->codec == BP_CUDA_CODEC_BF16_HUFFMAN || out->codec == BP_CUDA_CODEC_BF16_UNARY) {
+    if (bp_status st = UploadIndex(r, tensor, out); st != BP_OK) {
+      const std::string why = bp_cuda_last_error();
+      bp_cuda_free(out);
+      return Fail(st, Where(r, tensor) + ": " + why);
     }
   }
   if (bp_status st = bp_cuda_check(out); st != BP_OK) {
@@ -125,6 +161,11 @@ void bp_cuda_free(bp_cuda_tensor* t) {
     if (p != nullptr) cudaFree(const_cast<void*>(p));
     p = nullptr;
   }
+  if (t->index != nullptr) cudaFree(const_cast<void*>(t->index));
+  if (t->workspace != nullptr) cudaFree(t->workspace);
+  t->index = nullptr;
+  t->workspace = nullptr;
+  t->index_bytes = t->segments = t->workspace_bytes = 0;
 }
 
 }  // extern "C"

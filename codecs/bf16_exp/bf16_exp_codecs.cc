@@ -320,6 +320,34 @@ class Bf16EntropyCodec : public Bf16CodecBase {
 
   std::vector<int> SliceableAxes(absl::Span<const uint64_t>, const CodecParams&) const override { return {}; }
 
+  // Bf16ExpSyncPoints.
+  absl::StatusOr<std::vector<bf16_exp::SyncPoint>> SyncPoints(const TensorInfo& info,
+                                                              absl::Span<const uint8_t> exponents, uint32_t every,
+                                                              int threads) const {
+    BP_RETURN_IF_ERROR(ValidateRecord(info));
+    if (exponents.size() != info.streams[1].raw_length) return Fail(info, "exponents differ from the record's size");
+    const uint64_t n = *CheckedProduct(info.shape);
+    BP_ASSIGN_OR_RETURN(const bf16_exp::SharedCode code, ParseCode(info, TablesFor(n)));
+    const std::vector<Piece> pieces = Pieces(info);
+    std::vector<std::vector<bf16_exp::SyncPoint>> per(pieces.size());
+    BP_RETURN_IF_ERROR(ParallelFor(pieces.size(), threads, 1, [&](uint64_t a, uint64_t b) -> absl::Status {
+      std::vector<uint8_t> tmp;
+      for (uint64_t p = a; p < b; ++p) {
+        const Piece& pc = pieces[p];
+        tmp.resize(static_cast<size_t>(pc.elem_count));
+        absl::Status st = bf16_exp::ChunkSyncPoints(*code, exponents.subspan(pc.exp_offset, pc.exp_length),
+                                                    pc.elem_count, 8 * pc.exp_offset, pc.elem_begin, every,
+                                                    tmp.data(), &per[p]);
+        if (!st.ok()) return absl::DataLossError(StrCat("tensor '", info.name, "' chunk ", p, ": ", st.message()));
+      }
+      return absl::OkStatus();
+    }));
+    std::vector<bf16_exp::SyncPoint> out;
+    for (auto& v : per) out.insert(out.end(), v.begin(), v.end());
+    out.push_back(bf16_exp::SyncPoint{8 * uint64_t{exponents.size()}, n});
+    return out;
+  }
+
  private:
   std::string_view TableParam() const {
     return kind_ == ExponentCode::Kind::kHuffman ? kLengthsParam : kRanksParam;
@@ -369,6 +397,18 @@ class Bf16EntropyCodec : public Bf16CodecBase {
 
 std::unique_ptr<Codec> MakeBf16HuffmanCodec() { return std::make_unique<Bf16EntropyCodec>(ExponentCode::Kind::kHuffman); }
 std::unique_ptr<Codec> MakeBf16UnaryCodec() { return std::make_unique<Bf16EntropyCodec>(ExponentCode::Kind::kUnary); }
+
+absl::StatusOr<std::vector<bf16_exp::SyncPoint>> Bf16ExpSyncPoints(const TensorInfo& info,
+                                                                   absl::Span<const uint8_t> exponents,
+                                                                   uint32_t every, int threads) {
+  if (info.codec_id != "bf16-huffman" && info.codec_id != "bf16-unary") {
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", info.name, "' (codec '", info.codec_id, "'): no exponent lanes (bf16-huffman, bf16-unary)"));
+  }
+  const Bf16EntropyCodec codec(info.codec_id == "bf16-huffman" ? ExponentCode::Kind::kHuffman
+                                                               : ExponentCode::Kind::kUnary);
+  return codec.SyncPoints(info, exponents, every, threads);
+}
 
 absl::Status RegisterBf16ExpCodecs() {
   BP_RETURN_IF_ERROR(RegisterCodec(MakeBf16HuffmanCodec()));

@@ -19,8 +19,13 @@
 #include <cstdint>
 #include <memory>
 
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "boltpack/codec.h"
+#include "codecs/bf16_exp/exponent_code.h"
 
 namespace boltpack {
 
@@ -29,6 +34,17 @@ inline constexpr uint64_t kBf16ExpChunkElements = uint64_t{1} << 18;
 std::unique_ptr<Codec> MakeBf16HuffmanCodec();
 std::unique_ptr<Codec> MakeBf16UnaryCodec();
 std::unique_ptr<Codec> MakeBf16MxCodec();
+
+// The sync points of a bf16-huffman or bf16-unary tensor's `exponents`
+// stream (`exponents`: its raw bytes, whole), for decoders that start a
+// thread at each (gpu/): bf16_exp::ChunkSyncPoints over the chunks in
+// order (a symbol is an element: the lanes tile the elements in order),
+// then {8 x bytes, elements}. Validates the record and decodes every lane
+// on `threads` threads, failing as Decode does (DATA_LOSS) on bytes the
+// decoder refuses.
+absl::StatusOr<std::vector<bf16_exp::SyncPoint>> Bf16ExpSyncPoints(const TensorInfo& info,
+                                                                   absl::Span<const uint8_t> exponents,
+                                                                   uint32_t every, int threads);
 
 // Registers "bf16-huffman", "bf16-unary" and "bf16-mx".
 absl::Status RegisterBf16ExpCodecs();

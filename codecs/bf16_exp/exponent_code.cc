@@ -7,6 +7,7 @@
 
 #include "codecs/bf16_exp/bit_io.h"
 #include "common/cpu_features.h"
+#include "common/status_macros.h"
 #include "common/str_cat.h"
 
 namespace boltpack::bf16_exp {
@@ -632,15 +633,24 @@ void EncodeChunk(const ExponentCode& code, const uint8_t* syms, uint64_t m, std:
   out->insert(out->end(), buf, buf + at);
 }
 
-absl::Status DecodeChunk(const ExponentCode& code, absl::Span<const uint8_t> bytes, uint64_t m, uint8_t* out) {
-  const int lanes = LaneCount(m);
+namespace {
+
+// Where the lanes of a chunk of m elements lie in its bytes (the 12-byte
+// header of lane lengths when there are 4) and which elements each holds.
+struct ChunkLanes {
+  int lanes = 1;
   const uint8_t* data[kLanes];
   size_t size[kLanes];
-  uint8_t* dst[kLanes];
+  uint64_t first[kLanes];  // first element of the lane within the chunk
   size_t count[kLanes];
-  if (lanes == 1) {
-    data[0] = bytes.data();
-    size[0] = bytes.size();
+};
+
+absl::StatusOr<ChunkLanes> SplitLanes(absl::Span<const uint8_t> bytes, uint64_t m) {
+  ChunkLanes c;
+  c.lanes = LaneCount(m);
+  if (c.lanes == 1) {
+    c.data[0] = bytes.data();
+    c.size[0] = bytes.size();
   } else {
     if (bytes.size() < kLaneHeaderBytes) return Corrupt("chunk shorter than its lane header");
     uint64_t at = kLaneHeaderBytes;
@@ -653,17 +663,45 @@ absl::Status DecodeChunk(const ExponentCode& code, absl::Span<const uint8_t> byt
       } else {
         n = bytes.size() - at;
       }
-      data[k] = bytes.data() + at;
-      size[k] = static_cast<size_t>(n);
+      c.data[k] = bytes.data() + at;
+      c.size[k] = static_cast<size_t>(n);
       at += n;
     }
   }
-  for (int k = 0; k < lanes; ++k) {
-    const uint64_t b = LaneBegin(m, lanes, k);
-    dst[k] = out + b;
-    count[k] = static_cast<size_t>(LaneBegin(m, lanes, k + 1) - b);
+  for (int k = 0; k < c.lanes; ++k) {
+    c.first[k] = LaneBegin(m, c.lanes, k);
+    c.count[k] = static_cast<size_t>(LaneBegin(m, c.lanes, k + 1) - c.first[k]);
   }
-  return code.DecodeLanes(data, size, dst, count, lanes);
+  return c;
+}
+
+}  // namespace
+
+absl::Status DecodeChunk(const ExponentCode& code, absl::Span<const uint8_t> bytes, uint64_t m, uint8_t* out) {
+  BP_ASSIGN_OR_RETURN(const ChunkLanes c, SplitLanes(bytes, m));
+  uint8_t* dst[kLanes];
+  for (int k = 0; k < c.lanes; ++k) dst[k] = out + c.first[k];
+  return code.DecodeLanes(c.data, c.size, dst, c.count, c.lanes);
+}
+
+absl::Status ChunkSyncPoints(const ExponentCode& code, absl::Span<const uint8_t> bytes, uint64_t m,
+                             uint64_t bit_base, uint64_t symbol_base, uint32_t every, uint8_t* scratch,
+                             std::vector<SyncPoint>* out) {
+  if (every == 0) return absl::InvalidArgumentError("sync points every 0 symbols");
+  BP_ASSIGN_OR_RETURN(const ChunkLanes c, SplitLanes(bytes, m));
+  uint8_t* dst[kLanes];
+  for (int k = 0; k < c.lanes; ++k) dst[k] = scratch + c.first[k];
+  BP_RETURN_IF_ERROR(code.DecodeLanes(c.data, c.size, dst, c.count, c.lanes));
+  for (int k = 0; k < c.lanes; ++k) {
+    // The decode succeeded, so the lengths of the decoded symbols add up
+    // to the lane: bit positions follow from them alone.
+    uint64_t bit = bit_base + 8 * static_cast<uint64_t>(c.data[k] - bytes.data());
+    for (size_t i = 0; i < c.count[k]; ++i) {
+      if (i % every == 0) out->push_back(SyncPoint{bit, symbol_base + c.first[k] + i});
+      bit += static_cast<uint64_t>(code.length(dst[k][i]));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace boltpack::bf16_exp

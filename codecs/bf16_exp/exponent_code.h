@@ -142,6 +142,23 @@ void EncodeChunk(const ExponentCode& code, const uint8_t* syms, uint64_t m, std:
 absl::Status DecodeChunk(const ExponentCode& code, absl::Span<const uint8_t> bytes, uint64_t m,
                          uint8_t* out);
 
+// A place where decoding a stream of chunks may start: the code word of
+// symbol `symbol` (0-based over the stream's chunks and lanes, in order)
+// starts at bit `bit` of the stream (most significant bit first: bit b is
+// bit 7 - b % 8 of byte b / 8). GPU decoders (gpu/) start a thread at each.
+struct SyncPoint {
+  uint64_t bit = 0;
+  uint64_t symbol = 0;
+};
+
+// Decodes a chunk as DecodeChunk does (failing as it does) into `scratch`
+// (m bytes) and appends a sync point at each lane's first symbol and after
+// every `every` symbols of a lane. The chunk's first byte is bit
+// `bit_base` of its stream and its first symbol symbol `symbol_base`.
+absl::Status ChunkSyncPoints(const ExponentCode& code, absl::Span<const uint8_t> bytes, uint64_t m,
+                             uint64_t bit_base, uint64_t symbol_base, uint32_t every, uint8_t* scratch,
+                             std::vector<SyncPoint>* out);
+
 }  // namespace boltpack::bf16_exp
 
 #endif  // BOLTPACK_CODECS_BF16_EXP_EXPONENT_CODE_H_

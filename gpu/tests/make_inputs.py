@@ -119,7 +119,8 @@ def codec_files(cli, out, rng):
     write_safetensors(src, {"normal.weight": rng.normal(0, 0.02, size=(1024, 1024)),
                             "real.weight": tinystories_tile(cli, out),
                             "wide.weight": rng.normal(0, 0.02, size=(64, 4096))})
-    for codec in ("bf16", "q8_0", "mxfp4", "nvfp4", "int4-g128", "iq2_xxs"):
+    for codec in ("bf16", "q8_0", "mxfp4", "nvfp4", "int4-g128", "iq2_xxs", "bf16-huffman:from_f32=true",
+                  "bf16-unary:from_f32=true", "bf16-mx:from_f32=true"):
         name = codec.split(":")[0]
         subprocess.run([cli, "convert", src, "-o", os.path.join(out, name + ".bolt"), "--codec", "*=" + codec],
                        check=True, stdout=subprocess.DEVNULL)
@@ -128,6 +129,19 @@ def codec_files(cli, out, rng):
     write_safetensors(src, {"narrow.weight": rng.normal(0, 0.02, size=(16, 12))})
     subprocess.run([cli, "convert", src, "-o", os.path.join(out, "layout.bolt"), "--codec", "*=bf16"],
                    check=True, stdout=subprocess.DEVNULL)
+    # The entropy codecs take any shape: odd columns, one lane, a vector;
+    # and every bf16 pattern (special.gguf's special.bf16: NaN payloads,
+    # infinities, subnormals) through each of them.
+    write_safetensors(src, {"odd.weight": rng.normal(0, 0.02, size=(37, 300)),
+                            "vec.weight": rng.normal(0, 1, size=(1000,)),
+                            "tall.weight": rng.normal(0, 0.02, size=(3000, 88))})
+    for codec in ("bf16-huffman", "bf16-unary"):
+        subprocess.run([cli, "convert", src, "-o", os.path.join(out, "odd-" + codec + ".bolt"), "--codec",
+                        "*=" + codec + ":from_f32=true"], check=True, stdout=subprocess.DEVNULL)
+    for codec in ("bf16-huffman", "bf16-unary", "bf16-mx"):
+        subprocess.run([cli, "convert", os.path.join(out, "special.gguf"), "-o",
+                        os.path.join(out, "special-" + codec + ".bolt"), "--codec", "special.bf16=" + codec],
+                       check=True, stdout=subprocess.DEVNULL)
     os.remove(src)
 
 

@@ -346,6 +346,30 @@ BP_API bp_status bp_stream_data(const bp_reader* r, size_t tensor, size_t stream
 BP_API bp_status bp_stream_data_checked(const bp_reader* r, size_t tensor, size_t stream,
                                         const void** data, uint64_t* size);
 
+/* Where a decoder may start inside a tensor's entropy-coded stream, for one
+ * that splits a lane among many threads (boltpack/cuda.h builds its GPU
+ * index from these): the `exponents` stream (stream 1) of a bf16-huffman or
+ * bf16-unary tensor. One point at the first symbol of every lane and after
+ * every `every` symbols of a lane, in order, then a last one of {8 x the
+ * stream's bytes, the element count}; symbol i is the exponent of element i
+ * (spec/codecs-bf16-exp.md §5: the lanes tile the elements in order), and
+ * its code word starts at bit `bit` of the stream, most significant bit
+ * first. Checks the stream's checksum (unless opened with
+ * BP_OPEN_NO_VERIFY) and decodes every lane on `threads` threads (<= 0: all
+ * hardware threads) to find them, so it fails as bp_decode does
+ * (BP_ERR_CORRUPT) on bytes the decoder refuses. Errors: BP_ERR_UNSUPPORTED
+ * for another codec or a compressed stream, BP_ERR_INVALID_ARGUMENT for
+ * every = 0. */
+/* Threads: any. Ownership: *points is the caller's (malloc'd, *count
+ * entries): free it with bp_free_sync_points. */
+struct bp_sync_point {
+  uint64_t bit;
+  uint64_t symbol;
+};
+BP_API bp_status bp_sync_points(const bp_reader* r, size_t tensor, size_t stream, uint32_t every, int threads,
+                                struct bp_sync_point** points, size_t* count);
+BP_API void bp_free_sync_points(struct bp_sync_point* points);
+
 /* Zero-copy and checked: when tensor `tensor` is stored as its elements as
  * they are (one uncompressed stream of an element codec such as f32, f16,
  * bf16 or raw; every float or integer tensor of a safetensors file and the

@@ -38,6 +38,9 @@ typedef enum bp_cuda_codec {
   BP_CUDA_CODEC_NVFP4 = 5,      /* §4, two-level: values, scales, tensor_scale */
   BP_CUDA_CODEC_INT4_G128 = 6,  /* §5: values, scales */
   BP_CUDA_CODEC_IQ2_XXS = 7,    /* spec/codecs-iq2_xxs.md */
+  BP_CUDA_CODEC_BF16_MX = 8,    /* spec/codecs-bf16-exp.md §6: shared exponents, offsets, sign_mantissa */
+  BP_CUDA_CODEC_BF16_HUFFMAN = 9, /* §3: sign_mantissa, exponents; needs the index (below) */
+  BP_CUDA_CODEC_BF16_UNARY = 10,  /* §4: likewise */
   BP_CUDA_CODEC_RESERVED_MAX_ = 0x7FFFFFFF
 } bp_cuda_codec;
 
@@ -53,6 +56,19 @@ struct bp_cuda_tensor {
   const void* streams[BP_CUDA_MAX_STREAMS];  /* device pointers, record order, raw (uncompressed) bytes */
   uint64_t stream_bytes[BP_CUDA_MAX_STREAMS];
   float tensor_scale;                        /* nvfp4: the record's tensor_scale; else 1 */
+  /* bf16-huffman and bf16-unary only (NULL and 0 otherwise): their lanes
+   * are decoded by many threads each, which start at the sync points of
+   * the index (device memory, built by bp_cuda_upload from
+   * bp_sync_points: the decode table and one point per 256 exponents,
+   * gpu/entropy_index.h), `segments` of them; their streams need 16
+   * readable bytes past their end (bp_cuda_upload allocates them), and
+   * `workspace` (device, rows x 8 floats) holds the GEMV's f32 sums for a
+   * bf16 y, so GEMVs of one tensor with bf16 y must not run concurrently. */
+  const void* index;
+  uint64_t index_bytes;
+  uint64_t segments;
+  void* workspace;
+  uint64_t workspace_bytes;
 };
 
 /* The GPU codec of a codec id ("q8_0", "nvfp4", "bf16", ...);
@@ -61,8 +77,9 @@ BP_API bp_status bp_cuda_codec_from_id(const char* codec_id, int* codec);
 
 /* Fills *out from tensor `tensor` of an open reader: codec, rows, cols,
  * stream count and raw sizes, params. streams[] are left NULL (the bytes
- * are not on the device yet). BP_ERR_UNSUPPORTED: no kernels for its codec,
- * or a stream is compressed. Host only; no CUDA call. */
+ * are not on the device yet), and so is the index of bf16-huffman and
+ * bf16-unary (bp_cuda_upload builds it). BP_ERR_UNSUPPORTED: no kernels for
+ * its codec, or a stream is compressed. Host only; no CUDA call. */
 BP_API bp_status bp_cuda_describe(const bp_reader* r, size_t tensor, struct bp_cuda_tensor* out);
 
 /* Checks a description against its codec's layout: cols a multiple of the
