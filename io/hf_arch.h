@@ -98,6 +98,14 @@ struct HfMapped {
 };
 std::optional<HfMapped> MapHfTensorName(const HfArch& arch, std::string_view name);
 
+// The inverse: the HF name GGUF tensor `gguf_name` comes from
+// ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight"); for
+// a stacked *_exps tensor, the tensor of expert `expert` (which must then
+// be given, and must not be otherwise). nullopt when no rule of `arch`
+// writes that name (rope_freqs, a tensor of another architecture).
+std::optional<std::string> HfNameOfGguf(const HfArch& arch, std::string_view gguf_name,
+                                        std::optional<uint32_t> expert = std::nullopt);
+
 // Reorders the rows of a Q or K projection (weight [rows, ...] or bias
 // [rows]) as llama.cpp's LlamaModel.permute does: viewed as
 // [heads, 2, rows/heads/2, rest], the two middle axes swap. `bytes` holds

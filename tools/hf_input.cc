@@ -196,6 +196,7 @@ absl::Status Inputs::AddHfFolder(const std::string& dir) {
   for (auto& kv : tokenizer) metadata_.push_back(std::move(kv));
   metadata_files_.assign(metadata_.size(), config_path);
   hf_folder_ = true;
+  hf_arch_ = arch;
   return absl::OkStatus();
 }
 
