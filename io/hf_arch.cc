@@ -58,7 +58,7 @@ absl::StatusOr<const HfArch*> FindHfArch(const JsonValue& config, const std::str
     const JsonValue* v = config.Find(field);
     return v != nullptr && !v->is_null();
   };
-  for (absl::Span<const HfArch> family : {LlamaArchs(), QwenArchs(), NemotronArchs()}) {
+  for (absl::Span<const HfArch> family : {LlamaArchs(), QwenArchs(), GemmaArchs(), NemotronArchs()}) {
     for (const HfArch& a : family) {
       if (a.hf_class == name && (a.if_has.empty() || has(a.if_has)) && (a.unless_has.empty() || !has(a.unless_has))) {
         return &a;

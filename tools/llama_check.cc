@@ -97,6 +97,7 @@ const std::vector<ArchSpec>& Archs() {
       {"qwen3", Norm::kRms, true, false, false, false, {}},
       {"gemma", Norm::kRms, true, false, false, false, {}},
       {"gemma2", Norm::kRms, true, false, false, false, {}},
+      {"gemma3", Norm::kRms, true, false, false, false, {}},
       // Both epsilons: llama.cpp's nemotron_h loader requires the plain one
       // as well as the RMS one. The ssm.* keys size the Mamba-2 tensors.
       {"nemotron_h", Norm::kRms, false, false, false, true, NemotronRequired()},
