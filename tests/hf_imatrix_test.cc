@@ -151,6 +151,14 @@ TEST(HfImatrix, GgufAndHfNamesGiveTheSameBytes) {
     const std::vector<uint8_t> by_hf = ConvertWith(dir, dir + "/hf.dat");
     ASSERT_FALSE(by_gguf.empty());
     EXPECT_TRUE(by_gguf == by_hf);
+    // Through a .bolt (its encode path) the HF-named imatrix gives the same
+    // GGUF again.
+    const std::string bolt = MakeTempDir() + "/m.bolt", back = MakeTempDir() + "/back.gguf";
+    auto b = RunCli({"convert", dir, "-o", bolt, "--codec", "blk.*=iq2_xxs", "--imatrix", dir + "/hf.dat"});
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    auto g = RunCli({"convert", bolt, "-o", back});
+    ASSERT_EQ(g.exit_code, 0) << g.output;
+    EXPECT_TRUE(ReadFileBytes(back) == by_gguf);
     // The weights change the encode: an imatrix that were ignored would
     // give the unweighted file.
     EXPECT_FALSE(by_gguf == ConvertWith(dir, ""));

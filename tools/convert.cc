@@ -161,9 +161,8 @@ absl::Status EncodeForBolt(const InputTensor& t, const Importance& importance, i
     bytes = moved;
   }
   TensorSource src{t.name, t.dtype, t.shape, bytes};
-  if (rule != nullptr) {
-    src.importance = importance.For(t);
-  }
+  std::vector<float> joined;  // per-expert weights, joined for this encode
+  if (rule != nullptr) src.importance = importance.For(t, &joined);
   BP_ASSIGN_OR_RETURN(job->enc, EncodeTensor(job->codec, src, params, exec));
   job->encoded = true;
   return absl::OkStatus();
@@ -557,7 +556,8 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
   } else {
     BP_ASSIGN_OR_RETURN(std::vector<uint8_t> logical, DecodeToLogical(t, threads));
     TensorSource src{t.name, t.dtype, t.shape, logical};
-    src.importance = importance.For(t);
+    std::vector<float> joined;  // per-expert weights, joined for this encode
+    src.importance = importance.For(t, &joined);
     ExecOptions exec;
     exec.threads = threads;
     BP_ASSIGN_OR_RETURN(EncodedTensor enc, EncodeTensor(rule->codec_id, src, rule->params, exec));

@@ -15,10 +15,10 @@ namespace {
 constexpr std::string_view kImportanceCodecs[] = {"iq2_xxs", "bf16-spec"};
 
 // A stacked *_exps tensor of a Hugging Face folder: one entry per expert
-// under its HF name, joined into `joined` (empty when no expert has one;
-// an error when some have and others not).
-absl::Status JoinExperts(const io::Imatrix& imatrix, const io::HfArch& arch, const InputTensor& t,
-                         std::vector<float>* joined) {
+// under its HF name, into `parts` in expert order (empty when no expert
+// has one; an error when some have and others not).
+absl::Status ExpertEntries(const io::Imatrix& imatrix, const io::HfArch& arch, const InputTensor& t,
+                           std::vector<absl::Span<const float>>* parts) {
   const uint64_t experts = t.shape[0];
   const absl::Span<const uint64_t> one = t.shape.subspan(1);
   std::optional<std::string> absent;
@@ -30,9 +30,9 @@ absl::Status JoinExperts(const io::Imatrix& imatrix, const io::HfArch& arch, con
       if (!absent) absent = *hf;
       continue;
     }
-    joined->insert(joined->end(), w.begin(), w.end());
+    parts->push_back(w);
   }
-  if (absent && !joined->empty()) {
+  if (absent && !parts->empty()) {
     return absl::InvalidArgumentError(StrCat(imatrix.path(), ": imatrix has entries for some experts of ",
                                              QuoteForDisplay(t.name), " but not ", QuoteForDisplay(*absent)));
   }
@@ -77,9 +77,12 @@ absl::StatusOr<Importance> Importance::Resolve(const io::Imatrix* imatrix, const
     const InputTensor& t = in.tensors()[i];
     BP_ASSIGN_OR_RETURN(absl::Span<const float> w, imatrix->For(t.name, t.shape));
     if (w.empty() && arch != nullptr && t.parts != nullptr && t.shape.size() == 3) {
-      std::vector<float> joined;
-      BP_RETURN_IF_ERROR(JoinExperts(*imatrix, *arch, t, &joined));
-      if (!joined.empty()) w = out.joined_.emplace_back(std::move(joined));
+      std::vector<absl::Span<const float>> parts;
+      BP_RETURN_IF_ERROR(ExpertEntries(*imatrix, *arch, t, &parts));
+      if (!parts.empty()) {
+        out.experts_.emplace(i, std::move(parts));
+        continue;
+      }
     } else if (w.empty() && arch != nullptr) {
       if (std::optional<std::string> hf = io::HfNameOfGguf(*arch, t.name)) {
         BP_ASSIGN_OR_RETURN(w, imatrix->For(*hf, t.shape));
@@ -93,9 +96,14 @@ absl::StatusOr<Importance> Importance::Resolve(const io::Imatrix* imatrix, const
   return out;
 }
 
-absl::Span<const float> Importance::For(const InputTensor& t) const {
+absl::Span<const float> Importance::For(const InputTensor& t, std::vector<float>* scratch) const {
   if (first_ == nullptr) return {};
-  return spans_[static_cast<size_t>(&t - first_)];
+  const size_t i = static_cast<size_t>(&t - first_);
+  auto it = experts_.find(i);
+  if (it == experts_.end()) return spans_[i];
+  scratch->clear();
+  for (absl::Span<const float> w : it->second) scratch->insert(scratch->end(), w.begin(), w.end());
+  return *scratch;
 }
 
 }  // namespace boltpack::tools

@@ -10,10 +10,10 @@
 #ifndef BOLTPACK_TOOLS_IMPORTANCE_H_
 #define BOLTPACK_TOOLS_IMPORTANCE_H_
 
-#include <deque>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "io/imatrix.h"
@@ -36,13 +36,16 @@ class Importance {
   // importance that has no entry under any of its names (naming them).
   static absl::StatusOr<Importance> Resolve(const io::Imatrix* imatrix, const Inputs& in, const CodecPlan& plan);
 
-  // The weights of `t`, one of the Inputs' tensors (empty: none).
-  absl::Span<const float> For(const InputTensor& t) const;
+  // The weights of `t`, one of the Inputs' tensors (empty: none); those of
+  // a stack of per-expert entries are joined into `scratch` (here, not up
+  // front: a model's joined stacks would double the imatrix's memory).
+  absl::Span<const float> For(const InputTensor& t, std::vector<float>* scratch) const;
 
  private:
-  const InputTensor* first_ = nullptr;  // in.tensors().data()
-  std::vector<absl::Span<const float>> spans_;  // per input tensor, into the imatrix or joined_
-  std::deque<std::vector<float>> joined_;      // per-expert entries joined into one stack
+  const InputTensor* first_ = nullptr;          // in.tensors().data()
+  std::vector<absl::Span<const float>> spans_;  // per input tensor, into the imatrix
+  // By input tensor: the entries of its experts, in expert order.
+  absl::flat_hash_map<size_t, std::vector<absl::Span<const float>>> experts_;
 };
 
 }  // namespace boltpack::tools
