@@ -130,7 +130,7 @@ TEST(HfGemma, Gemma2NamesSandwichNormsAddsOneAndDropsTheHead) {
   EXPECT_EQ(g.Key("tokenizer.ggml.model")->s, "llama");
   ASSERT_NE(g.Key("tokenizer.ggml.add_space_prefix"), nullptr);
   EXPECT_FALSE(g.Key("tokenizer.ggml.add_space_prefix")->b);
-  auto v = RunCli({"verify", "--target", "llama.cpp", g.path});
+  auto v = RunCli({"verify", "--target", "llama.cpp", "--strict", g.path});
   EXPECT_EQ(v.exit_code, 0) << v.output;
 }
 
