@@ -278,11 +278,18 @@ CUT_JOBS+=("same:$nh.bolt-mix.bolt-mix50.gguf,$hf.bolt-mix50.gguf")
 # scaling, the TinyStories tokenizer files) must convert, directly and
 # through a .bolt to the same bytes, pass verify, and load and generate in
 # llama.cpp (loads.mjs: 8 greedy tokens; random weights write no English).
+# Converted to F32 they must be the GGUF make_gemma_hf.py --reference
+# computes from llama.cpp's converter on its own (tensors bit for bit, the
+# {arch}.* keys), with the same greedy tokens.
 echo "== Gemma 2 and Gemma 3 from Hugging Face folders"
 for a in gemma2 gemma3; do
   g="$OUT/$a-hf"
-  /usr/bin/python3 "$SRC/make_gemma_hf.py" "$DATA" "$g" --arch "$a"
+  /usr/bin/python3 "$SRC/make_gemma_hf.py" "$DATA" "$g" --arch "$a" --reference "$g.reference.gguf" --tokenizer "$DATA/$F16"
   "$BP" convert "$g" -o "$g.gguf" --no-fsync >/dev/null || fail "$a-hf: convert of the HF folder failed"
+  "$BP" convert "$g" -o "$g.f32.gguf" --codec '*=f32' --no-fsync >/dev/null
+  /usr/bin/python3 "$SRC/make_nemotron_h_hf.py" --compare "$g.f32.gguf" "$g.reference.gguf" \
+    || fail "$a-hf: the F32 conversion differs from make_gemma_hf.py's reference GGUF"
+  NH_JOBS+=("same:$g.reference.gguf,$g.f32.gguf")
   "$BP" convert "$g" -o "$g.bolt" --no-fsync >/dev/null
   "$BP" convert "$g.bolt" -o "$g.via-bolt.gguf" --no-fsync >/dev/null
   cmp "$g.gguf" "$g.via-bolt.gguf" || fail "$a-hf: HF -> .bolt -> GGUF differs from HF -> GGUF"
