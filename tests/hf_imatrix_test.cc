@@ -195,6 +195,31 @@ TEST(HfImatrix, AnImatrixNamingNeitherIsAnErrorNamingBoth) {
       << r.output;
 }
 
+// A GGUF input (here the folder's own conversion) has no table: the
+// GGUF-named imatrix gives the folder's bytes again, the HF-named one is an
+// error naming the GGUF name alone.
+TEST(HfImatrix, AGgufInputTakesGgufNamesOnly) {
+  const std::string dir = WriteFolder(false);
+  std::vector<std::pair<std::string, std::vector<float>>> hf, gguf;
+  for (const Entry& e : Entries(false)) {
+    hf.push_back({e.hf, e.weights});
+    gguf.push_back({e.gguf, e.weights});
+  }
+  WriteLegacyImatrix(dir + "/hf.dat", hf);
+  WriteLegacyImatrix(dir + "/gguf.dat", gguf);
+  const std::string f32 = MakeTempDir() + "/f32.gguf";
+  ASSERT_EQ(RunCli({"convert", dir, "-o", f32}).exit_code, 0);
+  const std::string out = MakeTempDir() + "/m.gguf";
+  auto r = RunCli({"convert", f32, "-o", out, "--codec", "blk.*=iq2_xxs", "--imatrix", dir + "/gguf.dat"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(ReadFileBytes(out) == ConvertWith(dir, dir + "/hf.dat"));
+  r = RunCli({"convert", f32, "-o", MakeTempDir() + "/m.gguf", "--codec", "blk.*=iq2_xxs", "--imatrix", dir + "/hf.dat"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no entry for tensor \"blk.0.ffn_down.weight\", which codec \"iq2_xxs\""),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(HfImatrix, AnExpertMissingFromAPerExpertSetIsNamed) {
   const std::string dir = WriteFolder(true);
   std::vector<std::pair<std::string, std::vector<float>>> hf, gguf;
