@@ -53,8 +53,8 @@ bool Present(const JsonValue& config, std::string_view field) {
 absl::Status AddGemma3RopeBase(const HfArch& arch, const JsonValue& config, const std::string& path,
                                Metadata* kv) {
   const JsonValue* theta = config.Find("rope_theta");
-  if (const JsonValue* rp = config.Find("rope_parameters"); (theta == nullptr || theta->is_null()) && rp != nullptr &&
-                                                            rp->is_object()) {
+  const JsonValue* rp = config.Find("rope_parameters");
+  if (!Present(config, "rope_theta") && rp != nullptr && rp->is_object()) {
     const JsonValue* full = rp->Find("full_attention");
     const JsonValue* params = full != nullptr && full->is_object() ? full : rp;
     const JsonValue* type = params->Find("rope_type");

@@ -187,6 +187,21 @@ TEST(HfGemma, Gemma3KeepsAnLmHeadAndDefaults) {
   EXPECT_EQ(all_global.Key("gemma3.attention.sliding_window"), nullptr);
 }
 
+// transformers 5's rope_parameters: the global layers' theta; a scaled
+// rope there is refused rather than dropped.
+TEST(HfGemma, Gemma3ReadsRopeParameters) {
+  Gguf g = Convert(WriteGemma(true, false, DType::kF32, R"(, "rope_parameters": {
+      "full_attention": {"rope_type": "default", "rope_theta": 500000.0},
+      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})"));
+  ASSERT_NE(g.model, nullptr);
+  EXPECT_EQ(g.Key("gemma3.rope.freq_base")->f32, 500000.0f);
+  auto r = RunCli({"convert", WriteGemma(true, false, DType::kF32, R"(, "rope_parameters": {
+      "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0}})"), "-o",
+                   MakeTempDir() + "/m.gguf"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("rope_parameters with a rope_type other than \"default\""), std::string::npos) << r.output;
+}
+
 TEST(HfGemma, Gemma3RefusesAttentionSoftCapping) {
   auto r = RunCli({"convert", WriteGemma(true, false, DType::kF32, R"(, "attn_logit_softcapping": 50.0)"), "-o",
                    MakeTempDir() + "/m.gguf"});
