@@ -1,6 +1,7 @@
 #include "io/hf_arch.h"
 
 #include <array>
+#include <utility>
 
 #include "common/str_cat.h"
 #include "io/hf_arch_tables.h"
@@ -26,11 +27,21 @@ std::optional<LayerRef> FindNumber(std::string_view name, std::string_view kLaye
   return LayerRef{begin, end};
 }
 
-std::string Replace(std::string_view pattern, std::string_view bid) {
+std::string Replace(std::string_view pattern, std::string_view bid, std::string_view field = "{bid}") {
   std::string out(pattern);
-  size_t at = out.find("{bid}");
-  if (at != std::string::npos) out.replace(at, 5, bid);
+  size_t at = out.find(field);
+  if (at != std::string::npos) out.replace(at, field.size(), bid);
   return out;
+}
+
+// `name` without its ".weight" or ".bias", and that suffix.
+std::pair<std::string_view, std::string_view> SplitSuffix(std::string_view name) {
+  for (std::string_view s : {std::string_view(".weight"), std::string_view(".bias")}) {
+    if (name.size() > s.size() && name.substr(name.size() - s.size()) == s) {
+      return {name.substr(0, name.size() - s.size()), s};
+    }
+  }
+  return {name, {}};
 }
 
 }  // namespace
@@ -47,7 +58,7 @@ absl::StatusOr<const HfArch*> FindHfArch(const JsonValue& config, const std::str
     const JsonValue* v = config.Find(field);
     return v != nullptr && !v->is_null();
   };
-  for (absl::Span<const HfArch> family : {LlamaArchs(), QwenArchs(), NemotronArchs()}) {
+  for (absl::Span<const HfArch> family : {LlamaArchs(), QwenArchs(), GemmaArchs(), NemotronArchs()}) {
     for (const HfArch& a : family) {
       if (a.hf_class == name && (a.if_has.empty() || has(a.if_has)) && (a.unless_has.empty() || !has(a.unless_has))) {
         return &a;
@@ -60,11 +71,7 @@ absl::StatusOr<const HfArch*> FindHfArch(const JsonValue& config, const std::str
 }
 
 std::optional<HfMapped> MapHfTensorName(const HfArch& arch, std::string_view name) {
-  std::string_view suffix;
-  for (std::string_view s : {std::string_view(".weight"), std::string_view(".bias")}) {
-    if (name.size() > s.size() && name.substr(name.size() - s.size()) == s) suffix = s;
-  }
-  std::string_view stem = name.substr(0, name.size() - suffix.size());
+  const auto [stem, suffix] = SplitSuffix(name);
   std::string pattern(stem);
   std::string bid;
   std::optional<uint32_t> expert;
@@ -82,6 +89,26 @@ std::optional<HfMapped> MapHfTensorName(const HfArch& arch, std::string_view nam
     if (rule.hf != pattern) continue;
     if (rule.gguf.empty()) return HfMapped{"", &rule, expert};  // a tensor llama.cpp does without
     return HfMapped{StrCat(Replace(rule.gguf, bid), suffix), &rule, expert};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> HfNameOfGguf(const HfArch& arch, std::string_view gguf_name,
+                                        std::optional<uint32_t> expert) {
+  const auto [stem, suffix] = SplitSuffix(gguf_name);
+  std::string pattern(stem);
+  std::string bid;
+  if (std::optional<LayerRef> layer = FindNumber(pattern, "blk."); layer && layer->begin == 4) {
+    bid = pattern.substr(layer->begin, layer->end - layer->begin);
+    pattern.replace(layer->begin, layer->end - layer->begin, "{bid}");
+  }
+  for (const HfTensorRule& rule : arch.tensors) {
+    if (rule.gguf.empty() || rule.gguf != pattern) continue;
+    const bool per_expert = rule.hf.find("{xid}") != std::string_view::npos;
+    if (per_expert != expert.has_value()) continue;
+    std::string hf = Replace(rule.hf, bid);
+    if (per_expert) hf = Replace(hf, StrCat(*expert), "{xid}");
+    return StrCat(hf, suffix);
   }
   return std::nullopt;
 }

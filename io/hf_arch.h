@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -50,6 +51,9 @@ struct HfTensorRule {
   HfReshape reshape = HfReshape::kNone;
   // Mamba-2's A_log: llama.cpp stores A = -exp(A_log), in F32.
   bool neg_exp = false;
+  // Gemma's RMS norms scale by 1 + weight: llama.cpp stores weight + 1, in
+  // F32 (io::NormPlusOneF32).
+  bool plus_one = false;
 };
 
 enum class HfValue : uint8_t { kU32, kF32 };
@@ -60,6 +64,10 @@ struct HfHparam {
   std::string_view key;     // without the "{arch}." prefix
   std::string_view fields;  // config.json names, first present wins
   HfValue type = HfValue::kU32;
+  // The value when every field is absent (transformers' config default,
+  // which llama.cpp's converter sees through AutoConfig); < 0: none, the
+  // key is left out.
+  double fallback = -1;
 };
 
 struct HfArch;
@@ -82,6 +90,9 @@ struct HfArch {
   // `if_has` (when set) and lacks `unless_has` (when set).
   std::string_view if_has;
   std::string_view unless_has;
+  // Gemma: a SentencePiece-style vocabulary ("llama" tokenizer) gets
+  // tokenizer.ggml.add_space_prefix false, as the converter writes it.
+  bool no_space_prefix = false;
 };
 
 // The table of config.json's architecture; NotFound naming it (and the
@@ -98,6 +109,14 @@ struct HfMapped {
 };
 std::optional<HfMapped> MapHfTensorName(const HfArch& arch, std::string_view name);
 
+// The inverse: the HF name GGUF tensor `gguf_name` comes from
+// ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight"); for
+// a stacked *_exps tensor, the tensor of expert `expert` (which must then
+// be given, and must not be otherwise). nullopt when no rule of `arch`
+// writes that name (rope_freqs, a tensor of another architecture).
+std::optional<std::string> HfNameOfGguf(const HfArch& arch, std::string_view gguf_name,
+                                        std::optional<uint32_t> expert = std::nullopt);
+
 // Reorders the rows of a Q or K projection (weight [rows, ...] or bias
 // [rows]) as llama.cpp's LlamaModel.permute does: viewed as
 // [heads, 2, rows/heads/2, rest], the two middle axes swap. `bytes` holds
@@ -105,6 +124,13 @@ std::optional<HfMapped> MapHfTensorName(const HfArch& arch, std::string_view nam
 // not a multiple of 2 * heads.
 absl::StatusOr<std::vector<uint8_t>> PermuteRotaryRows(absl::Span<const uint8_t> bytes, uint64_t rows,
                                                        uint64_t row_bytes, uint64_t heads);
+
+// Gemma's norm weights as llama.cpp's converter stores them: weight + 1
+// in F32 elements (from F32 or BF16 the sum is taken in F32; from F16 in
+// F16, as torch adds to an F16 tensor, then widened). `where` is for
+// messages.
+absl::StatusOr<std::vector<uint8_t>> NormPlusOneF32(DType dtype, absl::Span<const uint8_t> bytes,
+                                                    const std::string& where);
 
 // general.architecture and the `{arch}.*` keys of config.json, in the
 // order llama.cpp's converter writes them.

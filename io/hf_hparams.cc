@@ -5,6 +5,7 @@
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 #include "io/hf_arch.h"
+#include "io/hf_arch_tables.h"
 
 namespace boltpack::io {
 namespace {
@@ -71,6 +72,8 @@ absl::Status AddLlamaKeys(const HfArch& arch, const JsonValue& config, const std
   return absl::OkStatus();
 }
 
+}  // namespace
+
 // rope_scaling: linear and yarn carry over as keys; llama3 is a tensor
 // (rope_freqs.weight, Llama3RopeFactors), no key; another type is refused
 // rather than converted into a model that runs wrong past its original
@@ -101,7 +104,24 @@ absl::Status AddRopeScaling(const HfArch& arch, const JsonValue& config, const s
   return absl::OkStatus();
 }
 
-}  // namespace
+absl::Status AddHfHparams(const HfArch& arch, const JsonValue& config, const std::string& path,
+                          absl::Span<const HfHparam> table, Metadata* kv) {
+  for (const HfHparam& h : table) {
+    std::string_view field;
+    const JsonValue* v = FirstField(config, h.fields, &field);
+    if (v == nullptr && h.fallback >= 0) {
+      kv->emplace_back(StrCat(arch.gguf, ".", h.key), h.type == HfValue::kF32
+                                                          ? MetaValue::Float32(static_cast<float>(h.fallback))
+                                                          : MetaValue::Uint(ValueType::kUint32,
+                                                                            static_cast<uint64_t>(h.fallback)));
+      continue;
+    }
+    if (v == nullptr) continue;
+    BP_ASSIGN_OR_RETURN(MetaValue m, ToMeta(*v, h.type, field, path));
+    kv->emplace_back(StrCat(arch.gguf, ".", h.key), std::move(m));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::optional<uint64_t>> ConfigUint(const JsonValue& config, std::string_view field,
                                                     const std::string& path) {
@@ -119,13 +139,7 @@ absl::StatusOr<Metadata> HfHyperparameters(const HfArch& arch, const JsonValue& 
     BP_RETURN_IF_ERROR(arch.hparams(arch, config, path, &kv));
     return kv;
   }
-  for (const HfHparam& h : kDecoderHparams) {
-    std::string_view field;
-    const JsonValue* v = FirstField(config, h.fields, &field);
-    if (v == nullptr) continue;
-    BP_ASSIGN_OR_RETURN(MetaValue m, ToMeta(*v, h.type, field, path));
-    kv.emplace_back(StrCat(arch.gguf, ".", h.key), std::move(m));
-  }
+  BP_RETURN_IF_ERROR(AddHfHparams(arch, config, path, kDecoderHparams, &kv));
   if (arch.writes_vocab_and_rope_dims) BP_RETURN_IF_ERROR(AddLlamaKeys(arch, config, path, &kv));
   BP_RETURN_IF_ERROR(AddRopeScaling(arch, config, path, &kv));
   return kv;

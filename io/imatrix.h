@@ -11,9 +11,10 @@
 //    int32 ncall, int32 nval, nval float32 (used as stored, as llama.cpp's
 //    load_legacy_imatrix does); an optional trailer (last call, dataset) is
 //    ignored.
-// Names are ggml tensor names, which are the GGUF tensor names
-// (blk.0.ffn_up.weight). Safetensors tensor names (model.layers.0.mlp...)
-// are not mapped: an imatrix applies to tensors of that exact name only.
+// Names are looked up as given: ggml tensor names, which are the GGUF
+// tensor names (blk.0.ffn_up.weight), or any other. A Hugging Face
+// folder's tensors also find entries under their HF names
+// (model.layers.0.mlp.up_proj.weight): tools/importance.h maps them.
 #ifndef BOLTPACK_IO_IMATRIX_H_
 #define BOLTPACK_IO_IMATRIX_H_
 

@@ -25,7 +25,9 @@
 #      folders (make_nemotron_h_hf.py) must convert to the same tensors and
 #      generate the same tokens, and the folder's recipe + elastic slice the
 #      same tokens as the GGUF's; int4-g128's Q4_0 export must come back
-#      through an int4-g128 .bolt byte-identical.
+#      through an int4-g128 .bolt byte-identical;
+#   6. tiny random-weight Gemma 2 and Gemma 3 Hugging Face folders
+#      (make_gemma_hf.py) must convert, pass verify and load and generate.
 # Prints "SKIP: ..." and exits 0 when node/npm are missing or too old, the
 # machine is not linux-x64, or the npm registry cannot be reached (and the
 # packages are not cached); any other failure exits non-zero.
@@ -270,6 +272,32 @@ hf="$OUT/nemotron-h-hf-moe"
 "$BP" verify --target llama.cpp "$hf.bolt-mix50.gguf" >/dev/null || fail "nemotron-h-hf-moe.bolt-mix50.gguf: verify refuses it"
 echo "   HF folder -> Bolt mix + elastic -> slice bolt-mix50: $(stat -c %s "$hf.bolt-mix50.gguf") bytes"
 CUT_JOBS+=("same:$nh.bolt-mix.bolt-mix50.gguf,$hf.bolt-mix50.gguf")
+# Gemma 2 and Gemma 3 (text) from Hugging Face folders (issue 20 item 2):
+# tiny random-weight checkpoints (tests/llama_cpp/make_gemma_hf.py: sandwich
+# norms, norms stored as 1 + weight, Gemma 3's Q/K norms and linear rope
+# scaling, the TinyStories tokenizer files) must convert, directly and
+# through a .bolt to the same bytes, pass verify, and load and generate in
+# llama.cpp (loads.mjs: 8 greedy tokens; random weights write no English).
+# Converted to F32 they must be the GGUF make_gemma_hf.py --reference
+# computes from llama.cpp's converter on its own (tensors bit for bit, the
+# {arch}.* keys), with the same greedy tokens.
+echo "== Gemma 2 and Gemma 3 from Hugging Face folders"
+for a in gemma2 gemma3; do
+  g="$OUT/$a-hf"
+  /usr/bin/python3 "$SRC/make_gemma_hf.py" "$DATA" "$g" --arch "$a" --reference "$g.reference.gguf" --tokenizer "$DATA/$F16"
+  "$BP" convert "$g" -o "$g.gguf" --no-fsync >/dev/null || fail "$a-hf: convert of the HF folder failed"
+  "$BP" convert "$g" -o "$g.f32.gguf" --codec '*=f32' --no-fsync >/dev/null
+  /usr/bin/python3 "$SRC/make_nemotron_h_hf.py" --compare "$g.f32.gguf" "$g.reference.gguf" \
+    || fail "$a-hf: the F32 conversion differs from make_gemma_hf.py's reference GGUF"
+  NH_JOBS+=("same:$g.reference.gguf,$g.f32.gguf")
+  "$BP" convert "$g" -o "$g.bolt" --no-fsync >/dev/null
+  "$BP" convert "$g.bolt" -o "$g.via-bolt.gguf" --no-fsync >/dev/null
+  cmp "$g.gguf" "$g.via-bolt.gguf" || fail "$a-hf: HF -> .bolt -> GGUF differs from HF -> GGUF"
+  "$BP" verify --target llama.cpp "$g.gguf" >/dev/null || fail "$a-hf.gguf: verify --target llama.cpp refuses it"
+  out="$(cd "$APP" && timeout 120 node loads.mjs "$g.gguf" 2>&1)" || fail "$a-hf.gguf: llama.cpp: $(echo "$out" | tail -1)"
+  echo "   $a-hf: $(stat -c %s "$g.gguf") bytes; llama.cpp $(echo "$out" | tail -1)"
+done
+
 # verify --target llama.cpp must agree with llama.cpp on files it refuses:
 # each broken variant is loaded by llama.cpp in its own process (one aborts).
 for b in no-ln-eps head0 probs-name expert-count ssm-inner-array; do

@@ -30,6 +30,7 @@
 #include "tools/elastic_convert.h"
 #include "tools/gguf_file_type.h"
 #include "tools/gguf_nvfp4.h"
+#include "tools/importance.h"
 #include "tools/inputs.h"
 #include "tools/q4_0_import.h"
 #include "io/metadata_json.h"
@@ -67,12 +68,6 @@ absl::Status PrefixError(const absl::Status& s, const InputTensor& t) {
 
 uint64_t InputBytes(const InputTensor& t) {
   return t.kind == InputKind::kBolt ? t.reader->SharedTensor(t.index)->stored_bytes() : t.bytes.size();
-}
-
-// The imatrix weights for a tensor being re-encoded (empty without one).
-absl::StatusOr<absl::Span<const float>> ImportanceFor(const io::Imatrix* imatrix, const InputTensor& t) {
-  if (imatrix == nullptr) return absl::Span<const float>();
-  return imatrix->For(t.name, t.shape);
 }
 
 // Stream bytes `info`'s streams take in a file aligned to `alignment`
@@ -138,7 +133,7 @@ bool PassesStored(const InputTensor& t, const BoltJob& job) {
 
 // The encode of `t` under job->rule (or its source codec): its elements
 // decoded where stored, permuted where --elastic moves them, then encoded.
-absl::Status EncodeForBolt(const InputTensor& t, const io::Imatrix* imatrix, int threads,
+absl::Status EncodeForBolt(const InputTensor& t, const Importance& importance, int threads,
                            const ExecOptions& exec, BoltJob* job) {
   const CodecRule* rule = job->rule;
   job->codec = rule != nullptr ? rule->codec_id : t.SourceCodec();
@@ -166,9 +161,8 @@ absl::Status EncodeForBolt(const InputTensor& t, const io::Imatrix* imatrix, int
     bytes = moved;
   }
   TensorSource src{t.name, t.dtype, t.shape, bytes};
-  if (rule != nullptr) {
-    BP_ASSIGN_OR_RETURN(src.importance, ImportanceFor(imatrix, t));
-  }
+  std::vector<float> joined;  // per-expert weights, joined for this encode
+  if (rule != nullptr) src.importance = importance.For(t, &joined);
   BP_ASSIGN_OR_RETURN(job->enc, EncodeTensor(job->codec, src, params, exec));
   job->encoded = true;
   return absl::OkStatus();
@@ -259,7 +253,7 @@ PipelineOptions ConvertPipeline(const Inputs& in, const CodecPlan& plan, int thr
 }
 
 absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const ConvertArgs& args,
-                           const io::Imatrix* imatrix, const io::ElasticAuthoring* elastic,
+                           const Importance& importance, const io::ElasticAuthoring* elastic,
                            const ElasticManifest* carried) {
   WriterOptions options;
   options.alignment = args.alignment;
@@ -310,7 +304,7 @@ absl::Status ConvertToBolt(const Inputs& in, const CodecPlan& plan, const Conver
     if (!InPart(i)) return absl::OkStatus();
     // The writer copies a stored tensor, and a skeleton plans one, in consume.
     if (PassesStored(t, job) || args.skeleton) return absl::OkStatus();
-    absl::Status s = PrefixError(EncodeForBolt(t, imatrix, args.threads, exec, &job), t);
+    absl::Status s = PrefixError(EncodeForBolt(t, importance, args.threads, exec, &job), t);
     in.Release(t);  // encoded: its input pages are no longer needed
     return s;
   };
@@ -520,7 +514,7 @@ absl::StatusOr<const io::GgmlType*> GgufTypeOf(const InputTensor& t, const Codec
 }
 
 absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io::GgmlType* type, uint64_t need,
-                          const io::Imatrix* imatrix, int threads, GgufData* out) {
+                          const Importance& importance, int threads, GgufData* out) {
   out->type = type;
   out->owned.clear();
   if (IsTwoLevelNvfp4(t, rule)) {
@@ -562,7 +556,8 @@ absl::Status FillGgufData(const InputTensor& t, const CodecRule* rule, const io:
   } else {
     BP_ASSIGN_OR_RETURN(std::vector<uint8_t> logical, DecodeToLogical(t, threads));
     TensorSource src{t.name, t.dtype, t.shape, logical};
-    BP_ASSIGN_OR_RETURN(src.importance, ImportanceFor(imatrix, t));
+    std::vector<float> joined;  // per-expert weights, joined for this encode
+    src.importance = importance.For(t, &joined);
     ExecOptions exec;
     exec.threads = threads;
     BP_ASSIGN_OR_RETURN(EncodedTensor enc, EncodeTensor(rule->codec_id, src, rule->params, exec));
@@ -596,7 +591,7 @@ Metadata HfFolderBoltMetadata(const Inputs& in, const CodecPlan& plan) {
 }
 
 absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& args,
-                           const io::Imatrix* imatrix, uint64_t split_max_bytes, size_t* tensors_written) {
+                           const Importance& importance, uint64_t split_max_bytes, size_t* tensors_written) {
   bool split_output = split_max_bytes > 0 || args.split_max_tensors > 0;
   std::vector<std::string> notes;
   AdaptNvfp4PlanForGguf(in, &plan, &notes);
@@ -677,7 +672,7 @@ absl::Status ConvertToGguf(const Inputs& in, CodecPlan plan, const ConvertArgs& 
     // Checked above, when the declarations were made (a size a tensor was
     // 8 MB for 1M tensors).
     const uint64_t size = *io::GgmlTensorBytes(*types[i], io::GgufDims(t.shape.rbegin(), t.shape.rend()));
-    BP_RETURN_IF_ERROR(PrefixError(FillGgufData(t, PlannedRule(plan, in, t), types[i], size, imatrix,
+    BP_RETURN_IF_ERROR(PrefixError(FillGgufData(t, PlannedRule(plan, in, t), types[i], size, importance,
                                                 args.threads, &data), t));
     BP_RETURN_IF_ERROR(PrefixError(split ? split->WriteNext(data.bytes) : writer->WriteNext(data.bytes), t));
     if (next_scale < scale_counts.size() && scale_counts[next_scale].first == i) {
@@ -845,10 +840,13 @@ absl::Status ConvertInputs(const Inputs& in, const ConvertArgs& args, const Prep
   std::optional<ElasticManifest> carried;
   std::unique_ptr<io::ElasticAuthoring> elastic;
   BP_RETURN_IF_ERROR(ResolveElastic(args, ext, in, plan, &carried, &elastic, notes));
-  const io::Imatrix* imatrix = prepared.imatrix.get();
-  if (ext == ".bolt") return ConvertToBolt(in, plan, resolved, imatrix, elastic.get(), carried ? &*carried : nullptr);
+  // Every entry found (or refused) before anything is written.
+  BP_ASSIGN_OR_RETURN(Importance importance, Importance::Resolve(prepared.imatrix.get(), in, plan));
+  if (ext == ".bolt") {
+    return ConvertToBolt(in, plan, resolved, importance, elastic.get(), carried ? &*carried : nullptr);
+  }
   if (ext == ".gguf") {
-    return ConvertToGguf(in, std::move(plan), resolved, imatrix, prepared.split_max_bytes, tensors_written);
+    return ConvertToGguf(in, std::move(plan), resolved, importance, prepared.split_max_bytes, tensors_written);
   }
   return ConvertToSafetensors(in, plan, resolved, prepared.split_max_bytes);
 }

@@ -98,6 +98,16 @@ absl::StatusOr<uint64_t> ExpertCount(const io::JsonValue& config, const std::str
   return n.value_or(0);
 }
 
+// Whether the tokenizer keys are a SentencePiece-style vocabulary
+// (tokenizer.ggml.model "llama"), which Gemma's converter writes with
+// add_space_prefix false.
+bool SentencePieceStyle(const Metadata& kv) {
+  for (const auto& [k, v] : kv) {
+    if (k == "tokenizer.ggml.model") return v.s == "llama";
+  }
+  return false;
+}
+
 bool TiedEmbeddings(const io::JsonValue& config) {
   const io::JsonValue* tie = config.Find("tie_word_embeddings");
   return tie != nullptr && tie->is_bool() && tie->bool_value();
@@ -194,8 +204,12 @@ absl::Status Inputs::AddHfFolder(const std::string& dir) {
   metadata_.emplace_back("general.quantization_version", MetaValue::Uint(ValueType::kUint32, 2));
   BP_ASSIGN_OR_RETURN(Metadata tokenizer, io::HfTokenizerMetadata(dir, config, &files_));
   for (auto& kv : tokenizer) metadata_.push_back(std::move(kv));
+  if (arch->no_space_prefix && SentencePieceStyle(metadata_)) {
+    metadata_.emplace_back("tokenizer.ggml.add_space_prefix", MetaValue::Bool(false));
+  }
   metadata_files_.assign(metadata_.size(), config_path);
   hf_folder_ = true;
+  hf_arch_ = arch;
   return absl::OkStatus();
 }
 
@@ -210,8 +224,9 @@ absl::Status Inputs::Transform(const io::HfTensorRule& rule, const io::Safetenso
     std::copy(shape.begin(), shape.end(), block.get());
     t->shape = absl::MakeConstSpan(block.get(), shape.size());
   }
-  if (rule.neg_exp) {
-    BP_ASSIGN_OR_RETURN(std::vector<uint8_t> a, NegExpF32(s, t->bytes, where));
+  if (rule.neg_exp || rule.plus_one) {
+    BP_ASSIGN_OR_RETURN(std::vector<uint8_t> a, rule.neg_exp ? NegExpF32(s, t->bytes, where)
+                                                              : io::NormPlusOneF32(s.dtype, t->bytes, where));
     t->bytes = owned_bytes_.emplace_back(std::move(a));
     t->dtype = DType::kF32;
     t->owned = true;
@@ -264,7 +279,7 @@ absl::Status Inputs::AddHfTensors(const io::SafetensorsModel& model, const io::H
     t.kind = InputKind::kSafetensors;
     t.file_path = &file;  // the model's, which the Inputs keep
     t.bytes = model.TensorBytes(i);
-    if (mapped->rule->reshape != io::HfReshape::kNone || mapped->rule->neg_exp) {
+    if (mapped->rule->reshape != io::HfReshape::kNone || mapped->rule->neg_exp || mapped->rule->plus_one) {
       BP_RETURN_IF_ERROR(Transform(*mapped->rule, s, StrCat(file, ": tensor ", QuoteForDisplay(s.name)), config,
                                    config_path, &t));
     }

@@ -113,6 +113,9 @@ class Inputs {
   // planned F32 whatever the rules (tools/codec_plan.cc), so '*=f16' gives
   // its GGUF, and a GGUF output gets general.file_type.
   bool hf_folder() const { return hf_folder_; }
+  // A Hugging Face folder's architecture table (its tensors' HF names, for
+  // an imatrix that uses them: tools/importance.h); null for other inputs.
+  const io::HfArch* hf_arch() const { return hf_arch_; }
   // Every file read, so the output can refuse to overwrite one.
   const std::vector<std::string>& files() const { return files_; }
   uint64_t total_bytes() const;
@@ -145,6 +148,7 @@ class Inputs {
   std::vector<std::vector<uint8_t>> owned_bytes_;
   std::deque<std::vector<absl::Span<const uint8_t>>> stacks_;  // InputTensor::parts
   bool hf_folder_ = false;
+  const io::HfArch* hf_arch_ = nullptr;  // a static table
   std::vector<MemoryTensor> memory_;  // FromMemory's, which tensors_ view
   // A label for FromMemory's tensors; a node, so that the views of it stay put.
   std::unique_ptr<std::string> memory_label_;

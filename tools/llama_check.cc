@@ -67,7 +67,7 @@ enum class Norm { kRms, kLayer };
 struct ArchSpec {
   std::string_view name;
   Norm norm;
-  bool rope;           // uses RoPE: rope.freq_base matters
+  bool rope;           // uses RoPE and its converter writes rope.freq_base: a missing one is a warning
   bool ffn_up_double;  // phi3: ffn_up holds gate and up ([n_embd, 2*n_ff])
   bool n_rot_is_head;  // llama, falcon: rope.dimension_count must be n_embd/n_head
   bool complete;       // the tensor table below is complete for this arch
@@ -95,8 +95,11 @@ const std::vector<ArchSpec>& Archs() {
       {"bert", Norm::kLayer, false, false, false, false, {}},
       {"qwen2", Norm::kRms, true, false, false, false, {}},
       {"qwen3", Norm::kRms, true, false, false, false, {}},
-      {"gemma", Norm::kRms, true, false, false, false, {}},
-      {"gemma2", Norm::kRms, true, false, false, false, {}},
+      // GemmaModel and Gemma2Model write no rope.freq_base: llama.cpp's
+      // default 10000 is Gemma's and Gemma 2's.
+      {"gemma", Norm::kRms, false, false, false, false, {}},
+      {"gemma2", Norm::kRms, false, false, false, false, {}},
+      {"gemma3", Norm::kRms, true, false, false, false, {}},
       // Both epsilons: llama.cpp's nemotron_h loader requires the plain one
       // as well as the RMS one. The ssm.* keys size the Mamba-2 tensors.
       {"nemotron_h", Norm::kRms, false, false, false, true, NemotronRequired()},
