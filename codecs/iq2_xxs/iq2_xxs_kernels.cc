@@ -28,17 +28,11 @@ struct Tables {
   // and sign masks as float sign bits (0 or 0x80000000) per sign index.
   alignas(32) float gridf[256][8];
   alignas(32) uint32_t signbits[128][8];
-  // Encode: the grid transposed (element j of every index), and squared.
-  alignas(32) float g[8][256];
-  alignas(32) float g2[8][256];
-
-  constexpr Tables() : gridf(), signbits(), g(), g2() {
+  constexpr Tables() : gridf(), signbits() {
     for (int k = 0; k < 256; ++k) {
       for (int j = 0; j < 8; ++j) {
         const float v = static_cast<float>((kIq2xxsGrid[k] >> (8 * j)) & 0xff);
         gridf[k][j] = v;
-        g[j][k] = v;
-        g2[j][k] = v * v;
       }
     }
     for (int s = 0; s < 128; ++s) {
@@ -106,65 +100,190 @@ __attribute__((target("avx2,fma"))) void DecodeAvx2(const uint8_t* src, size_t n
 // them negated when the sign parity forces a flip), grid index k at scale t
 // costs sum_j w_j (t g_kj - a_j)^2 - sum_j w_j a_j^2 = t (t A_k + N_k) with
 //   A_k = sum_j w_j g_kj^2,  N_k = -2 sum_j wa_j g_kj.
-// ComputeAN fills A and N for all 256 k; Argmin finds the k with the lowest
-// t A_k + N_k (t > 0). Both versions use the same fused multiply-adds in the
-// same order, so the results are bit-identical.
+// ComputeA/ComputeN fill A and N for all 256 k; Argmin finds the k with the
+// lowest t A_k + N_k (t > 0). Both versions use the same fused multiply-adds
+// in the same order, so the results are bit-identical.
+//
+// A and N are stored in slot order: the grid points sorted by their elements
+// 0..3 (then 4..7), so the 8 points of a vector share few 4-element
+// prefixes (at most kMaxPrefixSpan consecutive ones). N's first four
+// multiply-adds are then done once per prefix (64 of them) instead of once
+// per point, and each vector picks its prefixes' partial sums with one
+// permute (the same operations on the same values: the same bits).
+
+inline constexpr int kPrefixes = 64;  // distinct (g_0..g_3) of the grid
+inline constexpr int kMaxPrefixSpan = 8;
+
+struct SlotTables {
+  uint8_t slot_of[256];         // grid index -> slot
+  alignas(32) uint32_t key[256];  // slot -> grid index (the argmin key's low byte)
+  alignas(32) float g[8][256];    // element j of the point in each slot
+  alignas(32) float g2[8][256];   // squared
+  alignas(32) float pg[4][kPrefixes];  // elements 0..3 of each prefix
+  uint8_t base[32];                    // per vector of 8 slots: its first prefix
+  alignas(32) uint32_t perm[32][8];    // per slot: its prefix - base
+  int prefixes = 0;
+  int max_span = 0;
+
+  static constexpr uint8_t Elem(int k, int j) {
+    return static_cast<uint8_t>((kIq2xxsGrid[k] >> (8 * j)) & 0xff);
+  }
+  static constexpr bool Less(int a, int b) {  // elements 0..7, lexicographic
+    for (int j = 0; j < 8; ++j) {
+      if (Elem(a, j) != Elem(b, j)) return Elem(a, j) < Elem(b, j);
+    }
+    return false;
+  }
+  static constexpr bool SamePrefix(int a, int b) {
+    for (int j = 0; j < 4; ++j) {
+      if (Elem(a, j) != Elem(b, j)) return false;
+    }
+    return true;
+  }
+
+  constexpr SlotTables() : slot_of(), key(), g(), g2(), pg(), base(), perm() {
+    int order[256] = {};
+    for (int k = 0; k < 256; ++k) {  // insertion sort (compile time)
+      int i = k;
+      for (; i > 0 && Less(k, order[i - 1]); --i) order[i] = order[i - 1];
+      order[i] = k;
+    }
+    int pid[256] = {};
+    for (int s = 0; s < 256; ++s) {
+      const int k = order[s];
+      slot_of[k] = static_cast<uint8_t>(s);
+      key[s] = static_cast<uint32_t>(k);
+      for (int j = 0; j < 8; ++j) {
+        g[j][s] = static_cast<float>(Elem(k, j));
+        g2[j][s] = g[j][s] * g[j][s];
+      }
+      if (s == 0 || !SamePrefix(k, order[s - 1])) {
+        if (prefixes < kPrefixes) {
+          for (int j = 0; j < 4; ++j) pg[j][prefixes] = static_cast<float>(Elem(k, j));
+        }
+        ++prefixes;
+      }
+      pid[s] = prefixes - 1;
+    }
+    for (int v = 0; v < 32; ++v) {
+      base[v] = static_cast<uint8_t>(pid[8 * v]);
+      for (int l = 0; l < 8; ++l) {
+        perm[v][l] = static_cast<uint32_t>(pid[8 * v + l] - pid[8 * v]);
+        if (pid[8 * v + l] - pid[8 * v] + 1 > max_span) max_span = pid[8 * v + l] - pid[8 * v] + 1;
+      }
+    }
+  }
+};
+
+constexpr SlotTables kSlots;
+static_assert(kSlots.prefixes == kPrefixes, "the grid's 4-element prefixes");
+static_assert(kSlots.max_span <= kMaxPrefixSpan, "a vector's prefixes fit one permute");
 
 // A depends on the weights alone: with an imatrix, on the column, so the
 // rows of a tensor share it (QuantizeRow keeps it per block, ACache).
+// Both tables are in slot order.
 struct alignas(32) GroupAB {
   float n[256];
   const float* a;  // 256 floats, 32-byte aligned
 };
 
 void ComputeAPortable(const float* w, float* out) {
-  for (int k = 0; k < 256; ++k) {
-    float a = w[0] * kTables.g2[0][k];
-    for (int j = 1; j < 8; ++j) a = std::fma(w[j], kTables.g2[j][k], a);
-    out[k] = a;
+  for (int s = 0; s < 256; ++s) {
+    float a = w[0] * kSlots.g2[0][s];
+    for (int j = 1; j < 8; ++j) a = std::fma(w[j], kSlots.g2[j][s], a);
+    out[s] = a;
   }
 }
 
 void ComputeNPortable(const float* wa, float* out) {
   float m2wa[8];
   for (int j = 0; j < 8; ++j) m2wa[j] = -2.0f * wa[j];
-  for (int k = 0; k < 256; ++k) {
-    float b = m2wa[0] * kTables.g[0][k];
-    for (int j = 1; j < 8; ++j) b = std::fma(m2wa[j], kTables.g[j][k], b);
-    out[k] = b;
+  for (int s = 0; s < 256; ++s) {
+    float b = m2wa[0] * kSlots.g[0][s];
+    for (int j = 1; j < 8; ++j) b = std::fma(m2wa[j], kSlots.g[j][s], b);
+    out[s] = b;
   }
+}
+
+// N of the 32 groups of a block (wa[g] into ab[g].n).
+void ComputeNBlockPortable(const float (*wa)[8], GroupAB* ab) {
+  for (int gi = 0; gi < 32; ++gi) ComputeNPortable(wa[gi], ab[gi].n);
 }
 
 #if BOLTPACK_IQ2_HAVE_AVX2_PATH
-// One pass for A, one for N: eight broadcast weights stay in registers.
-__attribute__((target("avx2,fma"))) inline void WeightedGridSum(const float* v,
-                                                                      const float (*g)[256],
-                                                                      float* out) {
-  const __m256 v0 = _mm256_set1_ps(v[0]), v1 = _mm256_set1_ps(v[1]);
-  const __m256 v2 = _mm256_set1_ps(v[2]), v3 = _mm256_set1_ps(v[3]);
-  const __m256 v4 = _mm256_set1_ps(v[4]), v5 = _mm256_set1_ps(v[5]);
-  const __m256 v6 = _mm256_set1_ps(v[6]), v7 = _mm256_set1_ps(v[7]);
-  for (int k = 0; k < 256; k += 8) {
-    __m256 acc = _mm256_mul_ps(v0, _mm256_load_ps(&g[0][k]));
-    acc = _mm256_fmadd_ps(v1, _mm256_load_ps(&g[1][k]), acc);
-    acc = _mm256_fmadd_ps(v2, _mm256_load_ps(&g[2][k]), acc);
-    acc = _mm256_fmadd_ps(v3, _mm256_load_ps(&g[3][k]), acc);
-    acc = _mm256_fmadd_ps(v4, _mm256_load_ps(&g[4][k]), acc);
-    acc = _mm256_fmadd_ps(v5, _mm256_load_ps(&g[5][k]), acc);
-    acc = _mm256_fmadd_ps(v6, _mm256_load_ps(&g[6][k]), acc);
-    acc = _mm256_fmadd_ps(v7, _mm256_load_ps(&g[7][k]), acc);
-    _mm256_store_ps(out + k, acc);
+__attribute__((target("avx2,fma"))) void ComputeAAvx2(const float* w, float* out) {
+  const __m256 v0 = _mm256_set1_ps(w[0]), v1 = _mm256_set1_ps(w[1]);
+  const __m256 v2 = _mm256_set1_ps(w[2]), v3 = _mm256_set1_ps(w[3]);
+  const __m256 v4 = _mm256_set1_ps(w[4]), v5 = _mm256_set1_ps(w[5]);
+  const __m256 v6 = _mm256_set1_ps(w[6]), v7 = _mm256_set1_ps(w[7]);
+  const float (*g)[256] = kSlots.g2;
+  for (int s = 0; s < 256; s += 8) {
+    __m256 acc = _mm256_mul_ps(v0, _mm256_load_ps(&g[0][s]));
+    acc = _mm256_fmadd_ps(v1, _mm256_load_ps(&g[1][s]), acc);
+    acc = _mm256_fmadd_ps(v2, _mm256_load_ps(&g[2][s]), acc);
+    acc = _mm256_fmadd_ps(v3, _mm256_load_ps(&g[3][s]), acc);
+    acc = _mm256_fmadd_ps(v4, _mm256_load_ps(&g[4][s]), acc);
+    acc = _mm256_fmadd_ps(v5, _mm256_load_ps(&g[5][s]), acc);
+    acc = _mm256_fmadd_ps(v6, _mm256_load_ps(&g[6][s]), acc);
+    acc = _mm256_fmadd_ps(v7, _mm256_load_ps(&g[7][s]), acc);
+    _mm256_store_ps(out + s, acc);
   }
 }
 
-__attribute__((target("avx2,fma"))) void ComputeAAvx2(const float* w, float* out) {
-  WeightedGridSum(w, kTables.g2, out);
+// The partial sums of N's first four multiply-adds for every prefix, into
+// pre[0..63] (pre[64..71] zero: a permute's load may reach them).
+__attribute__((target("avx2,fma"))) inline void PrefixSumsAvx2(const float* wa, float* pre) {
+  const __m256 v0 = _mm256_set1_ps(-2.0f * wa[0]), v1 = _mm256_set1_ps(-2.0f * wa[1]);
+  const __m256 v2 = _mm256_set1_ps(-2.0f * wa[2]), v3 = _mm256_set1_ps(-2.0f * wa[3]);
+  for (int p = 0; p < kPrefixes; p += 8) {
+    __m256 acc = _mm256_mul_ps(v0, _mm256_load_ps(&kSlots.pg[0][p]));
+    acc = _mm256_fmadd_ps(v1, _mm256_load_ps(&kSlots.pg[1][p]), acc);
+    acc = _mm256_fmadd_ps(v2, _mm256_load_ps(&kSlots.pg[2][p]), acc);
+    acc = _mm256_fmadd_ps(v3, _mm256_load_ps(&kSlots.pg[3][p]), acc);
+    _mm256_store_ps(pre + p, acc);
+  }
+  _mm256_store_ps(pre + kPrefixes, _mm256_setzero_ps());
 }
 
-__attribute__((target("avx2,fma"))) void ComputeNAvx2(const float* wa, float* out) {
-  float m2wa[8];
-  for (int j = 0; j < 8; ++j) m2wa[j] = -2.0f * wa[j];
-  WeightedGridSum(m2wa, kTables.g, out);
+// N of two groups in one pass over the grid (its elements 4..7 loaded once).
+__attribute__((target("avx2,fma"))) inline void ComputeN2Avx2(const float* wa0, const float* wa1,
+                                                              const float* pre0, const float* pre1,
+                                                              float* n0, float* n1) {
+  const __m256 u4 = _mm256_set1_ps(-2.0f * wa0[4]), u5 = _mm256_set1_ps(-2.0f * wa0[5]);
+  const __m256 u6 = _mm256_set1_ps(-2.0f * wa0[6]), u7 = _mm256_set1_ps(-2.0f * wa0[7]);
+  const __m256 w4 = _mm256_set1_ps(-2.0f * wa1[4]), w5 = _mm256_set1_ps(-2.0f * wa1[5]);
+  const __m256 w6 = _mm256_set1_ps(-2.0f * wa1[6]), w7 = _mm256_set1_ps(-2.0f * wa1[7]);
+  const float (*g)[256] = kSlots.g;
+  for (int v = 0; v < 32; ++v) {
+    const int s = 8 * v;
+    const __m256i idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(kSlots.perm[v]));
+    __m256 a = _mm256_permutevar8x32_ps(_mm256_loadu_ps(pre0 + kSlots.base[v]), idx);
+    __m256 b = _mm256_permutevar8x32_ps(_mm256_loadu_ps(pre1 + kSlots.base[v]), idx);
+    __m256 gj = _mm256_load_ps(&g[4][s]);
+    a = _mm256_fmadd_ps(u4, gj, a);
+    b = _mm256_fmadd_ps(w4, gj, b);
+    gj = _mm256_load_ps(&g[5][s]);
+    a = _mm256_fmadd_ps(u5, gj, a);
+    b = _mm256_fmadd_ps(w5, gj, b);
+    gj = _mm256_load_ps(&g[6][s]);
+    a = _mm256_fmadd_ps(u6, gj, a);
+    b = _mm256_fmadd_ps(w6, gj, b);
+    gj = _mm256_load_ps(&g[7][s]);
+    a = _mm256_fmadd_ps(u7, gj, a);
+    b = _mm256_fmadd_ps(w7, gj, b);
+    _mm256_store_ps(n0 + s, a);
+    _mm256_store_ps(n1 + s, b);
+  }
+}
+
+// ComputeNBlockPortable's bits: every group's prefix sums first, then N two
+// groups at a time.
+__attribute__((target("avx2,fma"))) void ComputeNBlockAvx2(const float (*wa)[8], GroupAB* ab) {
+  alignas(32) float pre[32][kPrefixes + 8];
+  for (int gi = 0; gi < 32; ++gi) PrefixSumsAvx2(wa[gi], pre[gi]);
+  for (int gi = 0; gi < 32; gi += 2) {
+    ComputeN2Avx2(wa[gi], wa[gi + 1], pre[gi], pre[gi + 1], ab[gi].n, ab[gi + 1].n);
+  }
 }
 
 #endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
@@ -177,107 +296,225 @@ inline float KeyOf(float c, uint32_t k) { return BitsFloat((FloatBits(c) & ~0xff
 
 int ArgminPortable(const GroupAB& ab, float t, float* cost) {
   float best = std::numeric_limits<float>::infinity();
-  for (uint32_t k = 0; k < 256; ++k) {
-    const float key = KeyOf(std::fma(ab.a[k], t, ab.n[k]), k);
+  for (int s = 0; s < 256; ++s) {
+    const float key = KeyOf(std::fma(ab.a[s], t, ab.n[s]), kSlots.key[s]);
     best = best < key ? best : key;  // as _mm256_min_ps(best, key)
   }
   *cost = t * best;
   return static_cast<int>(FloatBits(best) & 0xffu);
 }
 
-// Argmin at two scales in one pass over A and N (each result the one
-// Argmin gives at that scale).
-void Argmin2Portable(const GroupAB& ab, float t0, float t1, int k[2], float cost[2]) {
-  k[0] = ArgminPortable(ab, t0, &cost[0]);
-  k[1] = ArgminPortable(ab, t1, &cost[1]);
+// Argmin for the 4 groups of a sub-block (k[g], cost[g]; at two scales
+// k[4 i + g], cost[4 i + g]), each as the one-group call gives.
+void Argmin4Portable(const GroupAB* ab, float t, int k[4], float cost[4]) {
+  for (int g = 0; g < 4; ++g) k[g] = ArgminPortable(ab[g], t, &cost[g]);
 }
 
-alignas(32) constexpr struct KeyIndex {
-  uint32_t v[256];
-  constexpr KeyIndex() : v() {
-    for (uint32_t k = 0; k < 256; ++k) v[k] = k;
+void Argmin2x4Portable(const GroupAB* ab, float t0, float t1, int k[8], float cost[8]) {
+  for (int g = 0; g < 4; ++g) {
+    k[g] = ArgminPortable(ab[g], t0, &cost[g]);
+    k[4 + g] = ArgminPortable(ab[g], t1, &cost[4 + g]);
   }
-} kKeyIndex;
+}
 
 #if BOLTPACK_IQ2_HAVE_AVX2_PATH
-__attribute__((target("avx2,fma"))) int ArgminAvx2(const GroupAB& ab, float t,
-                                                        float* cost) {
-  const __m256 vt = _mm256_set1_ps(t);
-  const __m256 hi_mask = _mm256_castsi256_ps(_mm256_set1_epi32(~0xff));
+// The key of cost c and index idx (KeyOf: c's low byte replaced by idx's,
+// in one byte blend; `low` has 0x80 in each lane's low byte).
+__attribute__((target("avx2,fma"))) inline __m256 KeyAvx2(__m256 c, __m256 idx, __m256i low) {
+  return _mm256_castsi256_ps(
+      _mm256_blendv_epi8(_mm256_castps_si256(c), _mm256_castps_si256(idx), low));
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 SlotKeys(int s) {
+  return _mm256_load_ps(reinterpret_cast<const float*>(&kSlots.key[s]));
+}
+
+// The lane-wise minimum of one group's keys at scale vt.
+__attribute__((target("avx2,fma"))) inline __m256 MinKeysAvx2(const GroupAB& ab, __m256 vt) {
+  const __m256i low = _mm256_set1_epi32(0x80);
   const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
-  __m256 best0 = inf, best1 = inf, best2 = inf, best3 = inf;
-#define BP_IQ2_STEP(r)                                                                    \
-  {                                                                                       \
-    const __m256 c = _mm256_fmadd_ps(_mm256_load_ps(&ab.a[k + 8 * r]), vt,                \
-                                     _mm256_load_ps(&ab.n[k + 8 * r]));                   \
-    const __m256 key = _mm256_or_ps(                                                      \
-        _mm256_and_ps(c, hi_mask),                                                        \
-        _mm256_load_ps(reinterpret_cast<const float*>(&kKeyIndex.v[k + 8 * r])));         \
-    best##r = _mm256_min_ps(best##r, key);                                                \
+  __m256 b[4] = {inf, inf, inf, inf};
+  for (int s = 0; s < 256; s += 32) {
+    for (int r = 0; r < 4; ++r) {
+      const __m256 c = _mm256_fmadd_ps(_mm256_load_ps(&ab.a[s + 8 * r]), vt,
+                                       _mm256_load_ps(&ab.n[s + 8 * r]));
+      b[r] = _mm256_min_ps(b[r], KeyAvx2(c, SlotKeys(s + 8 * r), low));
+    }
   }
-  for (int k = 0; k < 256; k += 32) {
-    BP_IQ2_STEP(0)
-    BP_IQ2_STEP(1)
-    BP_IQ2_STEP(2)
-    BP_IQ2_STEP(3)
-  }
-#undef BP_IQ2_STEP
-  __m256 m = _mm256_min_ps(_mm256_min_ps(best0, best1), _mm256_min_ps(best2, best3));
+  return _mm256_min_ps(_mm256_min_ps(b[0], b[1]), _mm256_min_ps(b[2], b[3]));
+}
+
+// The smallest lane of m.
+__attribute__((target("avx2,fma"))) inline float HorizontalMinAvx2(__m256 m) {
   m = _mm256_min_ps(m, _mm256_permute2f128_ps(m, m, 1));
   m = _mm256_min_ps(m, _mm256_permute_ps(m, 0x4e));
   m = _mm256_min_ps(m, _mm256_permute_ps(m, 0xb1));
-  const float best = _mm_cvtss_f32(_mm256_castps256_ps128(m));
-  *cost = t * best;
-  return static_cast<int>(FloatBits(best) & 0xffu);
+  return _mm_cvtss_f32(_mm256_castps256_ps128(m));
 }
 
-// The same keys as ArgminAvx2 at two scales, A and N loaded once.
-__attribute__((target("avx2,fma"))) void Argmin2Avx2(const GroupAB& ab, float t0, float t1, int k[2],
-                                                     float cost[2]) {
+// Argmin4Portable's results: four groups' loops back to back, then their
+// reductions (so one group's reduction overlaps the next group's loop).
+__attribute__((target("avx2,fma"))) void Argmin4Avx2(const GroupAB* ab, float t, int k[4],
+                                                     float cost[4]) {
+  const __m256 vt = _mm256_set1_ps(t);
+  __m256 m[4];
+  for (int g = 0; g < 4; ++g) m[g] = MinKeysAvx2(ab[g], vt);
+  for (int g = 0; g < 4; ++g) {
+    const float best = HorizontalMinAvx2(m[g]);
+    cost[g] = t * best;
+    k[g] = static_cast<int>(FloatBits(best) & 0xffu);
+  }
+}
+
+// Argmin2x4Portable's results, each group's A and N loaded once for both scales.
+__attribute__((target("avx2,fma"))) void Argmin2x4Avx2(const GroupAB* ab, float t0, float t1,
+                                                       int k[8], float cost[8]) {
   const __m256 vt0 = _mm256_set1_ps(t0), vt1 = _mm256_set1_ps(t1);
-  const __m256 hi_mask = _mm256_castsi256_ps(_mm256_set1_epi32(~0xff));
+  const __m256i low = _mm256_set1_epi32(0x80);
   const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
-  __m256 b00 = inf, b01 = inf, b10 = inf, b11 = inf;
-#define BP_IQ2_STEP2(r)                                                                              \
-  {                                                                                                  \
-    const __m256 a = _mm256_load_ps(&ab.a[k0 + 8 * r]);                                              \
-    const __m256 n = _mm256_load_ps(&ab.n[k0 + 8 * r]);                                              \
-    const __m256 idx = _mm256_load_ps(reinterpret_cast<const float*>(&kKeyIndex.v[k0 + 8 * r]));     \
-    b0##r = _mm256_min_ps(b0##r, _mm256_or_ps(_mm256_and_ps(_mm256_fmadd_ps(a, vt0, n), hi_mask), idx)); \
-    b1##r = _mm256_min_ps(b1##r, _mm256_or_ps(_mm256_and_ps(_mm256_fmadd_ps(a, vt1, n), hi_mask), idx)); \
+  __m256 m[8];
+  for (int g = 0; g < 4; ++g) {
+    __m256 b0[2] = {inf, inf}, b1[2] = {inf, inf};
+    for (int s = 0; s < 256; s += 16) {
+      for (int r = 0; r < 2; ++r) {
+        const __m256 a = _mm256_load_ps(&ab[g].a[s + 8 * r]);
+        const __m256 n = _mm256_load_ps(&ab[g].n[s + 8 * r]);
+        const __m256 idx = SlotKeys(s + 8 * r);
+        b0[r] = _mm256_min_ps(b0[r], KeyAvx2(_mm256_fmadd_ps(a, vt0, n), idx, low));
+        b1[r] = _mm256_min_ps(b1[r], KeyAvx2(_mm256_fmadd_ps(a, vt1, n), idx, low));
+      }
+    }
+    m[g] = _mm256_min_ps(b0[0], b0[1]);
+    m[4 + g] = _mm256_min_ps(b1[0], b1[1]);
   }
-  for (int k0 = 0; k0 < 256; k0 += 16) {
-    BP_IQ2_STEP2(0)
-    BP_IQ2_STEP2(1)
-  }
-#undef BP_IQ2_STEP2
-  const __m256 m[2] = {_mm256_min_ps(b00, b01), _mm256_min_ps(b10, b11)};
-  const float t[2] = {t0, t1};
-  for (int i = 0; i < 2; ++i) {
-    __m256 v = _mm256_min_ps(m[i], _mm256_permute2f128_ps(m[i], m[i], 1));
-    v = _mm256_min_ps(v, _mm256_permute_ps(v, 0x4e));
-    v = _mm256_min_ps(v, _mm256_permute_ps(v, 0xb1));
-    const float best = _mm_cvtss_f32(_mm256_castps256_ps128(v));
-    cost[i] = t[i] * best;
+  for (int i = 0; i < 8; ++i) {
+    const float best = HorizontalMinAvx2(m[i]);
+    cost[i] = (i < 4 ? t0 : t1) * best;
     k[i] = static_cast<int>(FloatBits(best) & 0xffu);
   }
 }
 
 #endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
 
+// ---- scalar steps, vectorised (the same operations per lane) ------------------------
+
+// The quadratic model's cost of block scale dn (normalised): each
+// sub-block at the nearer of its two scales around m = 8 tc (the s of
+// NearestSubScales), weighted by its curvature, summed in sub-block order.
+// A sub-block without curvature adds +0, which leaves the sum's bits as
+// skipping it would (the terms are >= +0).
+float ScaleProxyPortable(const float m[8], const float tc[8], const float curv[8], float dn) {
+  const float inv_dn = 1.0f / dn;
+  float proxy = 0;
+  for (int sb = 0; sb < 8; ++sb) {
+    const float q = (m[sb] * inv_dn - 1.0f) * 0.5f;
+    const float lo = q <= 0 ? 0.0f : q >= 15 ? 15.0f : static_cast<float>(static_cast<int>(q));
+    const float hi = lo < 15 ? lo + 1.0f : 15.0f;
+    const float tlo = dn * (0.5f + lo) * 0.25f - tc[sb];
+    const float thi = dn * (0.5f + hi) * 0.25f - tc[sb];
+    const float e = tlo * tlo < thi * thi ? tlo * tlo : thi * thi;
+    proxy += curv[sb] == 0 ? 0.0f : curv[sb] * e;
+  }
+  return proxy;
+}
+
+// Per group of 8: the sign mask (bit j: x_j < 0), and w |x| with, when the
+// count of negatives is odd, the smallest one (the first of equals) negated
+// and its sign bit flipped: the 8th sign is implied by parity.
+void GroupSignsPortable(const float* xn, const float* w, unsigned masks[32], float (*wa)[8]) {
+  for (int gi = 0; gi < 32; ++gi) {
+    const float* xg = xn + 8 * gi;
+    const float* wg = w + 8 * gi;
+    float* v = wa[gi];
+    unsigned mask = 0;
+    for (int j = 0; j < 8; ++j) {
+      v[j] = wg[j] * std::fabs(xg[j]);
+      if (xg[j] < 0) mask |= 1u << j;
+    }
+    if (__builtin_popcount(mask) & 1) {
+      int jmin = 0;
+      for (int j = 1; j < 8; ++j) {
+        if (v[j] < v[jmin]) jmin = j;
+      }
+      mask ^= 1u << jmin;
+      v[jmin] = -v[jmin];
+    }
+    masks[gi] = mask;
+  }
+}
+
+#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+// ScaleProxyPortable over the 8 sub-blocks as lanes (no fused operations:
+// each product and sum rounds as the scalar one does), summed in order.
+__attribute__((target("avx2,fma"))) float ScaleProxyAvx2(const float m[8], const float tc[8],
+                                                         const float curv[8], float dn) {
+  const float inv_dn = 1.0f / dn;
+  const __m256 zero = _mm256_setzero_ps(), fifteen = _mm256_set1_ps(15.0f);
+  const __m256 half = _mm256_set1_ps(0.5f), quarter = _mm256_set1_ps(0.25f);
+  const __m256 vdn = _mm256_set1_ps(dn), vtc = _mm256_loadu_ps(tc), vcurv = _mm256_loadu_ps(curv);
+  const __m256 q = _mm256_mul_ps(
+      _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(m), _mm256_set1_ps(inv_dn)), _mm256_set1_ps(1.0f)),
+      half);
+  __m256 lo = _mm256_round_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  lo = _mm256_blendv_ps(lo, fifteen, _mm256_cmp_ps(q, fifteen, _CMP_GE_OQ));
+  lo = _mm256_blendv_ps(lo, zero, _mm256_cmp_ps(q, zero, _CMP_LE_OQ));
+  const __m256 hi = _mm256_min_ps(_mm256_add_ps(lo, _mm256_set1_ps(1.0f)), fifteen);
+  const __m256 tlo = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(vdn, _mm256_add_ps(half, lo)), quarter), vtc);
+  const __m256 thi = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(vdn, _mm256_add_ps(half, hi)), quarter), vtc);
+  const __m256 e = _mm256_min_ps(_mm256_mul_ps(tlo, tlo), _mm256_mul_ps(thi, thi));
+  const __m256 term = _mm256_and_ps(_mm256_mul_ps(vcurv, e), _mm256_cmp_ps(vcurv, zero, _CMP_NEQ_UQ));
+  alignas(32) float t[8];
+  _mm256_store_ps(t, term);
+  float proxy = 0;
+  for (int sb = 0; sb < 8; ++sb) proxy += t[sb];
+  return proxy;
+}
+
+// GroupSignsPortable's results, a group per vector.
+__attribute__((target("avx2,fma"))) void GroupSignsAvx2(const float* xn, const float* w,
+                                                        unsigned masks[32], float (*wa)[8]) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 zero = _mm256_setzero_ps();
+  for (int gi = 0; gi < 32; ++gi) {
+    const __m256 x = _mm256_loadu_ps(xn + 8 * gi);
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(w + 8 * gi), _mm256_and_ps(x, abs_mask));
+    unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(x, zero, _CMP_LT_OQ)));
+    if (__builtin_popcount(mask) & 1) {
+      __m256 mn = _mm256_min_ps(v, _mm256_permute2f128_ps(v, v, 1));
+      mn = _mm256_min_ps(mn, _mm256_permute_ps(mn, 0x4e));
+      mn = _mm256_min_ps(mn, _mm256_permute_ps(mn, 0xb1));
+      const unsigned eq = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(v, mn, _CMP_EQ_OQ)));
+      const int jmin = __builtin_ctz(eq);
+      mask ^= 1u << jmin;
+      const __m256i lane = _mm256_cmpeq_epi32(_mm256_set1_epi32(jmin),
+                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      v = _mm256_xor_ps(v, _mm256_and_ps(_mm256_castsi256_ps(lane), _mm256_set1_ps(-0.0f)));
+    }
+    _mm256_storeu_ps(wa[gi], v);
+    masks[gi] = mask;
+  }
+}
+#endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
+
 struct Kernels {
   void (*compute_a)(const float*, float*);
-  void (*compute_n)(const float*, float*);
-  int (*argmin)(const GroupAB&, float, float*);
-  void (*argmin2)(const GroupAB&, float, float, int*, float*);
+  void (*compute_n_block)(const float (*)[8], GroupAB*);
+  void (*argmin4)(const GroupAB*, float, int*, float*);
+  void (*argmin2x4)(const GroupAB*, float, float, int*, float*);
+  float (*scale_proxy)(const float*, const float*, const float*, float);
+  void (*group_signs)(const float*, const float*, unsigned*, float (*)[8]);
 };
 
 Kernels SelectKernels(Isa isa) {
   if (isa == Isa::kAuto) isa = Avx2Supported() ? Isa::kAvx2 : Isa::kPortable;
 #if BOLTPACK_IQ2_HAVE_AVX2_PATH
-  if (isa == Isa::kAvx2) return {ComputeAAvx2, ComputeNAvx2, ArgminAvx2, Argmin2Avx2};
+  if (isa == Isa::kAvx2) {
+    return {ComputeAAvx2,   ComputeNBlockAvx2, Argmin4Avx2, Argmin2x4Avx2, ScaleProxyAvx2,
+            GroupSignsAvx2};
+  }
 #endif
-  return {ComputeAPortable, ComputeNPortable, ArgminPortable, Argmin2Portable};
+  return {ComputeAPortable,   ComputeNBlockPortable, Argmin4Portable,
+          Argmin2x4Portable,  ScaleProxyPortable,    GroupSignsPortable};
 }
 
 // ---- the block quantizer (shared scalar logic) ------------------------------------
@@ -292,12 +529,14 @@ struct SubEval {
 inline SubEval EvalSub(const Kernels& kn, const GroupAB* ab, float t) {
   SubEval r;
   r.cost = 0;
+  int kk[4];
+  float cc[4];
+  kn.argmin4(ab, t, kk, cc);
   for (int g = 0; g < 4; ++g) {
-    float c;
-    const int k = kn.argmin(ab[g], t, &c);
-    r.cost += c;
-    r.sum_a += ab[g].a[k];
-    r.sum_b += -0.5f * ab[g].n[k];
+    const int k = kk[g];
+    r.cost += cc[g];
+    r.sum_a += ab[g].a[kSlots.slot_of[k]];
+    r.sum_b += -0.5f * ab[g].n[kSlots.slot_of[k]];
     r.k[g] = static_cast<uint8_t>(k);
   }
   return r;
@@ -309,15 +548,16 @@ inline void EvalSub2(const Kernels& kn, const GroupAB* ab, const float t[2], Sub
     e[i] = SubEval();
     e[i].cost = 0;
   }
+  int kk[8];
+  float cc[8];
+  kn.argmin2x4(ab, t[0], t[1], kk, cc);
   for (int g = 0; g < 4; ++g) {
-    int k[2];
-    float c[2];
-    kn.argmin2(ab[g], t[0], t[1], k, c);
     for (int i = 0; i < 2; ++i) {
-      e[i].cost += c[i];
-      e[i].sum_a += ab[g].a[k[i]];
-      e[i].sum_b += -0.5f * ab[g].n[k[i]];
-      e[i].k[g] = static_cast<uint8_t>(k[i]);
+      const int k = kk[4 * i + g];
+      e[i].cost += cc[4 * i + g];
+      e[i].sum_a += ab[g].a[kSlots.slot_of[k]];
+      e[i].sum_b += -0.5f * ab[g].n[kSlots.slot_of[k]];
+      e[i].k[g] = static_cast<uint8_t>(k);
     }
   }
 }
@@ -342,6 +582,7 @@ inline float Max(float a, float b) { return a > b ? a : b; }
 
 struct Scratch {
   GroupAB ab[32];
+  float wa[32][8];  // per group: w |x|, the parity-flipped value negated
   alignas(32) float a[32][256];  // A of a block whose A is not kept
 };
 
@@ -392,37 +633,22 @@ bool Normalise(const float* x, const float* importance, NormalBlock* nb) {
   return true;
 }
 
-// Signs and A/N per group of 8; A from `kept` (the block's, computed
-// before from the same weights) or computed here.
+// Signs (GroupSignsPortable), A and N per group of 8; A from `kept` (the
+// block's, computed before from the same weights) or computed here.
 void GroupSignsAndAB(const Kernels& kn, const NormalBlock& nb, uint8_t signs[32], Scratch& scratch,
                      const float (*kept)[256]) {
+  unsigned masks[32];
+  kn.group_signs(nb.xn, nb.w, masks, scratch.wa);
   for (int gi = 0; gi < 32; ++gi) {
-    const float* xg = nb.xn + 8 * gi;
-    const float* wg = nb.w + 8 * gi;
-    float wa[8];
-    unsigned mask = 0;
-    for (int j = 0; j < 8; ++j) {
-      wa[j] = wg[j] * std::fabs(xg[j]);
-      if (xg[j] < 0) mask |= 1u << j;
-    }
-    if (__builtin_popcount(mask) & 1) {
-      // Odd: the 8th sign is implied by parity; flip the value that matters least.
-      int jmin = 0;
-      for (int j = 1; j < 8; ++j) {
-        if (wa[j] < wa[jmin]) jmin = j;
-      }
-      mask ^= 1u << jmin;
-      wa[jmin] = -wa[jmin];
-    }
-    signs[gi] = static_cast<uint8_t>(mask & 127);
-    kn.compute_n(wa, scratch.ab[gi].n);
+    signs[gi] = static_cast<uint8_t>(masks[gi] & 127);
     if (kept != nullptr) {
       scratch.ab[gi].a = kept[gi];
     } else {
-      kn.compute_a(wg, scratch.a[gi]);
+      kn.compute_a(nb.w + 8 * gi, scratch.a[gi]);
       scratch.ab[gi].a = scratch.a[gi];
     }
   }
+  kn.compute_n_block(scratch.wa, scratch.ab);
 }
 
 // Sub-block sb's best continuous scale t (y = t * grid) into *tc, and the
@@ -507,12 +733,14 @@ inline void NearestSubScales(float m, float inv_dn, int* s_lo, int* s_hi) {
 // the largest sub-block at s = 15..kMinTopScale (and fp16 neighbours); a
 // quadratic model of each sub-block's cost picks one. False when no
 // sub-block has a scale (the block stays zeros).
-bool ChooseBlockScale(const NormalBlock& nb, const float tc[8], const float curv[8], uint16_t* best_h) {
+bool ChooseBlockScale(const Kernels& kn, const NormalBlock& nb, const float tc[8], const float curv[8], uint16_t* best_h) {
   float mmax = 0;
   for (int sb = 0; sb < 8; ++sb) mmax = Max(mmax, 8.0f * tc[sb]);
   if (!(mmax > 0)) return false;
   const float unscale = std::ldexp(1.0f, nb.ex - 1);  // normalised -> real
   const float rescale = nb.xscale;                   // real -> normalised
+  float m[8];
+  for (int sb = 0; sb < 8; ++sb) m[sb] = 8.0f * tc[sb];
   float best_proxy = std::numeric_limits<float>::infinity();
   *best_h = 0;
   for (int i = 15; i >= kMinTopScale; --i) {
@@ -520,16 +748,7 @@ bool ChooseBlockScale(const NormalBlock& nb, const float tc[8], const float curv
     for (int dh = -1; dh <= 1; ++dh) {
       const uint16_t h = ClampF16Scale(static_cast<uint16_t>(h0 + dh));
       const float dn = F16ToF32(h) * rescale;
-      const float inv_dn = 1.0f / dn;
-      float proxy = 0;
-      for (int sb = 0; sb < 8; ++sb) {
-        if (curv[sb] == 0) continue;
-        int lo, hi;
-        NearestSubScales(8.0f * tc[sb], inv_dn, &lo, &hi);
-        const float tlo = dn * (0.5f + lo) * 0.25f - tc[sb];
-        const float thi = dn * (0.5f + hi) * 0.25f - tc[sb];
-        proxy += curv[sb] * (tlo * tlo < thi * thi ? tlo * tlo : thi * thi);
-      }
+      const float proxy = kn.scale_proxy(m, tc, curv, dn);
       if (proxy < best_proxy) {
         best_proxy = proxy;
         *best_h = h;
@@ -582,7 +801,7 @@ void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, u
   for (int sb = 0; sb < 8; ++sb) SubBlockScale(kn, nb, scratch, sb, &tc[sb], &curv[sb]);
   // Then each sub-block tries the two scales around its optimum for real.
   uint16_t best_h = 0;
-  if (!ChooseBlockScale(nb, tc, curv, &best_h)) return;
+  if (!ChooseBlockScale(kn, nb, tc, curv, &best_h)) return;
   uint32_t aux[16];
   float total = EncodeSubBlocks(kn, scratch, tc, signs, F16ToF32(best_h) * nb.xscale, aux);
   // Zeros (cost 0) beat a block that only adds error.
