@@ -443,7 +443,96 @@ void GroupSignsPortable(const float* xn, const float* w, unsigned masks[32], flo
   }
 }
 
+inline float Max(float a, float b) { return a > b ? a : b; }
+
+// max |x| over a block (finite values: any order gives the same bits).
+float AbsMaxPortable(const float* x) {
+  float amax = 0;
+  for (size_t i = 0; i < kBlockElems; ++i) amax = Max(amax, std::fabs(x[i]));
+  return amax;
+}
+
+// Per sub-block of 32: max |x|, and sum w |x| and sum w (in element order).
+struct SubStats {
+  float smax[8], swa[8], sw[8];
+};
+
+void SubStatsPortable(const float* xn, const float* w, SubStats* st) {
+  for (int sb = 0; sb < 8; ++sb) {
+    float smax = 0, swa = 0, sw = 0;
+    for (int i = 0; i < 32; ++i) {
+      const float a = std::fabs(xn[32 * sb + i]);
+      smax = smax > a ? smax : a;
+      swa += w[32 * sb + i] * a;
+      sw += w[32 * sb + i];
+    }
+    st->smax[sb] = smax;
+    st->swa[sb] = swa;
+    st->sw[sb] = sw;
+  }
+}
+
 #if BOLTPACK_IQ2_HAVE_AVX2_PATH
+// r[j] (j = 0..7) becomes column j of the 8 x 8 matrix whose rows are r.
+__attribute__((target("avx2,fma"))) inline void Transpose8Avx2(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+// SubStatsPortable's results with the 8 sub-blocks as lanes: each sum adds
+// its sub-block's elements in order (8 x 8 transposes), so the bits agree.
+__attribute__((target("avx2,fma"))) void SubStatsAvx2(const float* xn, const float* w, SubStats* st) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 smax = _mm256_setzero_ps(), swa = smax, sw = smax;
+  for (int c = 0; c < 4; ++c) {
+    __m256 a[8], p[8], ww[8];
+    for (int sb = 0; sb < 8; ++sb) {
+      a[sb] = _mm256_and_ps(_mm256_loadu_ps(xn + 32 * sb + 8 * c), abs_mask);
+      ww[sb] = _mm256_loadu_ps(w + 32 * sb + 8 * c);
+      p[sb] = _mm256_mul_ps(ww[sb], a[sb]);
+    }
+    Transpose8Avx2(a);
+    Transpose8Avx2(p);
+    Transpose8Avx2(ww);
+    for (int j = 0; j < 8; ++j) {
+      smax = _mm256_max_ps(a[j], smax);  // (a > smax) ? a : smax, as the scalar Max
+      swa = _mm256_add_ps(swa, p[j]);
+      sw = _mm256_add_ps(sw, ww[j]);
+    }
+  }
+  _mm256_storeu_ps(st->smax, smax);
+  _mm256_storeu_ps(st->swa, swa);
+  _mm256_storeu_ps(st->sw, sw);
+}
+
+__attribute__((target("avx2,fma"))) float AbsMaxAvx2(const float* x) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 m[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (size_t i = 0; i < kBlockElems; i += 32) {
+    for (int r = 0; r < 4; ++r) {
+      m[r] = _mm256_max_ps(m[r], _mm256_and_ps(_mm256_loadu_ps(x + i + 8 * r), abs_mask));
+    }
+  }
+  __m256 v = _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3]));
+  v = _mm256_max_ps(v, _mm256_permute2f128_ps(v, v, 1));
+  v = _mm256_max_ps(v, _mm256_permute_ps(v, 0x4e));
+  v = _mm256_max_ps(v, _mm256_permute_ps(v, 0xb1));
+  return _mm_cvtss_f32(_mm256_castps256_ps128(v));
+}
+
 // ScaleProxyPortable over the 8 sub-blocks as lanes (no fused operations:
 // each product and sum rounds as the scalar one does), summed in order.
 __attribute__((target("avx2,fma"))) float ScaleProxyAvx2(const float m[8], const float tc[8],
@@ -503,6 +592,8 @@ struct Kernels {
   void (*argmin2x4)(const GroupAB*, float, float, int*, float*);
   float (*scale_proxy)(const float*, const float*, const float*, float);
   void (*group_signs)(const float*, const float*, unsigned*, float (*)[8]);
+  void (*sub_stats)(const float*, const float*, SubStats*);
+  float (*abs_max)(const float*);
 };
 
 Kernels SelectKernels(Isa isa) {
@@ -510,11 +601,12 @@ Kernels SelectKernels(Isa isa) {
 #if BOLTPACK_IQ2_HAVE_AVX2_PATH
   if (isa == Isa::kAvx2) {
     return {ComputeAAvx2,   ComputeNBlockAvx2, Argmin4Avx2, Argmin2x4Avx2, ScaleProxyAvx2,
-            GroupSignsAvx2};
+            GroupSignsAvx2, SubStatsAvx2,      AbsMaxAvx2};
   }
 #endif
   return {ComputeAPortable,   ComputeNBlockPortable, Argmin4Portable,
-          Argmin2x4Portable,  ScaleProxyPortable,    GroupSignsPortable};
+          Argmin2x4Portable,  ScaleProxyPortable,    GroupSignsPortable,
+          SubStatsPortable,   AbsMaxPortable};
 }
 
 // ---- the block quantizer (shared scalar logic) ------------------------------------
@@ -578,7 +670,6 @@ constexpr int kMinTopScale = 11;
 // without it); the quadratic model's nearer scale alone is kept.
 constexpr bool kFinalBothScales = false;
 
-inline float Max(float a, float b) { return a > b ? a : b; }
 
 struct Scratch {
   GroupAB ab[32];
@@ -592,7 +683,15 @@ struct NormalBlock {
   int ex = 0;           // max|x| in [2^(ex-1), 2^ex)
   float xscale = 0;     // real -> normalised
   float xn[kBlockElems];
-  float w[kBlockElems];
+  const float* w = nullptr;  // wbuf, or the kept weights of the block's importance
+  float wbuf[kBlockElems];
+};
+
+// What QuantizeRow keeps of a block's importance (the same for every row of
+// a tensor): its weights (ImportanceWeights) and the A tables of its groups.
+struct KeptBlock {
+  alignas(32) float w[kBlockElems];
+  alignas(32) float a[32][256];
 };
 
 // A block's weights from its importance alone (scaled so the largest is in
@@ -611,17 +710,22 @@ bool ImportanceWeights(const float* importance, float* w) {
 }
 
 // False for a block that had best be all zeros (d = 0 decodes to zeros).
-bool Normalise(const float* x, const float* importance, NormalBlock* nb) {
-  float amax = 0;
-  for (size_t i = 0; i < kBlockElems; ++i) amax = Max(amax, std::fabs(x[i]));
+bool Normalise(const Kernels& kn, const float* x, const float* importance, const KeptBlock* kept,
+               NormalBlock* nb) {
+  const float amax = kn.abs_max(x);
   // Below 2^-64 nothing but zeros is closer (the smallest nonzero output is
   // about 3e-8).
   if (!(amax >= 0x1p-64f)) return false;
   std::frexp(amax, &nb->ex);
   nb->xscale = std::ldexp(1.0f, 1 - nb->ex);
   float* xn = nb->xn;
-  float* w = nb->w;
   for (size_t i = 0; i < kBlockElems; ++i) xn[i] = x[i] * nb->xscale;
+  if (kept != nullptr) {
+    nb->w = kept->w;
+    return true;
+  }
+  float* w = nb->wbuf;
+  nb->w = w;
   if (!ImportanceWeights(importance, w)) {
     // No importance: weight by magnitude over the block's spread, as ggml's
     // quantizers do when they have no imatrix.
@@ -653,13 +757,10 @@ void GroupSignsAndAB(const Kernels& kn, const NormalBlock& nb, uint8_t signs[32]
 
 // Sub-block sb's best continuous scale t (y = t * grid) into *tc, and the
 // curvature of its cost there into *curv (0: none to model).
-void SubBlockScale(const Kernels& kn, const NormalBlock& nb, const Scratch& scratch, int sb, float* tc,
+void SubBlockScale(const Kernels& kn, const SubStats& st, const Scratch& scratch, int sb, float* tc,
                    float* curv) {
-  const float* xn = nb.xn;
-  const float* w = nb.w;
   const GroupAB* ab = &scratch.ab[4 * sb];
-  float smax = 0;
-  for (int i = 0; i < 32; ++i) smax = Max(smax, std::fabs(xn[32 * sb + i]));
+  const float smax = st.smax[sb];
   *tc = 0;
   *curv = 0;
   if (smax == 0) return;
@@ -671,11 +772,7 @@ void SubBlockScale(const Kernels& kn, const NormalBlock& nb, const Scratch& scra
   for (float f : kStartFactors) starts[count++] = smax * (f / 43.0f);
   if (kMeanStart) {
     // Flat sub-blocks (all magnitudes alike) want every value on level 8.
-    float swa = 0, sw = 0;
-    for (int i = 0; i < 32; ++i) {
-      swa += w[32 * sb + i] * std::fabs(xn[32 * sb + i]);
-      sw += w[32 * sb + i];
-    }
+    const float swa = st.swa[sb], sw = st.sw[sb];
     const float t = sw > 0 ? swa / (8.0f * sw) : 0.0f;
     if (t > 0) starts[count++] = t;
   }
@@ -791,14 +888,16 @@ float EncodeSubBlocks(const Kernels& kn, const Scratch& scratch, const float tc[
 }
 
 void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, uint8_t* out,
-                   Scratch& scratch, const float (*kept)[256]) {
+                   Scratch& scratch, const KeptBlock* kept) {
   std::memset(out, 0, kBlockBytes);
   NormalBlock nb;
-  if (!Normalise(x, importance, &nb)) return;
+  if (!Normalise(kn, x, importance, kept, &nb)) return;
   uint8_t signs[32];
-  GroupSignsAndAB(kn, nb, signs, scratch, kept);
+  GroupSignsAndAB(kn, nb, signs, scratch, kept != nullptr ? kept->a : nullptr);
   float tc[8], curv[8];
-  for (int sb = 0; sb < 8; ++sb) SubBlockScale(kn, nb, scratch, sb, &tc[sb], &curv[sb]);
+  SubStats st;
+  kn.sub_stats(nb.xn, nb.w, &st);
+  for (int sb = 0; sb < 8; ++sb) SubBlockScale(kn, st, scratch, sb, &tc[sb], &curv[sb]);
   // Then each sub-block tries the two scales around its optimum for real.
   uint16_t best_h = 0;
   if (!ChooseBlockScale(kn, nb, tc, curv, &best_h)) return;
@@ -819,28 +918,27 @@ constexpr size_t kKeptBlocks = 64;
 
 class ACache {
  public:
-  // The A tables of block `b` for `importance` (its 256 weights), or null
+  // What is kept of block `b` for `importance` (its 256 weights), or null
   // when it has none to keep (no importance, all zero, or past the cap).
-  const float (*Get(const Kernels& kn, size_t b, const float* importance))[256] {
+  const KeptBlock* Get(const Kernels& kn, size_t b, const float* importance) {
     if (importance == nullptr || b >= kKeptBlocks) return nullptr;
     if (entries_.size() <= b) entries_.resize(b + 1);
     if (!entries_[b]) entries_[b] = std::make_unique<Entry>();
     Entry& e = *entries_[b];
-    if (e.valid && std::memcmp(e.importance, importance, sizeof e.importance) == 0) return e.a;
+    if (e.valid && std::memcmp(e.importance, importance, sizeof e.importance) == 0) return &e.kept;
     e.valid = false;
-    alignas(32) float w[kBlockElems];
-    if (!ImportanceWeights(importance, w)) return nullptr;
-    for (int gi = 0; gi < 32; ++gi) kn.compute_a(w + 8 * gi, e.a[gi]);
+    if (!ImportanceWeights(importance, e.kept.w)) return nullptr;
+    for (int gi = 0; gi < 32; ++gi) kn.compute_a(e.kept.w + 8 * gi, e.kept.a[gi]);
     std::memcpy(e.importance, importance, sizeof e.importance);
     e.valid = true;
-    return e.a;
+    return &e.kept;
   }
 
  private:
   struct Entry {
     bool valid = false;
     float importance[kBlockElems];
-    alignas(32) float a[32][256];
+    KeptBlock kept;
   };
   std::vector<std::unique_ptr<Entry>> entries_;
 };
