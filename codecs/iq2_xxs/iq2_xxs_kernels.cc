@@ -205,9 +205,9 @@ void ComputeNPortable(const float* wa, float* out) {
   }
 }
 
-// N of the 32 groups of a block (wa[g] into ab[g].n).
-void ComputeNBlockPortable(const float (*wa)[8], GroupAB* ab) {
-  for (int gi = 0; gi < 32; ++gi) ComputeNPortable(wa[gi], ab[gi].n);
+// N of the 4 groups of a sub-block (wa[g] into ab[g].n).
+void ComputeNSubPortable(const float (*wa)[8], GroupAB* ab) {
+  for (int gi = 0; gi < 4; ++gi) ComputeNPortable(wa[gi], ab[gi].n);
 }
 
 #if BOLTPACK_IQ2_HAVE_AVX2_PATH
@@ -276,12 +276,12 @@ __attribute__((target("avx2,fma"))) inline void ComputeN2Avx2(const float* wa0, 
   }
 }
 
-// ComputeNBlockPortable's bits: every group's prefix sums first, then N two
+// ComputeNSubPortable's bits: every group's prefix sums first, then N two
 // groups at a time.
-__attribute__((target("avx2,fma"))) void ComputeNBlockAvx2(const float (*wa)[8], GroupAB* ab) {
-  alignas(32) float pre[32][kPrefixes + 8];
-  for (int gi = 0; gi < 32; ++gi) PrefixSumsAvx2(wa[gi], pre[gi]);
-  for (int gi = 0; gi < 32; gi += 2) {
+__attribute__((target("avx2,fma"))) void ComputeNSubAvx2(const float (*wa)[8], GroupAB* ab) {
+  alignas(32) float pre[4][kPrefixes + 8];
+  for (int gi = 0; gi < 4; ++gi) PrefixSumsAvx2(wa[gi], pre[gi]);
+  for (int gi = 0; gi < 4; gi += 2) {
     ComputeN2Avx2(wa[gi], wa[gi + 1], pre[gi], pre[gi + 1], ab[gi].n, ab[gi + 1].n);
   }
 }
@@ -587,7 +587,7 @@ __attribute__((target("avx2,fma"))) void GroupSignsAvx2(const float* xn, const f
 
 struct Kernels {
   void (*compute_a)(const float*, float*);
-  void (*compute_n_block)(const float (*)[8], GroupAB*);
+  void (*compute_n_sub)(const float (*)[8], GroupAB*);
   void (*argmin4)(const GroupAB*, float, int*, float*);
   void (*argmin2x4)(const GroupAB*, float, float, int*, float*);
   float (*scale_proxy)(const float*, const float*, const float*, float);
@@ -600,11 +600,11 @@ Kernels SelectKernels(Isa isa) {
   if (isa == Isa::kAuto) isa = Avx2Supported() ? Isa::kAvx2 : Isa::kPortable;
 #if BOLTPACK_IQ2_HAVE_AVX2_PATH
   if (isa == Isa::kAvx2) {
-    return {ComputeAAvx2,   ComputeNBlockAvx2, Argmin4Avx2, Argmin2x4Avx2, ScaleProxyAvx2,
+    return {ComputeAAvx2,   ComputeNSubAvx2,   Argmin4Avx2, Argmin2x4Avx2, ScaleProxyAvx2,
             GroupSignsAvx2, SubStatsAvx2,      AbsMaxAvx2};
   }
 #endif
-  return {ComputeAPortable,   ComputeNBlockPortable, Argmin4Portable,
+  return {ComputeAPortable,   ComputeNSubPortable,   Argmin4Portable,
           Argmin2x4Portable,  ScaleProxyPortable,    GroupSignsPortable,
           SubStatsPortable,   AbsMaxPortable};
 }
@@ -737,8 +737,9 @@ bool Normalise(const Kernels& kn, const float* x, const float* importance, const
   return true;
 }
 
-// Signs (GroupSignsPortable), A and N per group of 8; A from `kept` (the
-// block's, computed before from the same weights) or computed here.
+// Signs (GroupSignsPortable) and A per group of 8; A from `kept` (the
+// block's, computed before from the same weights) or computed here. N
+// comes with each sub-block's scale search (SubBlockScale).
 void GroupSignsAndAB(const Kernels& kn, const NormalBlock& nb, uint8_t signs[32], Scratch& scratch,
                      const float (*kept)[256]) {
   unsigned masks[32];
@@ -752,14 +753,14 @@ void GroupSignsAndAB(const Kernels& kn, const NormalBlock& nb, uint8_t signs[32]
       scratch.ab[gi].a = scratch.a[gi];
     }
   }
-  kn.compute_n_block(scratch.wa, scratch.ab);
 }
 
 // Sub-block sb's best continuous scale t (y = t * grid) into *tc, and the
 // curvature of its cost there into *curv (0: none to model).
-void SubBlockScale(const Kernels& kn, const SubStats& st, const Scratch& scratch, int sb, float* tc,
+void SubBlockScale(const Kernels& kn, const SubStats& st, Scratch& scratch, int sb, float* tc,
                    float* curv) {
-  const GroupAB* ab = &scratch.ab[4 * sb];
+  GroupAB* ab = &scratch.ab[4 * sb];
+  kn.compute_n_sub(&scratch.wa[4 * sb], ab);
   const float smax = st.smax[sb];
   *tc = 0;
   *curv = 0;
