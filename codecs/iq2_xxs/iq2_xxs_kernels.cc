@@ -230,14 +230,13 @@ void GroupSignsAndAB(const Kernels& kn, const NormalBlock& nb, uint8_t signs[32]
                      const float (*kept)[256]) {
   unsigned masks[32];
   kn.group_signs(nb.xn, nb.w, masks, scratch.wa);
+  if (kept == nullptr) {
+    kn.compute_a_block(nb.w, scratch.a);
+    kept = scratch.a;
+  }
   for (int gi = 0; gi < 32; ++gi) {
     signs[gi] = static_cast<uint8_t>(masks[gi] & 127);
-    if (kept != nullptr) {
-      scratch.ab[gi].a = kept[gi];
-    } else {
-      kn.compute_a(nb.w + 8 * gi, scratch.a[gi]);
-      scratch.ab[gi].a = scratch.a[gi];
-    }
+    scratch.ab[gi].a = kept[gi];
   }
 }
 
@@ -413,7 +412,7 @@ class ACache {
     if (e.valid && std::memcmp(e.importance, importance, sizeof e.importance) == 0) return &e.kept;
     e.valid = false;
     if (!ImportanceWeights(importance, e.kept.w)) return nullptr;
-    for (int gi = 0; gi < 32; ++gi) kn.compute_a(e.kept.w + 8 * gi, e.kept.a[gi]);
+    kn.compute_a_block(e.kept.w, e.kept.a);
     std::memcpy(e.importance, importance, sizeof e.importance);
     e.valid = true;
     return &e.kept;
@@ -458,7 +457,7 @@ void QuantizeRow(const float* x, const float* importance, size_t n, uint8_t* dst
   if (!scratch) scratch = std::make_unique<Scratch>();
   // Kept per ISA: the two give the same bits, but a test may mix them.
   thread_local ACache kept[2];
-  ACache& cache = kept[kn.compute_a == SelectKernels(Isa::kPortable).compute_a ? 0 : 1];
+  ACache& cache = kept[kn.compute_a_block == SelectKernels(Isa::kPortable).compute_a_block ? 0 : 1];
   for (size_t b = 0; b < n / kBlockElems; ++b) {
     const float* imp = importance != nullptr ? importance + b * kBlockElems : nullptr;
     QuantizeBlock(kn, x + b * kBlockElems, imp, dst + b * kBlockBytes, *scratch, cache.Get(kn, b, imp));

@@ -41,7 +41,8 @@ struct SlotTables {
   alignas(32) uint32_t key[256];  // slot -> grid index (the argmin key's low byte)
   alignas(32) float g[8][256];    // element j of the point in each slot
   alignas(32) float g2[8][256];   // squared
-  alignas(32) float pg[4][kPrefixes];  // elements 0..3 of each prefix
+  alignas(32) float pg[4][kPrefixes];   // elements 0..3 of each prefix
+  alignas(32) float pg2[4][kPrefixes];  // squared
   uint8_t base[32];                    // per vector of 8 slots: its first prefix
   alignas(32) uint32_t perm[32][8];    // per slot: its prefix - base
   int prefixes = 0;
@@ -63,7 +64,7 @@ struct SlotTables {
     return true;
   }
 
-  constexpr SlotTables() : slot_of(), key(), g(), g2(), pg(), base(), perm() {
+  constexpr SlotTables() : slot_of(), key(), g(), g2(), pg(), pg2(), base(), perm() {
     int order[256] = {};
     for (int k = 0; k < 256; ++k) {  // insertion sort (compile time)
       int i = k;
@@ -81,7 +82,10 @@ struct SlotTables {
       }
       if (s == 0 || !SamePrefix(k, order[s - 1])) {
         if (prefixes < kPrefixes) {
-          for (int j = 0; j < 4; ++j) pg[j][prefixes] = static_cast<float>(Elem(k, j));
+          for (int j = 0; j < 4; ++j) {
+            pg[j][prefixes] = static_cast<float>(Elem(k, j));
+            pg2[j][prefixes] = pg[j][prefixes] * pg[j][prefixes];
+          }
         }
         ++prefixes;
       }
@@ -119,55 +123,46 @@ void ComputeNPortable(const float* wa, float* out) {
   }
 }
 
+// A of the 32 groups of a block (weights w[8 g..8 g+7] into out[g]).
+void ComputeABlockPortable(const float* w, float (*out)[256]) {
+  for (int gi = 0; gi < 32; ++gi) ComputeAPortable(w + 8 * gi, out[gi]);
+}
+
 // N of the 4 groups of a sub-block (wa[g] into ab[g].n).
 void ComputeNSubPortable(const float (*wa)[8], GroupAB* ab) {
   for (int gi = 0; gi < 4; ++gi) ComputeNPortable(wa[gi], ab[gi].n);
 }
 
 #if BOLTPACK_IQ2_HAVE_AVX2_PATH
-__attribute__((target("avx2,fma"))) void ComputeAAvx2(const float* w, float* out) {
-  const __m256 v0 = _mm256_set1_ps(w[0]), v1 = _mm256_set1_ps(w[1]);
-  const __m256 v2 = _mm256_set1_ps(w[2]), v3 = _mm256_set1_ps(w[3]);
-  const __m256 v4 = _mm256_set1_ps(w[4]), v5 = _mm256_set1_ps(w[5]);
-  const __m256 v6 = _mm256_set1_ps(w[6]), v7 = _mm256_set1_ps(w[7]);
-  const float (*g)[256] = kSlots.g2;
-  for (int s = 0; s < 256; s += 8) {
-    __m256 acc = _mm256_mul_ps(v0, _mm256_load_ps(&g[0][s]));
-    acc = _mm256_fmadd_ps(v1, _mm256_load_ps(&g[1][s]), acc);
-    acc = _mm256_fmadd_ps(v2, _mm256_load_ps(&g[2][s]), acc);
-    acc = _mm256_fmadd_ps(v3, _mm256_load_ps(&g[3][s]), acc);
-    acc = _mm256_fmadd_ps(v4, _mm256_load_ps(&g[4][s]), acc);
-    acc = _mm256_fmadd_ps(v5, _mm256_load_ps(&g[5][s]), acc);
-    acc = _mm256_fmadd_ps(v6, _mm256_load_ps(&g[6][s]), acc);
-    acc = _mm256_fmadd_ps(v7, _mm256_load_ps(&g[7][s]), acc);
-    _mm256_store_ps(out + s, acc);
-  }
-}
-
-// The partial sums of N's first four multiply-adds for every prefix, into
-// pre[0..63] (pre[64..71] zero: a permute's load may reach them).
-__attribute__((target("avx2,fma"))) inline void PrefixSumsAvx2(const float* wa, float* pre) {
-  const __m256 v0 = _mm256_set1_ps(-2.0f * wa[0]), v1 = _mm256_set1_ps(-2.0f * wa[1]);
-  const __m256 v2 = _mm256_set1_ps(-2.0f * wa[2]), v3 = _mm256_set1_ps(-2.0f * wa[3]);
+// The partial sums of the first four multiply-adds (v_0 pg_0 + ... + v_3
+// pg_3, in that order) for every prefix, into pre[0..63]; pre[64..71] zero
+// (a permute's load may reach them).
+__attribute__((target("avx2,fma"))) inline void PrefixSumsAvx2(const float* v,
+                                                               const float (*pg)[kPrefixes],
+                                                               float* pre) {
+  const __m256 v0 = _mm256_set1_ps(v[0]), v1 = _mm256_set1_ps(v[1]);
+  const __m256 v2 = _mm256_set1_ps(v[2]), v3 = _mm256_set1_ps(v[3]);
   for (int p = 0; p < kPrefixes; p += 8) {
-    __m256 acc = _mm256_mul_ps(v0, _mm256_load_ps(&kSlots.pg[0][p]));
-    acc = _mm256_fmadd_ps(v1, _mm256_load_ps(&kSlots.pg[1][p]), acc);
-    acc = _mm256_fmadd_ps(v2, _mm256_load_ps(&kSlots.pg[2][p]), acc);
-    acc = _mm256_fmadd_ps(v3, _mm256_load_ps(&kSlots.pg[3][p]), acc);
+    __m256 acc = _mm256_mul_ps(v0, _mm256_load_ps(&pg[0][p]));
+    acc = _mm256_fmadd_ps(v1, _mm256_load_ps(&pg[1][p]), acc);
+    acc = _mm256_fmadd_ps(v2, _mm256_load_ps(&pg[2][p]), acc);
+    acc = _mm256_fmadd_ps(v3, _mm256_load_ps(&pg[3][p]), acc);
     _mm256_store_ps(pre + p, acc);
   }
   _mm256_store_ps(pre + kPrefixes, _mm256_setzero_ps());
 }
 
-// N of two groups in one pass over the grid (its elements 4..7 loaded once).
-__attribute__((target("avx2,fma"))) inline void ComputeN2Avx2(const float* wa0, const float* wa1,
-                                                              const float* pre0, const float* pre1,
-                                                              float* n0, float* n1) {
-  const __m256 u4 = _mm256_set1_ps(-2.0f * wa0[4]), u5 = _mm256_set1_ps(-2.0f * wa0[5]);
-  const __m256 u6 = _mm256_set1_ps(-2.0f * wa0[6]), u7 = _mm256_set1_ps(-2.0f * wa0[7]);
-  const __m256 w4 = _mm256_set1_ps(-2.0f * wa1[4]), w5 = _mm256_set1_ps(-2.0f * wa1[5]);
-  const __m256 w6 = _mm256_set1_ps(-2.0f * wa1[6]), w7 = _mm256_set1_ps(-2.0f * wa1[7]);
-  const float (*g)[256] = kSlots.g;
+// out_i[s] = sum_j vi_j g[j][s] (j = 0..7, a multiply then fused
+// multiply-adds in j order) for two weight vectors in one pass over the
+// grid: the first four steps from the prefix sums pre_i, the grid's elements
+// 4..7 loaded once for both.
+__attribute__((target("avx2,fma"))) inline void WeightedGridSum2Avx2(
+    const float* v0, const float* v1, const float* pre0, const float* pre1,
+    const float (*g)[256], float* out0, float* out1) {
+  const __m256 u4 = _mm256_set1_ps(v0[4]), u5 = _mm256_set1_ps(v0[5]);
+  const __m256 u6 = _mm256_set1_ps(v0[6]), u7 = _mm256_set1_ps(v0[7]);
+  const __m256 w4 = _mm256_set1_ps(v1[4]), w5 = _mm256_set1_ps(v1[5]);
+  const __m256 w6 = _mm256_set1_ps(v1[6]), w7 = _mm256_set1_ps(v1[7]);
   for (int v = 0; v < 32; ++v) {
     const int s = 8 * v;
     const __m256i idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(kSlots.perm[v]));
@@ -185,18 +180,33 @@ __attribute__((target("avx2,fma"))) inline void ComputeN2Avx2(const float* wa0, 
     gj = _mm256_load_ps(&g[7][s]);
     a = _mm256_fmadd_ps(u7, gj, a);
     b = _mm256_fmadd_ps(w7, gj, b);
-    _mm256_store_ps(n0 + s, a);
-    _mm256_store_ps(n1 + s, b);
+    _mm256_store_ps(out0 + s, a);
+    _mm256_store_ps(out1 + s, b);
+  }
+}
+
+// ComputeABlockPortable's bits, two groups at a time.
+__attribute__((target("avx2,fma"))) void ComputeABlockAvx2(const float* w, float (*out)[256]) {
+  for (int gi = 0; gi < 32; gi += 2) {
+    alignas(32) float pre[2][kPrefixes + 8];
+    PrefixSumsAvx2(w + 8 * gi, kSlots.pg2, pre[0]);
+    PrefixSumsAvx2(w + 8 * gi + 8, kSlots.pg2, pre[1]);
+    WeightedGridSum2Avx2(w + 8 * gi, w + 8 * gi + 8, pre[0], pre[1], kSlots.g2, out[gi], out[gi + 1]);
   }
 }
 
 // ComputeNSubPortable's bits: every group's prefix sums first, then N two
 // groups at a time.
 __attribute__((target("avx2,fma"))) void ComputeNSubAvx2(const float (*wa)[8], GroupAB* ab) {
+  float m2wa[4][8];
+  for (int gi = 0; gi < 4; ++gi) {
+    for (int j = 0; j < 8; ++j) m2wa[gi][j] = -2.0f * wa[gi][j];
+  }
   alignas(32) float pre[4][kPrefixes + 8];
-  for (int gi = 0; gi < 4; ++gi) PrefixSumsAvx2(wa[gi], pre[gi]);
+  for (int gi = 0; gi < 4; ++gi) PrefixSumsAvx2(m2wa[gi], kSlots.pg, pre[gi]);
   for (int gi = 0; gi < 4; gi += 2) {
-    ComputeN2Avx2(wa[gi], wa[gi + 1], pre[gi], pre[gi + 1], ab[gi].n, ab[gi + 1].n);
+    WeightedGridSum2Avx2(m2wa[gi], m2wa[gi + 1], pre[gi], pre[gi + 1], kSlots.g, ab[gi].n,
+                         ab[gi + 1].n);
   }
 }
 
@@ -537,11 +547,11 @@ Kernels SelectKernels(Isa isa) {
   if (isa == Isa::kAuto) isa = Avx2Supported() ? Isa::kAvx2 : Isa::kPortable;
 #if BOLTPACK_IQ2_HAVE_AVX2_PATH
   if (isa == Isa::kAvx2) {
-    return {ComputeAAvx2,   ComputeNSubAvx2,   Argmin4Avx2, Argmin2x4Avx2, PickScaleAvx2, 
+    return {ComputeABlockAvx2, ComputeNSubAvx2, Argmin4Avx2, Argmin2x4Avx2, PickScaleAvx2, 
             GroupSignsAvx2, SubStatsAvx2,      AbsMaxAvx2};
   }
 #endif
-  return {ComputeAPortable,   ComputeNSubPortable,   Argmin4Portable,
+  return {ComputeABlockPortable, ComputeNSubPortable, Argmin4Portable,
           Argmin2x4Portable,  PickScalePortable,     GroupSignsPortable,
           SubStatsPortable,   AbsMaxPortable};
 }

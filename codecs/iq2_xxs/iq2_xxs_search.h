@@ -42,8 +42,9 @@ struct SubStats {
 inline constexpr int kMaxScaleCandidates = 16;
 
 struct Kernels {
-  // A of one group from its 8 weights (256 floats, 32-byte aligned).
-  void (*compute_a)(const float* w, float* out);
+  // A of the 32 groups of a block from their weights (w[8 g..8 g+7] into
+  // out[g], 32-byte aligned).
+  void (*compute_a_block)(const float* w, float (*out)[256]);
   // N of the 4 groups of a sub-block from their wa (into ab[g].n).
   void (*compute_n_sub)(const float (*wa)[8], GroupAB* ab);
   // The pick of each of 4 groups at t (out[g]), or at t0 and t1 (out[4 i + g]).
