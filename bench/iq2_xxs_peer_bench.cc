@@ -6,7 +6,8 @@
 // runs bolt-pack's QuantizeRow over every row, decodes, prints M weights/s
 // and rel_rmse, then runs the anchor (default ../shared/anchors/ggml_anchor
 // from the source folder) and prints the ratio; "peer not measured" when it
-// is not there.
+// is not there. Both sides are the best of 3 (passes here, anchor runs
+// there), so a core shared with other work skews the ratio less.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -80,9 +81,14 @@ int main(int argc, char** argv) {
   const double mps = n / best / 1e6, err = std::sqrt(e2 / r2);
   std::printf("bolt-pack iq2_xxs (imatrix), 1 thread: %.1f M weights/s, rel_rmse %.5f\n", mps, err);
   double gm = 0, ge = 0;
-  if (!RunAnchor(anchor, rows, cols, &gm, &ge)) {
-    std::printf("ggml: peer not measured (%s not there)\n", anchor.c_str());
-    return 0;
+  for (int run = 0; run < 3; ++run) {
+    double m = 0, e = 0;
+    if (!RunAnchor(anchor, rows, cols, &m, &e)) {
+      std::printf("ggml: peer not measured (%s not there)\n", anchor.c_str());
+      return 0;
+    }
+    if (m > gm) gm = m;
+    ge = e;
   }
   std::printf("ggml iq2_xxs (imatrix), 1 thread:      %.1f M weights/s, rel_rmse %.5f\n", gm, ge);
   std::printf("ratio: %.1fx ggml's speed, error %.4f of ggml's\n", mps / gm, err / ge);

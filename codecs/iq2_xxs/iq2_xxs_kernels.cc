@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codecs/float_convert.h"
+#include "codecs/iq2_xxs/iq2_xxs_search.h"
 #include "codecs/iq2_xxs/iq2_xxs_tables.h"
 #include "common/cpu_features.h"
 
@@ -28,17 +29,11 @@ struct Tables {
   // and sign masks as float sign bits (0 or 0x80000000) per sign index.
   alignas(32) float gridf[256][8];
   alignas(32) uint32_t signbits[128][8];
-  // Encode: the grid transposed (element j of every index), and squared.
-  alignas(32) float g[8][256];
-  alignas(32) float g2[8][256];
-
-  constexpr Tables() : gridf(), signbits(), g(), g2() {
+  constexpr Tables() : gridf(), signbits() {
     for (int k = 0; k < 256; ++k) {
       for (int j = 0; j < 8; ++j) {
         const float v = static_cast<float>((kIq2xxsGrid[k] >> (8 * j)) & 0xff);
         gridf[k][j] = v;
-        g[j][k] = v;
-        g2[j][k] = v * v;
       }
     }
     for (int s = 0; s < 128; ++s) {
@@ -100,186 +95,6 @@ __attribute__((target("avx2,fma"))) void DecodeAvx2(const uint8_t* src, size_t n
 
 #endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
 
-// ---- encode kernels -------------------------------------------------------------
-//
-// For one group of 8 magnitudes a_j with weights w_j (wa_j = w_j * a_j, one of
-// them negated when the sign parity forces a flip), grid index k at scale t
-// costs sum_j w_j (t g_kj - a_j)^2 - sum_j w_j a_j^2 = t (t A_k + N_k) with
-//   A_k = sum_j w_j g_kj^2,  N_k = -2 sum_j wa_j g_kj.
-// ComputeAN fills A and N for all 256 k; Argmin finds the k with the lowest
-// t A_k + N_k (t > 0). Both versions use the same fused multiply-adds in the
-// same order, so the results are bit-identical.
-
-// A depends on the weights alone: with an imatrix, on the column, so the
-// rows of a tensor share it (QuantizeRow keeps it per block, ACache).
-struct alignas(32) GroupAB {
-  float n[256];
-  const float* a;  // 256 floats, 32-byte aligned
-};
-
-void ComputeAPortable(const float* w, float* out) {
-  for (int k = 0; k < 256; ++k) {
-    float a = w[0] * kTables.g2[0][k];
-    for (int j = 1; j < 8; ++j) a = std::fma(w[j], kTables.g2[j][k], a);
-    out[k] = a;
-  }
-}
-
-void ComputeNPortable(const float* wa, float* out) {
-  float m2wa[8];
-  for (int j = 0; j < 8; ++j) m2wa[j] = -2.0f * wa[j];
-  for (int k = 0; k < 256; ++k) {
-    float b = m2wa[0] * kTables.g[0][k];
-    for (int j = 1; j < 8; ++j) b = std::fma(m2wa[j], kTables.g[j][k], b);
-    out[k] = b;
-  }
-}
-
-#if BOLTPACK_IQ2_HAVE_AVX2_PATH
-// One pass for A, one for N: eight broadcast weights stay in registers.
-__attribute__((target("avx2,fma"))) inline void WeightedGridSum(const float* v,
-                                                                      const float (*g)[256],
-                                                                      float* out) {
-  const __m256 v0 = _mm256_set1_ps(v[0]), v1 = _mm256_set1_ps(v[1]);
-  const __m256 v2 = _mm256_set1_ps(v[2]), v3 = _mm256_set1_ps(v[3]);
-  const __m256 v4 = _mm256_set1_ps(v[4]), v5 = _mm256_set1_ps(v[5]);
-  const __m256 v6 = _mm256_set1_ps(v[6]), v7 = _mm256_set1_ps(v[7]);
-  for (int k = 0; k < 256; k += 8) {
-    __m256 acc = _mm256_mul_ps(v0, _mm256_load_ps(&g[0][k]));
-    acc = _mm256_fmadd_ps(v1, _mm256_load_ps(&g[1][k]), acc);
-    acc = _mm256_fmadd_ps(v2, _mm256_load_ps(&g[2][k]), acc);
-    acc = _mm256_fmadd_ps(v3, _mm256_load_ps(&g[3][k]), acc);
-    acc = _mm256_fmadd_ps(v4, _mm256_load_ps(&g[4][k]), acc);
-    acc = _mm256_fmadd_ps(v5, _mm256_load_ps(&g[5][k]), acc);
-    acc = _mm256_fmadd_ps(v6, _mm256_load_ps(&g[6][k]), acc);
-    acc = _mm256_fmadd_ps(v7, _mm256_load_ps(&g[7][k]), acc);
-    _mm256_store_ps(out + k, acc);
-  }
-}
-
-__attribute__((target("avx2,fma"))) void ComputeAAvx2(const float* w, float* out) {
-  WeightedGridSum(w, kTables.g2, out);
-}
-
-__attribute__((target("avx2,fma"))) void ComputeNAvx2(const float* wa, float* out) {
-  float m2wa[8];
-  for (int j = 0; j < 8; ++j) m2wa[j] = -2.0f * wa[j];
-  WeightedGridSum(m2wa, kTables.g, out);
-}
-
-#endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
-
-// The k with the lowest t*A_k + N_k. To find value and index in one min,
-// the low 8 mantissa bits of each value are replaced by k (the comparison
-// loses 8 of 24 bits of precision; no two keys are equal, so the minimum is
-// the same in any order). *cost = t * (that key as a float).
-inline float KeyOf(float c, uint32_t k) { return BitsFloat((FloatBits(c) & ~0xffu) | k); }
-
-int ArgminPortable(const GroupAB& ab, float t, float* cost) {
-  float best = std::numeric_limits<float>::infinity();
-  for (uint32_t k = 0; k < 256; ++k) {
-    const float key = KeyOf(std::fma(ab.a[k], t, ab.n[k]), k);
-    best = best < key ? best : key;  // as _mm256_min_ps(best, key)
-  }
-  *cost = t * best;
-  return static_cast<int>(FloatBits(best) & 0xffu);
-}
-
-// Argmin at two scales in one pass over A and N (each result the one
-// Argmin gives at that scale).
-void Argmin2Portable(const GroupAB& ab, float t0, float t1, int k[2], float cost[2]) {
-  k[0] = ArgminPortable(ab, t0, &cost[0]);
-  k[1] = ArgminPortable(ab, t1, &cost[1]);
-}
-
-alignas(32) constexpr struct KeyIndex {
-  uint32_t v[256];
-  constexpr KeyIndex() : v() {
-    for (uint32_t k = 0; k < 256; ++k) v[k] = k;
-  }
-} kKeyIndex;
-
-#if BOLTPACK_IQ2_HAVE_AVX2_PATH
-__attribute__((target("avx2,fma"))) int ArgminAvx2(const GroupAB& ab, float t,
-                                                        float* cost) {
-  const __m256 vt = _mm256_set1_ps(t);
-  const __m256 hi_mask = _mm256_castsi256_ps(_mm256_set1_epi32(~0xff));
-  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
-  __m256 best0 = inf, best1 = inf, best2 = inf, best3 = inf;
-#define BP_IQ2_STEP(r)                                                                    \
-  {                                                                                       \
-    const __m256 c = _mm256_fmadd_ps(_mm256_load_ps(&ab.a[k + 8 * r]), vt,                \
-                                     _mm256_load_ps(&ab.n[k + 8 * r]));                   \
-    const __m256 key = _mm256_or_ps(                                                      \
-        _mm256_and_ps(c, hi_mask),                                                        \
-        _mm256_load_ps(reinterpret_cast<const float*>(&kKeyIndex.v[k + 8 * r])));         \
-    best##r = _mm256_min_ps(best##r, key);                                                \
-  }
-  for (int k = 0; k < 256; k += 32) {
-    BP_IQ2_STEP(0)
-    BP_IQ2_STEP(1)
-    BP_IQ2_STEP(2)
-    BP_IQ2_STEP(3)
-  }
-#undef BP_IQ2_STEP
-  __m256 m = _mm256_min_ps(_mm256_min_ps(best0, best1), _mm256_min_ps(best2, best3));
-  m = _mm256_min_ps(m, _mm256_permute2f128_ps(m, m, 1));
-  m = _mm256_min_ps(m, _mm256_permute_ps(m, 0x4e));
-  m = _mm256_min_ps(m, _mm256_permute_ps(m, 0xb1));
-  const float best = _mm_cvtss_f32(_mm256_castps256_ps128(m));
-  *cost = t * best;
-  return static_cast<int>(FloatBits(best) & 0xffu);
-}
-
-// The same keys as ArgminAvx2 at two scales, A and N loaded once.
-__attribute__((target("avx2,fma"))) void Argmin2Avx2(const GroupAB& ab, float t0, float t1, int k[2],
-                                                     float cost[2]) {
-  const __m256 vt0 = _mm256_set1_ps(t0), vt1 = _mm256_set1_ps(t1);
-  const __m256 hi_mask = _mm256_castsi256_ps(_mm256_set1_epi32(~0xff));
-  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
-  __m256 b00 = inf, b01 = inf, b10 = inf, b11 = inf;
-#define BP_IQ2_STEP2(r)                                                                              \
-  {                                                                                                  \
-    const __m256 a = _mm256_load_ps(&ab.a[k0 + 8 * r]);                                              \
-    const __m256 n = _mm256_load_ps(&ab.n[k0 + 8 * r]);                                              \
-    const __m256 idx = _mm256_load_ps(reinterpret_cast<const float*>(&kKeyIndex.v[k0 + 8 * r]));     \
-    b0##r = _mm256_min_ps(b0##r, _mm256_or_ps(_mm256_and_ps(_mm256_fmadd_ps(a, vt0, n), hi_mask), idx)); \
-    b1##r = _mm256_min_ps(b1##r, _mm256_or_ps(_mm256_and_ps(_mm256_fmadd_ps(a, vt1, n), hi_mask), idx)); \
-  }
-  for (int k0 = 0; k0 < 256; k0 += 16) {
-    BP_IQ2_STEP2(0)
-    BP_IQ2_STEP2(1)
-  }
-#undef BP_IQ2_STEP2
-  const __m256 m[2] = {_mm256_min_ps(b00, b01), _mm256_min_ps(b10, b11)};
-  const float t[2] = {t0, t1};
-  for (int i = 0; i < 2; ++i) {
-    __m256 v = _mm256_min_ps(m[i], _mm256_permute2f128_ps(m[i], m[i], 1));
-    v = _mm256_min_ps(v, _mm256_permute_ps(v, 0x4e));
-    v = _mm256_min_ps(v, _mm256_permute_ps(v, 0xb1));
-    const float best = _mm_cvtss_f32(_mm256_castps256_ps128(v));
-    cost[i] = t[i] * best;
-    k[i] = static_cast<int>(FloatBits(best) & 0xffu);
-  }
-}
-
-#endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
-
-struct Kernels {
-  void (*compute_a)(const float*, float*);
-  void (*compute_n)(const float*, float*);
-  int (*argmin)(const GroupAB&, float, float*);
-  void (*argmin2)(const GroupAB&, float, float, int*, float*);
-};
-
-Kernels SelectKernels(Isa isa) {
-  if (isa == Isa::kAuto) isa = Avx2Supported() ? Isa::kAvx2 : Isa::kPortable;
-#if BOLTPACK_IQ2_HAVE_AVX2_PATH
-  if (isa == Isa::kAvx2) return {ComputeAAvx2, ComputeNAvx2, ArgminAvx2, Argmin2Avx2};
-#endif
-  return {ComputeAPortable, ComputeNPortable, ArgminPortable, Argmin2Portable};
-}
-
 // ---- the block quantizer (shared scalar logic) ------------------------------------
 
 struct SubEval {
@@ -292,13 +107,13 @@ struct SubEval {
 inline SubEval EvalSub(const Kernels& kn, const GroupAB* ab, float t) {
   SubEval r;
   r.cost = 0;
+  Pick p[4];
+  kn.argmin4(ab, t, p);
   for (int g = 0; g < 4; ++g) {
-    float c;
-    const int k = kn.argmin(ab[g], t, &c);
-    r.cost += c;
-    r.sum_a += ab[g].a[k];
-    r.sum_b += -0.5f * ab[g].n[k];
-    r.k[g] = static_cast<uint8_t>(k);
+    r.cost += p[g].cost;
+    r.sum_a += p[g].a;
+    r.sum_b += -0.5f * p[g].n;
+    r.k[g] = static_cast<uint8_t>(p[g].k);
   }
   return r;
 }
@@ -309,15 +124,15 @@ inline void EvalSub2(const Kernels& kn, const GroupAB* ab, const float t[2], Sub
     e[i] = SubEval();
     e[i].cost = 0;
   }
+  Pick p[8];
+  kn.argmin2x4(ab, t[0], t[1], p);
   for (int g = 0; g < 4; ++g) {
-    int k[2];
-    float c[2];
-    kn.argmin2(ab[g], t[0], t[1], k, c);
     for (int i = 0; i < 2; ++i) {
-      e[i].cost += c[i];
-      e[i].sum_a += ab[g].a[k[i]];
-      e[i].sum_b += -0.5f * ab[g].n[k[i]];
-      e[i].k[g] = static_cast<uint8_t>(k[i]);
+      const Pick& q = p[4 * i + g];
+      e[i].cost += q.cost;
+      e[i].sum_a += q.a;
+      e[i].sum_b += -0.5f * q.n;
+      e[i].k[g] = static_cast<uint8_t>(q.k);
     }
   }
 }
@@ -333,15 +148,18 @@ constexpr float kStartFactors[] = {0.75f};
 constexpr int kRefineSteps = 0;
 constexpr bool kMeanStart = true;
 constexpr int kMinTopScale = 11;
+static_assert(3 * (16 - kMinTopScale) <= kMaxScaleCandidates, "ChooseBlockScale's candidates");
 // Trying both sub-block scales in the final pass cost a third of the encode
 // time for 0.2-0.8% lower error (still below ggml's on every distribution
 // without it); the quadratic model's nearer scale alone is kept.
 constexpr bool kFinalBothScales = false;
 
+
 inline float Max(float a, float b) { return a > b ? a : b; }
 
 struct Scratch {
   GroupAB ab[32];
+  float wa[32][8];  // per group: w |x|, the parity-flipped value negated
   alignas(32) float a[32][256];  // A of a block whose A is not kept
 };
 
@@ -351,7 +169,15 @@ struct NormalBlock {
   int ex = 0;           // max|x| in [2^(ex-1), 2^ex)
   float xscale = 0;     // real -> normalised
   float xn[kBlockElems];
-  float w[kBlockElems];
+  const float* w = nullptr;  // wbuf, or the kept weights of the block's importance
+  float wbuf[kBlockElems];
+};
+
+// What QuantizeRow keeps of a block's importance (the same for every row of
+// a tensor): its weights (ImportanceWeights) and the A tables of its groups.
+struct KeptBlock {
+  alignas(32) float w[kBlockElems];
+  alignas(32) float a[32][256];
 };
 
 // A block's weights from its importance alone (scaled so the largest is in
@@ -370,17 +196,22 @@ bool ImportanceWeights(const float* importance, float* w) {
 }
 
 // False for a block that had best be all zeros (d = 0 decodes to zeros).
-bool Normalise(const float* x, const float* importance, NormalBlock* nb) {
-  float amax = 0;
-  for (size_t i = 0; i < kBlockElems; ++i) amax = Max(amax, std::fabs(x[i]));
+bool Normalise(const Kernels& kn, const float* x, const float* importance, const KeptBlock* kept,
+               NormalBlock* nb) {
+  const float amax = kn.abs_max(x);
   // Below 2^-64 nothing but zeros is closer (the smallest nonzero output is
   // about 3e-8).
   if (!(amax >= 0x1p-64f)) return false;
   std::frexp(amax, &nb->ex);
   nb->xscale = std::ldexp(1.0f, 1 - nb->ex);
   float* xn = nb->xn;
-  float* w = nb->w;
   for (size_t i = 0; i < kBlockElems; ++i) xn[i] = x[i] * nb->xscale;
+  if (kept != nullptr) {
+    nb->w = kept->w;
+    return true;
+  }
+  float* w = nb->wbuf;
+  nb->w = w;
   if (!ImportanceWeights(importance, w)) {
     // No importance: weight by magnitude over the block's spread, as ggml's
     // quantizers do when they have no imatrix.
@@ -392,48 +223,30 @@ bool Normalise(const float* x, const float* importance, NormalBlock* nb) {
   return true;
 }
 
-// Signs and A/N per group of 8; A from `kept` (the block's, computed
-// before from the same weights) or computed here.
+// Signs (GroupSignsPortable) and A per group of 8; A from `kept` (the
+// block's, computed before from the same weights) or computed here. N
+// comes with each sub-block's scale search (SubBlockScale).
 void GroupSignsAndAB(const Kernels& kn, const NormalBlock& nb, uint8_t signs[32], Scratch& scratch,
                      const float (*kept)[256]) {
+  unsigned masks[32];
+  kn.group_signs(nb.xn, nb.w, masks, scratch.wa);
+  if (kept == nullptr) {
+    kn.compute_a_block(nb.w, scratch.a);
+    kept = scratch.a;
+  }
   for (int gi = 0; gi < 32; ++gi) {
-    const float* xg = nb.xn + 8 * gi;
-    const float* wg = nb.w + 8 * gi;
-    float wa[8];
-    unsigned mask = 0;
-    for (int j = 0; j < 8; ++j) {
-      wa[j] = wg[j] * std::fabs(xg[j]);
-      if (xg[j] < 0) mask |= 1u << j;
-    }
-    if (__builtin_popcount(mask) & 1) {
-      // Odd: the 8th sign is implied by parity; flip the value that matters least.
-      int jmin = 0;
-      for (int j = 1; j < 8; ++j) {
-        if (wa[j] < wa[jmin]) jmin = j;
-      }
-      mask ^= 1u << jmin;
-      wa[jmin] = -wa[jmin];
-    }
-    signs[gi] = static_cast<uint8_t>(mask & 127);
-    kn.compute_n(wa, scratch.ab[gi].n);
-    if (kept != nullptr) {
-      scratch.ab[gi].a = kept[gi];
-    } else {
-      kn.compute_a(wg, scratch.a[gi]);
-      scratch.ab[gi].a = scratch.a[gi];
-    }
+    signs[gi] = static_cast<uint8_t>(masks[gi] & 127);
+    scratch.ab[gi].a = kept[gi];
   }
 }
 
 // Sub-block sb's best continuous scale t (y = t * grid) into *tc, and the
 // curvature of its cost there into *curv (0: none to model).
-void SubBlockScale(const Kernels& kn, const NormalBlock& nb, const Scratch& scratch, int sb, float* tc,
+void SubBlockScale(const Kernels& kn, const SubStats& st, Scratch& scratch, int sb, float* tc,
                    float* curv) {
-  const float* xn = nb.xn;
-  const float* w = nb.w;
-  const GroupAB* ab = &scratch.ab[4 * sb];
-  float smax = 0;
-  for (int i = 0; i < 32; ++i) smax = Max(smax, std::fabs(xn[32 * sb + i]));
+  GroupAB* ab = &scratch.ab[4 * sb];
+  kn.compute_n_sub(&scratch.wa[4 * sb], ab);
+  const float smax = st.smax[sb];
   *tc = 0;
   *curv = 0;
   if (smax == 0) return;
@@ -445,11 +258,7 @@ void SubBlockScale(const Kernels& kn, const NormalBlock& nb, const Scratch& scra
   for (float f : kStartFactors) starts[count++] = smax * (f / 43.0f);
   if (kMeanStart) {
     // Flat sub-blocks (all magnitudes alike) want every value on level 8.
-    float swa = 0, sw = 0;
-    for (int i = 0; i < 32; ++i) {
-      swa += w[32 * sb + i] * std::fabs(xn[32 * sb + i]);
-      sw += w[32 * sb + i];
-    }
+    const float swa = st.swa[sb], sw = st.sw[sb];
     const float t = sw > 0 ? swa / (8.0f * sw) : 0.0f;
     if (t > 0) starts[count++] = t;
   }
@@ -507,35 +316,26 @@ inline void NearestSubScales(float m, float inv_dn, int* s_lo, int* s_hi) {
 // the largest sub-block at s = 15..kMinTopScale (and fp16 neighbours); a
 // quadratic model of each sub-block's cost picks one. False when no
 // sub-block has a scale (the block stays zeros).
-bool ChooseBlockScale(const NormalBlock& nb, const float tc[8], const float curv[8], uint16_t* best_h) {
+bool ChooseBlockScale(const Kernels& kn, const NormalBlock& nb, const float tc[8], const float curv[8], uint16_t* best_h) {
   float mmax = 0;
   for (int sb = 0; sb < 8; ++sb) mmax = Max(mmax, 8.0f * tc[sb]);
   if (!(mmax > 0)) return false;
   const float unscale = std::ldexp(1.0f, nb.ex - 1);  // normalised -> real
   const float rescale = nb.xscale;                   // real -> normalised
-  float best_proxy = std::numeric_limits<float>::infinity();
-  *best_h = 0;
+  float m[8];
+  for (int sb = 0; sb < 8; ++sb) m[sb] = 8.0f * tc[sb];
+  uint16_t h[kMaxScaleCandidates];
+  float dn[kMaxScaleCandidates];
+  int count = 0;
   for (int i = 15; i >= kMinTopScale; --i) {
     const uint16_t h0 = ClampF16Scale(F32ToF16(mmax * unscale / static_cast<float>(2 * i + 1)));
-    for (int dh = -1; dh <= 1; ++dh) {
-      const uint16_t h = ClampF16Scale(static_cast<uint16_t>(h0 + dh));
-      const float dn = F16ToF32(h) * rescale;
-      const float inv_dn = 1.0f / dn;
-      float proxy = 0;
-      for (int sb = 0; sb < 8; ++sb) {
-        if (curv[sb] == 0) continue;
-        int lo, hi;
-        NearestSubScales(8.0f * tc[sb], inv_dn, &lo, &hi);
-        const float tlo = dn * (0.5f + lo) * 0.25f - tc[sb];
-        const float thi = dn * (0.5f + hi) * 0.25f - tc[sb];
-        proxy += curv[sb] * (tlo * tlo < thi * thi ? tlo * tlo : thi * thi);
-      }
-      if (proxy < best_proxy) {
-        best_proxy = proxy;
-        *best_h = h;
-      }
+    for (int dh = -1; dh <= 1; ++dh, ++count) {
+      h[count] = ClampF16Scale(static_cast<uint16_t>(h0 + dh));
+      dn[count] = F16ToF32(h[count]) * rescale;
     }
   }
+  const int pick = kn.pick_scale(dn, count, m, tc, curv);
+  *best_h = pick < 0 ? 0 : h[pick];
   return true;
 }
 
@@ -572,17 +372,19 @@ float EncodeSubBlocks(const Kernels& kn, const Scratch& scratch, const float tc[
 }
 
 void QuantizeBlock(const Kernels& kn, const float* x, const float* importance, uint8_t* out,
-                   Scratch& scratch, const float (*kept)[256]) {
+                   Scratch& scratch, const KeptBlock* kept) {
   std::memset(out, 0, kBlockBytes);
   NormalBlock nb;
-  if (!Normalise(x, importance, &nb)) return;
+  if (!Normalise(kn, x, importance, kept, &nb)) return;
   uint8_t signs[32];
-  GroupSignsAndAB(kn, nb, signs, scratch, kept);
+  GroupSignsAndAB(kn, nb, signs, scratch, kept != nullptr ? kept->a : nullptr);
   float tc[8], curv[8];
-  for (int sb = 0; sb < 8; ++sb) SubBlockScale(kn, nb, scratch, sb, &tc[sb], &curv[sb]);
+  SubStats st;
+  kn.sub_stats(nb.xn, nb.w, &st);
+  for (int sb = 0; sb < 8; ++sb) SubBlockScale(kn, st, scratch, sb, &tc[sb], &curv[sb]);
   // Then each sub-block tries the two scales around its optimum for real.
   uint16_t best_h = 0;
-  if (!ChooseBlockScale(nb, tc, curv, &best_h)) return;
+  if (!ChooseBlockScale(kn, nb, tc, curv, &best_h)) return;
   uint32_t aux[16];
   float total = EncodeSubBlocks(kn, scratch, tc, signs, F16ToF32(best_h) * nb.xscale, aux);
   // Zeros (cost 0) beat a block that only adds error.
@@ -600,28 +402,27 @@ constexpr size_t kKeptBlocks = 64;
 
 class ACache {
  public:
-  // The A tables of block `b` for `importance` (its 256 weights), or null
+  // What is kept of block `b` for `importance` (its 256 weights), or null
   // when it has none to keep (no importance, all zero, or past the cap).
-  const float (*Get(const Kernels& kn, size_t b, const float* importance))[256] {
+  const KeptBlock* Get(const Kernels& kn, size_t b, const float* importance) {
     if (importance == nullptr || b >= kKeptBlocks) return nullptr;
     if (entries_.size() <= b) entries_.resize(b + 1);
     if (!entries_[b]) entries_[b] = std::make_unique<Entry>();
     Entry& e = *entries_[b];
-    if (e.valid && std::memcmp(e.importance, importance, sizeof e.importance) == 0) return e.a;
+    if (e.valid && std::memcmp(e.importance, importance, sizeof e.importance) == 0) return &e.kept;
     e.valid = false;
-    alignas(32) float w[kBlockElems];
-    if (!ImportanceWeights(importance, w)) return nullptr;
-    for (int gi = 0; gi < 32; ++gi) kn.compute_a(w + 8 * gi, e.a[gi]);
+    if (!ImportanceWeights(importance, e.kept.w)) return nullptr;
+    kn.compute_a_block(e.kept.w, e.kept.a);
     std::memcpy(e.importance, importance, sizeof e.importance);
     e.valid = true;
-    return e.a;
+    return &e.kept;
   }
 
  private:
   struct Entry {
     bool valid = false;
     float importance[kBlockElems];
-    alignas(32) float a[32][256];
+    KeptBlock kept;
   };
   std::vector<std::unique_ptr<Entry>> entries_;
 };
@@ -656,7 +457,7 @@ void QuantizeRow(const float* x, const float* importance, size_t n, uint8_t* dst
   if (!scratch) scratch = std::make_unique<Scratch>();
   // Kept per ISA: the two give the same bits, but a test may mix them.
   thread_local ACache kept[2];
-  ACache& cache = kept[kn.compute_a == SelectKernels(Isa::kPortable).compute_a ? 0 : 1];
+  ACache& cache = kept[kn.compute_a_block == SelectKernels(Isa::kPortable).compute_a_block ? 0 : 1];
   for (size_t b = 0; b < n / kBlockElems; ++b) {
     const float* imp = importance != nullptr ? importance + b * kBlockElems : nullptr;
     QuantizeBlock(kn, x + b * kBlockElems, imp, dst + b * kBlockBytes, *scratch, cache.Get(kn, b, imp));
