@@ -69,8 +69,9 @@ constexpr uint64_t EntropySegmentOffset(uint64_t segments) {
 constexpr uint64_t EntropyIndexBytes(uint64_t segments) { return EntropySegmentOffset(segments) + 4 * segments; }
 
 // Bytes past a stream's end the kernels may read (never use): a thread's
-// bit reader holds the two 32-bit words after its position.
-inline constexpr uint64_t kEntropyStreamSlack = 16;
+// bit reader holds the four 32-bit words from its position, which a last
+// table lookup may take a few bits past the end.
+inline constexpr uint64_t kEntropyStreamSlack = 32;
 
 }  // namespace boltpack::gpu
 

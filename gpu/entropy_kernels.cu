@@ -51,14 +51,18 @@ struct Streams {
 __device__ __forceinline__ uint32_t Bswap(uint32_t x) { return __byte_perm(x, 0, 0x0123); }
 
 // MSB-first bits from any bit position: the 32 bits at the position are
-// the top of (cur:nxt) shifted left by off.
+// the top of (cur:nxt) shifted left by off. Two more words are in flight
+// behind them, so a refill never waits on its own load (a load issued
+// when it is needed stalled the decode chain every 32 bits).
 class BitReader {
  public:
   __device__ BitReader(const uint8_t* base, uint64_t bit) {
     w_ = reinterpret_cast<const uint32_t*>(base) + (bit >> 5);
     cur_ = Bswap(__ldg(w_));
     nxt_ = Bswap(__ldg(w_ + 1));
-    w_ += 2;
+    a1_ = __ldg(w_ + 2);
+    a2_ = __ldg(w_ + 3);
+    w_ += 4;
     off_ = static_cast<uint32_t>(bit & 31);
   }
   __device__ __forceinline__ uint32_t Peek() const { return __funnelshift_l(nxt_, cur_, off_); }
@@ -68,13 +72,15 @@ class BitReader {
     if (off_ >= 32) {
       off_ -= 32;
       cur_ = nxt_;
-      nxt_ = Bswap(__ldg(w_++));
+      nxt_ = Bswap(a1_);
+      a1_ = a2_;
+      a2_ = __ldg(w_++);
     }
   }
 
  private:
   const uint32_t* w_;
-  uint32_t cur_, nxt_, off_;
+  uint32_t cur_, nxt_, a1_, a2_, off_;
 };
 
 // What a block keeps in shared memory: the decode table and code, each
@@ -84,7 +90,7 @@ struct BlockShared {
   uint32_t lut[1u << kEntropyLutBits];
   uint8_t rank_sym[32];
   uint32_t ranks;
-  uint32_t first[kThreads + 1];
+  uint32_t first[kThreads + 4];  // + room for ComposeTile's reads past the last slot
   uint32_t warp_sums[kWarps];
   float row_sums[kMaxBlockRows * 8];  // GEMV
   __align__(16) uint8_t stage[kThreads * kSlot];
@@ -191,10 +197,10 @@ __device__ __forceinline__ void Emit(uint32_t bf16, void* dst, uint64_t g) {
   }
 }
 
-// 4 elements from g (a multiple of 4): one 4-byte load of sm, one store.
+// 4 elements from g (a multiple of 4), their sign+mantissa bytes m and
+// exponents e4: one store.
 template <OutType kOut>
-__device__ __forceinline__ void Emit4(const uint8_t* sm, uint32_t e4, void* dst, uint64_t g) {
-  const uint32_t m = __ldg(reinterpret_cast<const uint32_t*>(sm + g));
+__device__ __forceinline__ void Emit4(uint32_t m, uint32_t e4, void* dst, uint64_t g) {
   uint32_t b[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) b[i] = Join((m >> (8 * i)) & 0xffu, (e4 >> (8 * i)) & 0xffu);
@@ -217,24 +223,44 @@ __device__ __forceinline__ void WarpSlots(uint32_t segs, uint32_t* begin, uint32
   *end = min(segs, *begin + per);
 }
 
+// Step 2 of a decode: the warp's slots, kBatchSlots at a time with every
+// sign+mantissa load of the batch issued before the first is used (one
+// slot's loads alone left too few bytes in flight to keep up with memory).
+// Slots that start 4-aligned go 4 elements per lane and step; the rest,
+// and the last n % 4 of each, one.
+constexpr uint32_t kBatchSlots = 4;
+
 template <OutType kOut>
 __device__ void ComposeTile(const Streams& s, const BlockShared& sh, uint32_t segs, uint64_t base, void* dst) {
   const uint32_t lane = threadIdx.x % 32;
   uint32_t k0, k1;
   WarpSlots(segs, &k0, &k1);
-  for (uint32_t k = k0; k < k1; ++k) {
-    const uint64_t sym0 = base + sh.first[k];
-    const uint32_t n = sh.first[k + 1] - sh.first[k];
-    const uint8_t* e = sh.stage + k * kSlot;
-    uint32_t j = 0;
-    if (sym0 % 4 == 0) {
-      const uint32_t whole = n & ~3u;
-      for (; j + 4 * lane + 4 <= whole; j += 128) {
-        Emit4<kOut>(s.sm, *reinterpret_cast<const uint32_t*>(e + j + 4 * lane), dst, sym0 + j + 4 * lane);
+  for (uint32_t k = k0; k < k1; k += kBatchSlots) {
+    uint32_t m[kBatchSlots][2];
+#pragma unroll
+    for (uint32_t q = 0; q < kBatchSlots; ++q) {
+      const uint64_t sym0 = base + sh.first[k + q];
+      const uint32_t whole = k + q < k1 && sym0 % 4 == 0 ? (sh.first[k + q + 1] - sh.first[k + q]) & ~3u : 0;
+#pragma unroll
+      for (uint32_t h = 0; h < 2; ++h) {
+        const uint32_t j = 4 * lane + 128 * h;
+        m[q][h] = j + 4 <= whole ? __ldg(reinterpret_cast<const uint32_t*>(s.sm + sym0 + j)) : 0;
       }
-      j = whole;
     }
-    for (j += lane; j < n; j += 32) Emit<kOut>(Join(__ldg(s.sm + sym0 + j), e[j]), dst, sym0 + j);
+#pragma unroll
+    for (uint32_t q = 0; q < kBatchSlots; ++q) {
+      if (k + q >= k1) break;
+      const uint64_t sym0 = base + sh.first[k + q];
+      const uint32_t n = sh.first[k + q + 1] - sh.first[k + q];
+      const uint8_t* e = sh.stage + (k + q) * kSlot;
+      const uint32_t whole = sym0 % 4 == 0 ? n & ~3u : 0;
+#pragma unroll
+      for (uint32_t h = 0; h < 2; ++h) {
+        const uint32_t j = 4 * lane + 128 * h;
+        if (j + 4 <= whole) Emit4<kOut>(m[q][h], *reinterpret_cast<const uint32_t*>(e + j), dst, sym0 + j);
+      }
+      for (uint32_t j = whole + lane; j < n; j += 32) Emit<kOut>(Join(__ldg(s.sm + sym0 + j), e[j]), dst, sym0 + j);
+    }
   }
 }
 
@@ -274,9 +300,26 @@ class RowSums {
       AddExact(shared_ok_ ? sh_ + (row - r0_) * kBatch + b : y32_ + b * rows_ + row, acc[b]);
     }
   }
-  // A lane's sums of row *acc_row are done: added, zeroed, on to `row`.
-  __device__ __forceinline__ void Switch(float* acc, uint64_t* acc_row, uint64_t row) const {
-    Add(*acc_row, acc);
+  // Every lane of the warp calls it: each lane's sums (of row *acc_row)
+  // are added, one shuffle reduction and one add per distinct row, then
+  // zeroed, and each lane goes on to its `row`.
+  __device__ __forceinline__ void WarpSwitch(float* acc, uint64_t* acc_row, uint64_t row) const {
+    const uint32_t lane = threadIdx.x % 32;
+    uint32_t pending = 0xffffffffu;
+    while (pending != 0) {
+      const uint32_t leader = __ffs(pending) - 1;
+      const uint64_t target = __shfl_sync(0xffffffffu, *acc_row, leader);
+      const bool mine = *acc_row == target;
+      float sum[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        sum[b] = mine ? acc[b] : 0.0f;
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) sum[b] += __shfl_xor_sync(0xffffffffu, sum[b], off);
+      }
+      if (lane == leader) Add(target, sum);
+      pending &= ~__ballot_sync(0xffffffffu, mine);
+    }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) acc[b] = 0.0f;
     *acc_row = row;
@@ -298,6 +341,12 @@ class RowSums {
   float* y32_;
 };
 
+// Step 2 of a GEMV. Lanes sum their products per row; when any lane of the
+// warp reaches another row the warp adds its sums up row by row (a
+// shuffle reduction per distinct row, then one add), so adds into the
+// row sums are few and never contended by a warp's own lanes. The loops
+// run the same steps on every lane (inactive lanes add nothing), as the
+// warp's collective operations need.
 template <int kBatch>
 __device__ void GemvTile(const Streams& s, BlockShared& sh, uint32_t segs, uint64_t base, const uint16_t* x,
                          float* y32) {
@@ -313,41 +362,50 @@ __device__ void GemvTile(const Streams& s, BlockShared& sh, uint32_t segs, uint6
     const uint64_t sym0 = base + sh.first[k];
     const uint32_t n = sh.first[k + 1] - sh.first[k];
     const uint8_t* e = sh.stage + k * kSlot;
-    uint32_t j = 0;
+    uint32_t whole = 0;
     if (sym0 % 4 == 0 && s.cols % 4 == 0) {  // 4 elements of one row per lane and step
-      const uint32_t whole = n & ~3u;
+      whole = n & ~3u;
       uint64_t row = (sym0 + 4 * lane) / s.cols;
       uint64_t col = sym0 + 4 * lane - row * s.cols;
-      for (j = 4 * lane; j + 4 <= whole; j += 128) {
-        if (row != acc_row) sums.Switch(acc, &acc_row, row);
-        const uint32_t m = __ldg(reinterpret_cast<const uint32_t*>(s.sm + sym0 + j));
-        const uint32_t e4 = *reinterpret_cast<const uint32_t*>(e + j);
-        float w[4];
+      for (uint32_t j0 = 0; j0 < whole; j0 += 128) {
+        const uint32_t j = j0 + 4 * lane;
+        const bool on = j + 4 <= whole;
+        if (__any_sync(0xffffffffu, on && row != acc_row)) sums.WarpSwitch(acc, &acc_row, on ? row : acc_row);
+        if (on) {
+          const uint32_t m = __ldg(reinterpret_cast<const uint32_t*>(s.sm + sym0 + j));
+          const uint32_t e4 = *reinterpret_cast<const uint32_t*>(e + j);
+          float w[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) w[i] = Float(Join((m >> (8 * i)) & 0xffu, (e4 >> (8 * i)) & 0xffu) << 16);
+          for (int i = 0; i < 4; ++i) w[i] = Float(Join((m >> (8 * i)) & 0xffu, (e4 >> (8 * i)) & 0xffu) << 16);
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            const uint2 xv = __ldg(reinterpret_cast<const uint2*>(x + b * s.cols + col));
+            acc[b] = fmaf(w[0], Float(xv.x << 16), acc[b]);
+            acc[b] = fmaf(w[1], Float(xv.x & 0xffff0000u), acc[b]);
+            acc[b] = fmaf(w[2], Float(xv.y << 16), acc[b]);
+            acc[b] = fmaf(w[3], Float(xv.y & 0xffff0000u), acc[b]);
+          }
+          for (col += 128; col >= s.cols; col -= s.cols) ++row;
+        }
+      }
+    }
+    uint64_t row = (sym0 + whole + lane) / s.cols;
+    uint64_t col = sym0 + whole + lane - row * s.cols;
+    for (uint32_t j0 = whole; j0 < n; j0 += 32) {
+      const uint32_t j = j0 + lane;
+      const bool on = j < n;
+      if (__any_sync(0xffffffffu, on && row != acc_row)) sums.WarpSwitch(acc, &acc_row, on ? row : acc_row);
+      if (on) {
+        const float w = Float(Join(__ldg(s.sm + sym0 + j), e[j]) << 16);
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
-          const uint2 xv = __ldg(reinterpret_cast<const uint2*>(x + b * s.cols + col));
-          acc[b] = fmaf(w[0], Float(xv.x << 16), acc[b]);
-          acc[b] = fmaf(w[1], Float(xv.x & 0xffff0000u), acc[b]);
-          acc[b] = fmaf(w[2], Float(xv.y << 16), acc[b]);
-          acc[b] = fmaf(w[3], Float(xv.y & 0xffff0000u), acc[b]);
+          acc[b] = fmaf(w, Float(uint32_t{__ldg(x + b * s.cols + col)} << 16), acc[b]);
         }
-        for (col += 128; col >= s.cols; col -= s.cols) ++row;
+        for (col += 32; col >= s.cols; col -= s.cols) ++row;
       }
-      j = whole;
-    }
-    uint64_t row = (sym0 + j + lane) / s.cols;
-    uint64_t col = sym0 + j + lane - row * s.cols;
-    for (j += lane; j < n; j += 32) {
-      if (row != acc_row) sums.Switch(acc, &acc_row, row);
-      const float w = Float(Join(__ldg(s.sm + sym0 + j), e[j]) << 16);
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) acc[b] = fmaf(w, Float(uint32_t{__ldg(x + b * s.cols + col)} << 16), acc[b]);
-      for (col += 32; col >= s.cols; col -= s.cols) ++row;
     }
   }
-  sums.Add(acc_row, acc);
+  sums.WarpSwitch(acc, &acc_row, acc_row);
   __syncthreads();
   sums.Flush(last_row);
 }

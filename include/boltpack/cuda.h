@@ -60,7 +60,7 @@ struct bp_cuda_tensor {
    * are decoded by many threads each, which start at the sync points of
    * the index (device memory, built by bp_cuda_upload from
    * bp_sync_points: the decode table and one point per 256 exponents,
-   * gpu/entropy_index.h), `segments` of them; their streams need 16
+   * gpu/entropy_index.h), `segments` of them; their streams need 32
    * readable bytes past their end (bp_cuda_upload allocates them), and
    * `workspace` (device, rows x 8 floats) holds the GEMV's f32 sums for a
    * bf16 y, so GEMVs of one tensor with bf16 y must not run concurrently. */
