@@ -276,7 +276,7 @@ inline void FinishTable(const uint64_t* __restrict d, uint64_t* __restrict lut, 
     const uint64_t v = (c | c >> 1 | c >> 2 | c >> 3) & kNibbleOnes;
     const uint64_t count = (v & 1) + ((v >> 4) & 1) + ((v >> 8) & 1) + ((v >> 12) & 1) + (v >> 16);
     const uint64_t bits = (c >> ((count * 4 - 4) & 63)) & 15;  // the last valid nibble; 0 when c = 0
-    lut[j] = (e & kSymMask) | bits << 48 | count << 56;
+    lut[j] = (e & kSymMask) | uint64_t{count != 0} << kLutValidBit | bits << 48 | count << 56;
   }
 }
 
@@ -443,7 +443,8 @@ namespace {
 // entry's 8 bytes (up to kLutMaxSymbols symbols) and advancing by its count.
 // A slow-path entry is 0: it writes zeros and consumes nothing, so the later
 // lookups of the round repeat it and the round's last entry is 0 exactly
-// when it met one. A sentinel bit below the window counts the bits
+// when it met one (every other entry has kLutValidBit set: one AND per lane
+// tests them all). A sentinel bit below the window counts the bits
 // consumed: after the round its position is their number (at most
 // kGroup * kBits < 57, so it is never shifted out nor enters a window).
 // Runs at most `iters` rounds, stopping after one that met a slow-path
@@ -479,10 +480,14 @@ template <int N, int kBits>
         w[k] <<= (e[k] >> 48) & 63;    // bits used (at most kBits)
       }
     }
+    uint64_t valid = ~uint64_t{0};
 #pragma GCC unroll 8
     for (int k = 0; k < N; ++k) {
       pos[k] += static_cast<unsigned>(__builtin_ctzll(w[k]));
-      slow |= static_cast<unsigned>(e[k] == 0) << k;
+      valid &= e[k];
+    }
+    if (__builtin_expect(((valid >> kLutValidBit) & 1) == 0, 0)) {
+      for (int k = 0; k < N; ++k) slow |= static_cast<unsigned>(e[k] == 0) << k;
     }
   }
   for (int k = 0; k < N; ++k) {
