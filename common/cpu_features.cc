@@ -23,7 +23,11 @@ CpuFeatures Detect() {
   f.avx = true;
   f.f16c = (ecx & kF16c) != 0;
   f.fma = (ecx & kFma) != 0;
-  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0) f.avx2 = (ebx & (1u << 5)) != 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0) {
+    constexpr unsigned kBmi1 = 1u << 3, kAvx2 = 1u << 5, kBmi2 = 1u << 8;
+    f.avx2 = (ebx & kAvx2) != 0;
+    f.bmi2 = (ebx & (kBmi1 | kBmi2)) == (kBmi1 | kBmi2);
+  }
 #endif
   return f;
 }

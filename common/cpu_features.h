@@ -12,6 +12,7 @@ struct CpuFeatures {
   bool f16c = false;  // with avx
   bool fma = false;   // with avx
   bool avx2 = false;  // with avx
+  bool bmi2 = false;  // BMI1 and BMI2 (read with avx)
 };
 
 const CpuFeatures& DetectCpuFeatures();

@@ -277,7 +277,7 @@ inline void FinishTable(const uint64_t* __restrict d, uint64_t* __restrict lut, 
     const uint64_t v = (c | c >> 1 | c >> 2 | c >> 3) & kNibbleOnes;
     const uint64_t count = (v & 1) + ((v >> 4) & 1) + ((v >> 8) & 1) + ((v >> 12) & 1) + (v >> 16);
     const uint64_t bits = (c >> ((count * 4 - 4) & 63)) & 15;  // the last valid nibble; 0 when c = 0
-    lut[j] = (e & kSymMask) | count << 48 | bits << 56;
+    lut[j] = (e & kSymMask) | uint64_t{count != 0} << kLutValidBit | bits << 48 | count << 56;
   }
 }
 
@@ -348,7 +348,7 @@ void ExponentCode::BuildTables(int multi_bits) {
       PrependRun(rest, dst, uint32_t{1} << rest_w, c.sym, c.len);
     }
   }
-  // Decode entries: symbols in bits 0..39, count in 48..55, bits in 56..63.
+  // Decode entries: symbols in bits 0..39, bits in 48..55, count in 56..63.
   lut_.resize(kSize);
 #if defined(__x86_64__) || defined(_M_X64)
   if (avx2) {
@@ -437,21 +437,109 @@ struct ExponentCode::Lane {
   uint8_t* out_end;
 };
 
+namespace {
+
+// Decoder rounds over N lanes: per lane one 64-bit load (>= 57 valid bits),
+// then kGroup lookups of a kBits-bit window in `lut`, each storing its
+// entry's 8 bytes (up to kLutMaxSymbols symbols) and advancing by its count.
+// A slow-path entry is 0: it writes zeros and consumes nothing, so the later
+// lookups of the round repeat it and the round's last entry is 0 exactly
+// when it met one (every other entry has kLutValidBit set: one AND per lane
+// tests them all). A sentinel bit below the window counts the bits
+// consumed: after the round its position is their number (at most
+// kGroup * kBits < 57, so it is never shifted out nor enters a window).
+// Runs at most `iters` rounds, stopping after one that met a slow-path
+// entry; returns those lanes (bit k) and the rounds run in *done.
+inline constexpr int kGroup = 4;
+static_assert(kGroup * kLutBits <= 56, "a round must fit one load, its sentinel below");
+
+template <int N, int kBits>
+[[gnu::always_inline]] inline unsigned Rounds(const uint64_t* __restrict lut, const uint8_t* const* lane_p,
+                                              uint64_t* lane_pos, uint8_t** lane_out, uint64_t iters, uint64_t* done) {
+  // Local copies: the byte stores could alias the callers' arrays.
+  const uint8_t* p[N];
+  uint64_t pos[N];
+  uint8_t* out[N];
+  for (int k = 0; k < N; ++k) {
+    p[k] = lane_p[k];
+    pos[k] = lane_pos[k];
+    out[k] = lane_out[k];
+  }
+  uint64_t i = 0;
+  unsigned slow = 0;
+  for (; i < iters && slow == 0; ++i) {
+    uint64_t w[N], e[N];
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) w[k] = (LoadBE64(p[k] + (pos[k] >> 3)) << (pos[k] & 7)) | 1;
+#pragma GCC unroll 4
+    for (int g = 0; g < kGroup; ++g) {
+#pragma GCC unroll 8
+      for (int k = 0; k < N; ++k) {
+        e[k] = lut[w[k] >> (64 - kBits)];
+        std::memcpy(out[k], &e[k], 8);
+        out[k] += e[k] >> 56;          // symbol count
+        w[k] <<= (e[k] >> 48) & 63;    // bits used (at most kBits)
+      }
+    }
+    uint64_t valid = ~uint64_t{0};
+#pragma GCC unroll 8
+    for (int k = 0; k < N; ++k) {
+      pos[k] += static_cast<unsigned>(__builtin_ctzll(w[k]));
+      valid &= e[k];
+    }
+    if (__builtin_expect(((valid >> kLutValidBit) & 1) == 0, 0)) {
+      for (int k = 0; k < N; ++k) slow |= static_cast<unsigned>(e[k] == 0) << k;
+    }
+  }
+  for (int k = 0; k < N; ++k) {
+    lane_pos[k] = pos[k];
+    lane_out[k] = out[k];
+  }
+  *done = i;
+  return slow;
+}
+
+template <int N, int kBits>
+unsigned RoundsPortable(const uint64_t* lut, const uint8_t* const* p, uint64_t* pos, uint8_t** out, uint64_t iters,
+                        uint64_t* done) {
+  return Rounds<N, kBits>(lut, p, pos, out, iters, done);
+}
+
+#if defined(__x86_64__) || defined(_M_X64)
+// The same with BMI2's shifts by a register (no shift-count moves) and
+// BMI1's tzcnt.
+template <int N, int kBits>
+__attribute__((target("bmi,bmi2"))) unsigned RoundsBmi2(const uint64_t* lut, const uint8_t* const* p, uint64_t* pos,
+                                                         uint8_t** out, uint64_t iters, uint64_t* done) {
+  return Rounds<N, kBits>(lut, p, pos, out, iters, done);
+}
+#endif
+
+using RoundsFn = unsigned (*)(const uint64_t*, const uint8_t* const*, uint64_t*, uint8_t**, uint64_t, uint64_t*);
+
+// The rounds for a window of `bits` (kLutBits or kCompactLutBits) on this CPU.
+template <int N>
+RoundsFn PickRounds(int bits) {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool bmi2 = DetectCpuFeatures().bmi2;
+  if (bmi2) return bits == kLutBits ? RoundsBmi2<N, kLutBits> : RoundsBmi2<N, kCompactLutBits>;
+#endif
+  return bits == kLutBits ? RoundsPortable<N, kLutBits> : RoundsPortable<N, kCompactLutBits>;
+}
+
+}  // namespace
+
 template <int N>
 absl::Status ExponentCode::DecodeFast(Lane* lanes) const {
   const uint64_t* lut = lut_.data();
-  // One round per lane: one 64-bit load (>= 57 valid bits), kGroup table
-  // lookups of at most kLutBits bits, then (rarely) one slow-path code of
-  // at most max_bits_ bits. A slow-path entry is 0: it writes zeros and
-  // consumes nothing, so the later lookups of the round repeat it.
-  constexpr int kGroup = 4;
-  static_assert(kGroup * kLutBits <= 57, "a round must fit one load");
   const int bits = lut_bits_;
+  // Bits per round: kGroup windows and one slow-path code word.
   const uint64_t in_step = static_cast<uint64_t>(kGroup * bits + std::max<int>(max_bits_, bits));
   // Output per round: kGroup entries of up to kLutMaxSymbols symbols, each
   // stored as 8 bytes, and one slow symbol.
   constexpr uint64_t kOutStep = 32;
   static_assert(kGroup * kLutMaxSymbols + 8 <= kOutStep, "output slack");
+  const RoundsFn rounds = PickRounds<N>(bits);
   for (;;) {
     uint64_t iters = ~uint64_t{0};
     for (int k = 0; k < N; ++k) {
@@ -470,38 +558,19 @@ absl::Status ExponentCode::DecodeFast(Lane* lanes) const {
       pos[k] = lanes[k].pos;
       out[k] = lanes[k].out;
     }
-    for (uint64_t i = 0; i < iters; ++i) {
-      uint64_t w[N], used[N], slow[N];
-#pragma GCC unroll 4
+    while (iters > 0) {
+      uint64_t done = 0;
+      const unsigned slow = rounds(lut, p, pos, out, iters, &done);
+      iters -= done;
       for (int k = 0; k < N; ++k) {
-        w[k] = LoadBE64(p[k] + (pos[k] >> 3)) << (pos[k] & 7);
-        used[k] = 0;
-        slow[k] = 0;
-      }
-#pragma GCC unroll 4
-      for (int g = 0; g < kGroup; ++g) {
-#pragma GCC unroll 4
-        for (int k = 0; k < N; ++k) {
-          const uint64_t e = lut[w[k] >> (64 - bits)];
-          std::memcpy(out[k], &e, 8);
-          out[k] += static_cast<uint8_t>(e >> 48);
-          const uint64_t b = e >> 56;
-          w[k] <<= b;
-          used[k] += b;
-          slow[k] |= e == 0;
-        }
-      }
-#pragma GCC unroll 4
-      for (int k = 0; k < N; ++k) {
-        pos[k] += used[k];
-        if (__builtin_expect(slow[k] != 0, 0)) {
-          const uint64_t ws = LoadBE64(p[k] + (pos[k] >> 3)) << (pos[k] & 7);
-          uint8_t s;
-          int len;
-          if (!DecodeSlow(ws, &s, &len)) return Corrupt("invalid code word");
-          *out[k]++ = s;
-          pos[k] += static_cast<uint64_t>(len);
-        }
+        if (((slow >> k) & 1) == 0) continue;
+        // The slow-path code word of the round, within its in_step bits.
+        const uint64_t ws = LoadBE64(p[k] + (pos[k] >> 3)) << (pos[k] & 7);
+        uint8_t s;
+        int len;
+        if (!DecodeSlow(ws, &s, &len)) return Corrupt("invalid code word");
+        *out[k]++ = s;
+        pos[k] += static_cast<uint64_t>(len);
       }
     }
     for (int k = 0; k < N; ++k) {

@@ -6,7 +6,7 @@
 //     an exponent without a rank is K zero bits then its 8 bits (K = ranks).
 //
 // Both encode through one (left-aligned code, length) table with a 64-bit
-// bit writer and decode through one 12-bit multi-symbol lookup table (up to 6
+// bit writer and decode through one 12-bit multi-symbol lookup table (up to 5
 // symbols per lookup, 4 lookups per 64-bit refill), with a slow path for
 // codes longer than the table (unary ranks >= 12 and escapes). The table is
 // built in O(2^13) steps (one pass per window width), so small tensors do not
@@ -34,6 +34,8 @@ inline constexpr int kLutBits = 12;
 inline constexpr int kCompactLutBits = 9;
 // Symbols one multi-symbol table entry can hold.
 inline constexpr int kLutMaxSymbols = 5;
+// Set in every multi-symbol table entry but the slow path's (0).
+inline constexpr int kLutValidBit = 47;
 inline constexpr int kMaxUnaryRanks = 20;
 // A chunk of at least this many elements has 4 lanes and a 12-byte header.
 inline constexpr uint64_t kLaneSplitElements = 16384;
@@ -109,8 +111,8 @@ class ExponentCode {
   std::array<uint8_t, kMaxUnaryRanks> rank_sym_{};
   std::array<bool, 256> ranked_{};
   // Multi-symbol entries (empty with Tables::kSingle): up to 5 symbols in
-  // bits 0..39 (first in the low byte), symbol count in 48..55, bits used in
-  // 56..63 (0: slow path).
+  // bits 0..39 (first in the low byte), bit 47 (kLutValidBit) set, bits used
+  // in 48..55, symbol count in 56..63; the entry 0: slow path.
   std::vector<uint64_t> lut_;
   int lut_bits_ = kLutBits;  // window of lut_
   // Single-symbol entries: symbol | length << 8 (0: slow path).
