@@ -9,6 +9,8 @@
 // could only fail for want of bytes), and one output type is decoded per
 // execution (the input's size picks it), which covers the three across the
 // corpus at a third of the cost; each decode parses the code table again.
+// The sync points of the exponents are taken too and held against the
+// decode.
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -18,6 +20,7 @@
 
 #include "boltpack/codec_registry.h"
 #include "boltpack/tensor_info.h"
+#include "codecs/bf16_exp/bf16_exp_codecs.h"
 #include "codecs/bf16_exp/exponent_code.h"
 #include "fuzz/fuzz_input.h"
 
@@ -30,6 +33,25 @@ namespace {
 using boltpack::bf16_exp::ExponentCode;
 
 using boltpack::fuzz::Input;
+
+// The GPU's sync points (bp_sync_points) walk the same code words: they
+// exist exactly when the tensor decodes, ascend, stay inside the stream and
+// end at {8 x bytes, elements}.
+void CheckSyncPoints(const boltpack::TensorInfo& info, const std::vector<uint8_t>& ex, uint32_t every,
+                     bool decoded) {
+  auto points = boltpack::Bf16ExpSyncPoints(info, ex, every, 1);
+  if (points.ok() != decoded) __builtin_trap();
+  if (!points.ok()) return;
+  const uint64_t elements = info.shape[0] * info.shape[1];
+  if (points->empty() || points->back().bit != 8 * ex.size() || points->back().symbol != elements) {
+    __builtin_trap();
+  }
+  for (size_t i = 1; i < points->size(); ++i) {
+    const auto& a = (*points)[i - 1];
+    const auto& b = (*points)[i];
+    if (b.symbol < a.symbol || b.bit > 8 * ex.size()) __builtin_trap();
+  }
+}
 
 }  // namespace
 
@@ -90,7 +112,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   DecodeInput din{&info, {sm, ex}, {0, 0}};
   if (auto bytes = codec->DecodedBytes(info, out); bytes.ok()) {
     std::vector<uint8_t> dst(*bytes);
-    (void)codec->Decode(din, out, absl::MakeSpan(dst), {.threads = 1});
+    const bool decoded = codec->Decode(din, out, absl::MakeSpan(dst), {.threads = 1}).ok();
+    CheckSyncPoints(info, ex, 1 + static_cast<uint32_t>(mode) % 300, decoded);
   }
   // A row range, handed only the bytes it asks for.
   const uint64_t a = rows / 3, b = rows - rows / 4;
