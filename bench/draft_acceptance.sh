@@ -60,6 +60,11 @@ for s in "${SETTINGS[@]}"; do
     || { echo "FAIL: $T.full.gguf's tensors differ from the plain bf16 export" >&2; exit 1; }
   "$BP" convert "$T.bolt" --view draft -o "$T.draft.safetensors" "${P[@]}" >/dev/null
   python3 "$ROOT/bench/draft_gguf.py" "$T.full.gguf" "$T.draft.safetensors" "$T.draft.gguf" >/dev/null
+  # Only keep 1, mbits 7 (every value, every mantissa bit) makes the draft the full model.
+  if python3 "$ROOT/bench/draft_gguf.py" --same-tensors "$T.full.gguf" "$T.draft.gguf" >/dev/null \
+     && ! awk -v k="$K" -v m="$M" 'BEGIN { exit !(k == 1 && m == 7) }'; then
+    echo "FAIL: $T.draft.gguf holds the full view's tensors" >&2; exit 1
+  fi
   "$BP" verify --target llama.cpp "$T.draft.gguf" >/dev/null
   VIEWS="$("$BP" inspect "$T.bolt" | awk '/^views/{v=1;next} v&&/^  (full|draft) /{printf "%s=%s ", $1, $2} /^$/{v=0}')"
   VIEWS+="gguf_draft=$(stat -c %s "$T.draft.gguf") gguf_full=$(stat -c %s "$T.full.gguf")"
