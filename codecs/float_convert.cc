@@ -4,12 +4,7 @@
 
 #include <cstring>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define BOLTPACK_HAVE_F16C_PATH 1
-#else
-#define BOLTPACK_HAVE_F16C_PATH 0
-#endif
+#include "codecs/x86_simd.h"
 
 namespace boltpack {
 namespace {
@@ -77,7 +72,7 @@ void F32ToF16Portable(const void* src, void* dst, size_t n) {
   ConvertLoop<uint32_t, uint16_t>(src, dst, n, F32BitsToF16Bits);
 }
 
-#if BOLTPACK_HAVE_F16C_PATH
+#if BOLTPACK_X86_SIMD
 
 bool F16CSupported() { return DetectCpuFeatures().f16c; }
 
@@ -115,20 +110,20 @@ __attribute__((target("avx,f16c"))) void F32ToF16F16C(const void* src, void* dst
   F32ToF16Portable(s + 4 * i, d + 2 * i, n - i);
 }
 
-#else  // !BOLTPACK_HAVE_F16C_PATH
+#else  // !BOLTPACK_X86_SIMD
 
 bool F16CSupported() { return false; }
 // Never selected here; kept so callers need no #if.
 void F16ToF32F16C(const void* src, void* dst, size_t n) { F16ToF32Portable(src, dst, n); }
 void F32ToF16F16C(const void* src, void* dst, size_t n) { F32ToF16Portable(src, dst, n); }
 
-#endif  // BOLTPACK_HAVE_F16C_PATH
+#endif  // BOLTPACK_X86_SIMD
 
 void F32ToBF16Portable(const void* src, void* dst, size_t n) {
   ConvertLoop<uint32_t, uint16_t>(src, dst, n, F32BitsToBF16Bits);
 }
 
-#if BOLTPACK_HAVE_F16C_PATH
+#if BOLTPACK_X86_SIMD
 bool Avx2Supported() { return DetectCpuFeatures().avx2; }
 
 // ggml's f32 -> bf16 rule (F32BitsToBF16Bits) eight lanes at a time: the

@@ -338,7 +338,7 @@ absl::StatusOr<EncodedTensor> BlockCodec::Encode(const TensorSource& source,
     return buf.data();
   };
   auto abs_max_bits = [&](const float* x, uint64_t n) {
-#if BOLTPACK_QUANT_AVX2
+#if BOLTPACK_X86_SIMD
     if (avx2) return quant::AbsMaxBitsAvx2(x, n);
 #endif
     return quant::AbsMaxBits(x, n);

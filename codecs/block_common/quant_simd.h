@@ -16,12 +16,7 @@
 
 #include "codecs/float_convert.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#define BOLTPACK_QUANT_AVX2 1
-#else
-#define BOLTPACK_QUANT_AVX2 0
-#endif
+#include "codecs/x86_simd.h"
 
 namespace boltpack::quant {
 
@@ -47,7 +42,7 @@ inline float BitsToFloat(uint32_t u) {
   return f;
 }
 
-#if BOLTPACK_QUANT_AVX2
+#if BOLTPACK_X86_SIMD
 
 #define BOLTPACK_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 
@@ -139,7 +134,7 @@ BOLTPACK_AVX2_TARGET inline __m128i CodesToBytes(__m256i a, __m256i b) {
   return _mm_packus_epi16(wa, wb);
 }
 
-#endif  // BOLTPACK_QUANT_AVX2
+#endif  // BOLTPACK_X86_SIMD
 
 // ---- decode outputs -----------------------------------------------------------
 //
@@ -156,7 +151,7 @@ BOLTPACK_AVX2_TARGET inline __m128i CodesToBytes(__m256i a, __m256i b) {
 struct F32Out {
   using T = float;
   static T Scalar(float v) { return v; }
-#if BOLTPACK_QUANT_AVX2
+#if BOLTPACK_X86_SIMD
   BOLTPACK_AVX2_TARGET static void Store16(float* y, __m256 a, __m256 b, bool /*may_be_nan*/) {
     _mm256_storeu_ps(y, a);
     _mm256_storeu_ps(y + 8, b);
@@ -164,7 +159,7 @@ struct F32Out {
 #endif
 };
 
-#if BOLTPACK_QUANT_AVX2
+#if BOLTPACK_X86_SIMD
 // NaN lanes of a and b (bits 0-7 and 8-15), rare in decoded weights (only
 // a NaN or infinite scale makes them): the 16-bit stores below rewrite them
 // with the scalar rule afterwards, which keeps the NaN select off the
@@ -196,7 +191,7 @@ BOLTPACK_AVX2_TARGET inline __m256i RoundToBf16Bits(__m256 v) {
 struct Bf16Out {
   using T = uint16_t;
   static T Scalar(float v) { return F32ToBF16(v); }
-#if BOLTPACK_QUANT_AVX2
+#if BOLTPACK_X86_SIMD
   BOLTPACK_AVX2_TARGET static void Store16(uint16_t* y, __m256 a, __m256 b, bool may_be_nan) {
     // The unsigned pack is exact (every lane < 2^16); it works per 128-bit
     // half (a0 b0 a1 b1), so the quarters are put back in order.
@@ -213,7 +208,7 @@ struct Bf16Out {
 struct F16Out {
   using T = uint16_t;
   static T Scalar(float v) { return F32ToF16(v); }
-#if BOLTPACK_QUANT_AVX2
+#if BOLTPACK_X86_SIMD
   // VCVTPS2PH with immediate 0 rounds to nearest even whatever MXCSR says,
   // as float_convert.cc's F16C path does; it keeps NaN payload bits where
   // float_convert.h writes sign | 0x7e00, so NaN lanes are rewritten.

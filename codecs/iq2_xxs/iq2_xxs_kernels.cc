@@ -1,11 +1,6 @@
 #include "codecs/iq2_xxs/iq2_xxs_kernels.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define BOLTPACK_IQ2_HAVE_AVX2_PATH 1
-#else
-#define BOLTPACK_IQ2_HAVE_AVX2_PATH 0
-#endif
+#include "codecs/x86_simd.h"
 
 #include <cmath>
 #include <cstring>
@@ -72,7 +67,7 @@ void DecodePortable(const uint8_t* src, size_t nblocks, float* dst) {
   }
 }
 
-#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+#if BOLTPACK_X86_SIMD
 __attribute__((target("avx2,fma"))) void DecodeAvx2(const uint8_t* src, size_t nblocks,
                                                           float* dst) {
   for (size_t b = 0; b < nblocks; ++b, src += kBlockBytes, dst += kBlockElems) {
@@ -93,7 +88,7 @@ __attribute__((target("avx2,fma"))) void DecodeAvx2(const uint8_t* src, size_t n
   }
 }
 
-#endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
+#endif  // BOLTPACK_X86_SIMD
 
 // ---- the block quantizer (shared scalar logic) ------------------------------------
 
@@ -430,7 +425,7 @@ class ACache {
 }  // namespace
 
 bool Avx2Supported() {
-#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+#if BOLTPACK_X86_SIMD
   const CpuFeatures& cpu = DetectCpuFeatures();
   return cpu.avx2 && cpu.fma;
 #else
@@ -440,7 +435,7 @@ bool Avx2Supported() {
 
 void DecodeBlocksF32(const uint8_t* src, size_t nblocks, float* dst, Isa isa) {
   if (isa == Isa::kAuto) isa = Avx2Supported() ? Isa::kAvx2 : Isa::kPortable;
-#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+#if BOLTPACK_X86_SIMD
   if (isa == Isa::kAvx2) {
     DecodeAvx2(src, nblocks, dst);
     return;

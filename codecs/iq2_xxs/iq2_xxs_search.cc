@@ -2,12 +2,7 @@
 // and the per-block steps, each portable and AVX2 with the same bits.
 #include "codecs/iq2_xxs/iq2_xxs_search.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define BOLTPACK_IQ2_HAVE_AVX2_PATH 1
-#else
-#define BOLTPACK_IQ2_HAVE_AVX2_PATH 0
-#endif
+#include "codecs/x86_simd.h"
 
 #include <cmath>
 #include <cstring>
@@ -133,7 +128,7 @@ void ComputeNSubPortable(const float (*wa)[8], GroupAB* ab) {
   for (int gi = 0; gi < 4; ++gi) ComputeNPortable(wa[gi], ab[gi].n);
 }
 
-#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+#if BOLTPACK_X86_SIMD
 // The partial sums of the first four multiply-adds (v_0 pg_0 + ... + v_3
 // pg_3, in that order) for every prefix, into pre[0..63]; pre[64..71] zero
 // (a permute's load may reach them).
@@ -210,7 +205,7 @@ __attribute__((target("avx2,fma"))) void ComputeNSubAvx2(const float (*wa)[8], G
   }
 }
 
-#endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
+#endif  // BOLTPACK_X86_SIMD
 
 // The k with the lowest t*A_k + N_k. To find value and index in one min,
 // the low 8 mantissa bits of each value are replaced by k (the comparison
@@ -248,7 +243,7 @@ void Argmin2x4Portable(const GroupAB* ab, float t0, float t1, Pick out[8]) {
   Argmin4Portable(ab, t1, out + 4);
 }
 
-#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+#if BOLTPACK_X86_SIMD
 // The key of cost c and index idx (KeyOf: c's low byte replaced by idx's,
 // in one byte blend; `low` has 0x80 in each lane's low byte).
 __attribute__((target("avx2,fma"))) inline __m256 KeyAvx2(__m256 c, __m256 idx, __m256i low) {
@@ -322,7 +317,7 @@ __attribute__((target("avx2,fma"))) void Argmin2x4Avx2(const GroupAB* ab, float 
   }
 }
 
-#endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
+#endif  // BOLTPACK_X86_SIMD
 
 // ---- scalar steps, vectorised (the same operations per lane) ------------------------
 
@@ -413,7 +408,7 @@ void SubStatsPortable(const float* xn, const float* w, SubStats* st) {
   }
 }
 
-#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+#if BOLTPACK_X86_SIMD
 // r[j] (j = 0..7) becomes column j of the 8 x 8 matrix whose rows are r.
 __attribute__((target("avx2,fma"))) inline void Transpose8Avx2(__m256 r[8]) {
   __m256 t[8], u[8];
@@ -538,14 +533,14 @@ __attribute__((target("avx2,fma"))) void GroupSignsAvx2(const float* xn, const f
     masks[gi] = mask ^ ((odd << jmin) & 0xffu);
   }
 }
-#endif  // BOLTPACK_IQ2_HAVE_AVX2_PATH
+#endif  // BOLTPACK_X86_SIMD
 
 
 }  // namespace
 
 Kernels SelectKernels(Isa isa) {
   if (isa == Isa::kAuto) isa = Avx2Supported() ? Isa::kAvx2 : Isa::kPortable;
-#if BOLTPACK_IQ2_HAVE_AVX2_PATH
+#if BOLTPACK_X86_SIMD
   if (isa == Isa::kAvx2) {
     return {ComputeABlockAvx2, ComputeNSubAvx2, Argmin4Avx2, Argmin2x4Avx2, PickScaleAvx2, 
             GroupSignsAvx2, SubStatsAvx2,      AbsMaxAvx2};

@@ -16,12 +16,7 @@
 #include "common/status_macros.h"
 #include "common/str_cat.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#define BOLTPACK_NVFP4_AVX2 1
-#else
-#define BOLTPACK_NVFP4_AVX2 0
-#endif
+#include "codecs/x86_simd.h"
 
 namespace boltpack {
 
@@ -37,7 +32,7 @@ uint8_t CastFp4ModelOpt(float x) {
 
 namespace {
 
-#if BOLTPACK_NVFP4_AVX2
+#if BOLTPACK_X86_SIMD
 __attribute__((target("avx2,fma,f16c"))) inline __m256 cvt(__m128i v8) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v8));
 }
@@ -84,7 +79,7 @@ void DecodeGgmlPortable(const uint8_t* in, uint64_t nb, typename Out::T* y) {
   }
 }
 
-#if BOLTPACK_NVFP4_AVX2
+#if BOLTPACK_X86_SIMD
 template <class Out>
 __attribute__((target("avx2,fma,f16c"))) void DecodeGgmlAvx2(const uint8_t* in, uint64_t nb,
                                                              typename Out::T* y) {
@@ -130,7 +125,7 @@ uint64_t EncodeGgmlPortable(const float* x, uint64_t nb, uint8_t* o) {
   return nb;
 }
 
-#if BOLTPACK_NVFP4_AVX2
+#if BOLTPACK_X86_SIMD
 __attribute__((target("avx2,fma,f16c"))) uint64_t EncodeGgmlAvx2(const float* x, uint64_t nb, uint8_t* o) {
   const auto& ue_table = Ue4m3HalfTable();
   for (uint64_t b = 0; b < nb; ++b, o += kNvfp4GgmlBlockBytes) {
@@ -171,7 +166,7 @@ class Nvfp4GgmlCodec : public TemplatedBlockCodec<Nvfp4GgmlCodec> {
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
                             const BlockParams& /*params*/, bool avx2) const override {
     uint64_t bad;
-#if BOLTPACK_NVFP4_AVX2
+#if BOLTPACK_X86_SIMD
     bad = avx2 ? EncodeGgmlAvx2(x, nblocks, out[0]) : EncodeGgmlPortable(x, nblocks, out[0]);
 #else
     (void)avx2;
@@ -187,7 +182,7 @@ class Nvfp4GgmlCodec : public TemplatedBlockCodec<Nvfp4GgmlCodec> {
   static void DecodeTo(const uint8_t* const* streams, uint64_t nblocks, typename Out::T* y,
                        const BlockParams& /*params*/, bool avx2) {
     const uint8_t* in = streams[0];
-#if BOLTPACK_NVFP4_AVX2
+#if BOLTPACK_X86_SIMD
     if (avx2) return DecodeGgmlAvx2<Out>(in, nblocks, y);
 #endif
     (void)avx2;
@@ -232,7 +227,7 @@ void DecodeTwoLevelPortable(const uint8_t* values, const uint8_t* scales, uint64
   }
 }
 
-#if BOLTPACK_NVFP4_AVX2
+#if BOLTPACK_X86_SIMD
 // 8 codes (one per byte) -> their E2M1 values (code 8 -> +0).
 __attribute__((target("avx2,fma,f16c"))) inline __m256 Lookup(__m128i codes8, __m256 pos, __m256 neg) {
   const __m256i idx = _mm256_cvtepu8_epi32(codes8);
@@ -293,7 +288,7 @@ uint64_t EncodeTwoLevelPortable(const float* x, uint64_t nb, uint8_t* values, ui
   return nb;
 }
 
-#if BOLTPACK_NVFP4_AVX2
+#if BOLTPACK_X86_SIMD
 // CastFp4ModelOpt on 8 lanes (32-bit codes).
 __attribute__((target("avx2,fma,f16c"))) inline __m256i CastFp4x8(__m256 q) {
   const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), q);
@@ -403,7 +398,7 @@ class Nvfp4Codec : public TemplatedBlockCodec<Nvfp4Codec> {
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
                             const BlockParams& params, bool avx2) const override {
     uint64_t bad;
-#if BOLTPACK_NVFP4_AVX2
+#if BOLTPACK_X86_SIMD
     bad = avx2 ? EncodeTwoLevelAvx2(x, nblocks, out[0], out[1], params.tensor_scale)
                : EncodeTwoLevelPortable(x, nblocks, out[0], out[1], params.tensor_scale);
 #else
@@ -419,7 +414,7 @@ class Nvfp4Codec : public TemplatedBlockCodec<Nvfp4Codec> {
   template <class Out>
   static void DecodeTo(const uint8_t* const* in, uint64_t nblocks, typename Out::T* y,
                        const BlockParams& params, bool avx2) {
-#if BOLTPACK_NVFP4_AVX2
+#if BOLTPACK_X86_SIMD
     if (avx2) return DecodeTwoLevelAvx2<Out>(in[0], in[1], nblocks, y, params.tensor_scale);
 #endif
     (void)avx2;

@@ -10,12 +10,7 @@
 #include "codecs/float_convert.h"
 #include "common/str_cat.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#define BOLTPACK_Q8_AVX2 1
-#else
-#define BOLTPACK_Q8_AVX2 0
-#endif
+#include "codecs/x86_simd.h"
 
 namespace boltpack {
 namespace {
@@ -33,7 +28,7 @@ void DecodePortable(const uint8_t* in, uint64_t nb, typename Out::T* y) {
   }
 }
 
-#if BOLTPACK_Q8_AVX2
+#if BOLTPACK_X86_SIMD
 template <class Out>
 __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(const uint8_t* in, uint64_t nb, typename Out::T* y) {
   for (uint64_t b = 0; b < nb; ++b, in += kQ8_0BlockBytes, y += kQ8_0BlockElems) {
@@ -92,7 +87,7 @@ uint64_t EncodePortable(const float* x, uint64_t nb, uint8_t* o) {
   return nb;
 }
 
-#if BOLTPACK_Q8_AVX2
+#if BOLTPACK_X86_SIMD
 // clamp(roundf(v * id), -127, 127) as int32 lanes.
 __attribute__((target("avx2,fma,f16c"))) inline __m256i Quant8(__m256 v, __m256 vid, __m256 lim) {
   const __m256 r = quant::RoundHalfAway(_mm256_mul_ps(v, vid));
@@ -135,7 +130,7 @@ class Q8_0Codec : public TemplatedBlockCodec<Q8_0Codec> {
   absl::Status EncodeBlocks(const float* x, uint64_t nblocks, uint8_t* const* out,
                             const BlockParams& /*params*/, bool avx2) const override {
     uint64_t bad;
-#if BOLTPACK_Q8_AVX2
+#if BOLTPACK_X86_SIMD
     bad = avx2 ? EncodeAvx2(x, nblocks, out[0]) : EncodePortable(x, nblocks, out[0]);
 #else
     (void)avx2;
@@ -157,7 +152,7 @@ class Q8_0Codec : public TemplatedBlockCodec<Q8_0Codec> {
   static void DecodeTo(const uint8_t* const* streams, uint64_t nblocks, typename Out::T* y,
                        const BlockParams& /*params*/, bool avx2) {
     const uint8_t* in = streams[0];
-#if BOLTPACK_Q8_AVX2
+#if BOLTPACK_X86_SIMD
     if (avx2) return DecodeAvx2<Out>(in, nblocks, y);
 #endif
     (void)avx2;
